@@ -1,0 +1,41 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+
+export type { ClickHouseClient };
+
+export interface Analytics {
+  client: ClickHouseClient;
+  backend: 'clickhouse' | 'chdb';
+  database: string;
+  close(): Promise<void>;
+}
+
+/**
+ * One @clickhouse/client for both profiles: a ClickHouse server when CLICKHOUSE_URL is set,
+ * otherwise chDB in-process through its Connection plug-in. Queries are identical.
+ * chDB allows one data path per process, so every caller in a process shares one engine.
+ */
+export async function openAnalytics(opts: { url?: string; database: string; dataDir: string }): Promise<Analytics> {
+  if (opts.url) {
+    const bootstrap = createClient({ url: opts.url });
+    await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
+    await bootstrap.close();
+    const client = createClient({
+      url: opts.url,
+      database: opts.database,
+      clickhouse_settings: { date_time_input_format: 'best_effort' },
+    });
+    return { client, backend: 'clickhouse', database: opts.database, close: () => client.close() };
+  }
+  const { createChdbConnection } = await import('chdb/connection');
+  const dir = path.join(opts.dataDir, 'chdb');
+  fs.mkdirSync(dir, { recursive: true });
+  const connection = createChdbConnection({ path: dir });
+  const client = createClient({ connection } as Parameters<typeof createClient>[0]);
+  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
+  // The chDB connection ignores the `database` option; its session keeps USE instead, so
+  // queries can name tables unqualified exactly as they do against a server.
+  await client.command({ query: `USE ${opts.database}` });
+  return { client, backend: 'chdb', database: opts.database, close: () => client.close() };
+}

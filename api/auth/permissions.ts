@@ -1,0 +1,77 @@
+import type { PersonalTokenTier, ProjectRole, TokenScope } from './principal';
+
+/**
+ * The one permission map (spec 5.3). Roles, project-token scopes and opaque permissions all
+ * reduce to capabilities; every endpoint names the capability it needs and nothing else
+ * decides access.
+ */
+export const CAPABILITIES = [
+  'flags:read',
+  'flags:write',
+  'flags:delete',
+  'services:read',
+  'services:write',
+  'services:delete',
+  'members:view',
+  'members:manage',
+  'settings:manage',
+  'project:delete',
+] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+const ALL = new Set<Capability>(CAPABILITIES);
+
+export const ROLE_CAPABILITIES: Record<ProjectRole, ReadonlySet<Capability>> = {
+  owner: ALL,
+  admin: new Set(CAPABILITIES.filter((c) => c !== 'project:delete')),
+  member: new Set<Capability>(['flags:read', 'flags:write', 'services:read', 'services:write', 'members:view']),
+  viewer: new Set<Capability>(['flags:read', 'services:read', 'members:view']),
+};
+
+/** Project API tokens: opaque `permissions.{read,write,delete}` map onto the same scopes as JWT. */
+export const SCOPE_CAPABILITIES: Record<TokenScope, readonly Capability[]> = {
+  read: ['flags:read', 'services:read'],
+  write: ['flags:write'],
+  delete: ['flags:delete'],
+  manage_settings: ['settings:manage'],
+  manage_members: ['members:manage', 'members:view'],
+};
+
+/** The permission word used in "Forbidden: You need '<permission>' permission" (spec 7). */
+export const CAPABILITY_PERMISSION_NAME: Record<Capability, string> = {
+  'flags:read': 'read',
+  'flags:write': 'write',
+  'flags:delete': 'delete',
+  'services:read': 'read',
+  'services:write': 'write',
+  'services:delete': 'delete',
+  'members:view': 'read',
+  'members:manage': 'manage_members',
+  'settings:manage': 'manage_settings',
+  'project:delete': 'delete_project',
+};
+
+/** Capabilities that need the personal-token admin tier (spec 5.5). */
+export const ADMIN_TIER_CAPABILITIES: ReadonlySet<Capability> = new Set(['members:manage', 'settings:manage', 'project:delete']);
+
+export function roleGrants(role: ProjectRole, capability: Capability): boolean {
+  return ROLE_CAPABILITIES[role].has(capability);
+}
+
+export function scopesGrant(scopes: readonly TokenScope[], capability: Capability): boolean {
+  return scopes.some((s) => SCOPE_CAPABILITIES[s].includes(capability));
+}
+
+export function tierAllowsCapability(tier: PersonalTokenTier, capability: Capability): boolean {
+  if (ADMIN_TIER_CAPABILITIES.has(capability)) return tier === 'admin';
+  if (capability.endsWith(':read') || capability === 'members:view') return true;
+  return tier === 'write' || tier === 'admin';
+}
+
+export function opaquePermissionsToScopes(p: { read?: boolean; write?: boolean; delete?: boolean }): TokenScope[] {
+  const scopes: TokenScope[] = [];
+  if (p.read) scopes.push('read');
+  if (p.write) scopes.push('write');
+  if (p.delete) scopes.push('delete');
+  return scopes;
+}

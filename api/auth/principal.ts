@@ -1,0 +1,65 @@
+/** Who is calling. Resolved once per request by the authenticator, then read everywhere. */
+
+export interface UserRecord {
+  id: string;
+  email: string;
+  name: string;
+  emailVerified: boolean;
+  createdAt: string;
+}
+
+export type ProjectRole = 'owner' | 'admin' | 'member' | 'viewer';
+export type TokenScope = 'read' | 'write' | 'delete' | 'manage_settings' | 'manage_members';
+export type PersonalTokenTier = 'read' | 'write' | 'admin';
+
+export interface AnonymousPrincipal {
+  type: 'anonymous';
+}
+
+export interface SessionPrincipal {
+  type: 'session';
+  user: UserRecord;
+  sessionId: string;
+  csrfToken: string;
+}
+
+export interface ProjectTokenPrincipal {
+  type: 'project_api_token';
+  tokenId: string;
+  tokenType: 'opaque' | 'jwt';
+  projectId: string;
+  scopes: TokenScope[];
+  /** The user who created the token; audit entries name them with the token. */
+  createdBy: string | null;
+}
+
+export interface PersonalTokenPrincipal {
+  type: 'personal_access_token';
+  tokenId: string;
+  user: UserRecord;
+  tier: PersonalTokenTier;
+  allowOwnerActions: boolean;
+}
+
+export type Principal = AnonymousPrincipal | SessionPrincipal | ProjectTokenPrincipal | PersonalTokenPrincipal;
+
+export const ANONYMOUS: AnonymousPrincipal = { type: 'anonymous' };
+
+/** The user a principal acts as, when it acts as one. */
+export function actingUser(p: Principal): UserRecord | null {
+  return p.type === 'session' || p.type === 'personal_access_token' ? p.user : null;
+}
+
+/** `credential` of GET /api/users/me (CONTRACT 2). */
+export function describeCredential(p: Principal): Record<string, unknown> {
+  switch (p.type) {
+    case 'session':
+      return { type: 'session' };
+    case 'personal_access_token':
+      return { type: 'personal_access_token', id: p.tokenId, tier: p.tier, allowOwnerActions: p.allowOwnerActions };
+    case 'project_api_token':
+      return { type: 'project_api_token', id: p.tokenId, tokenType: p.tokenType, scopes: p.scopes, projectId: p.projectId };
+    default:
+      return { type: 'anonymous' };
+  }
+}

@@ -1,0 +1,125 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * The whole environment, parsed once at start. Every other module receives the parsed
+ * `Config` object; nothing reads process.env elsewhere.
+ */
+
+export const ROLES = ['control', 'data', 'ingest', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const optionalUrl = (protocols: string[]) =>
+  z
+    .string()
+    .url()
+    .refine((u) => protocols.includes(new URL(u).protocol), {
+      message: `must use ${protocols.join(' or ')}`,
+    })
+    .optional();
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port.default(3000),
+  DATA_PORT: port.default(3001),
+  INGEST_PORT: port.default(3002),
+  /** Which processes this instance runs; the embedded profile runs all four. */
+  ROLES: z
+    .string()
+    .default(ROLES.join(','))
+    .transform((s) => s.split(',').map((r) => r.trim()).filter(Boolean))
+    .pipe(z.array(z.enum(ROLES)).min(1)),
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  APP_COMMIT: z.string().default('unknown'),
+  /** Public address of the control plane, used in links we hand out (trigger URLs, mails). */
+  PUBLIC_BASE_URL: z.string().url().optional(),
+
+  DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  REDIS_URL: optionalUrl(['redis:', 'rediss:']),
+  CLICKHOUSE_URL: optionalUrl(['http:', 'https:']),
+  CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('flags'),
+  TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('flags'),
+  TEMPORAL_CLI_PATH: z.string().min(1).default('temporal'),
+  /** A prebuilt workflow bundle (made by `npm run build`); bundling at start when absent. */
+  WORKFLOW_BUNDLE_PATH: z.string().optional(),
+
+  SMTP_URL: optionalUrl(['smtp:', 'smtps:']),
+  MAIL_FROM: z.string().default('flags@localhost'),
+  /** Number of trusted reverse-proxy hops in front of us; 0 = use the socket address. */
+  TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  SESSION_TTL_HOURS: positiveInt.default(24 * 14),
+  SCRYPT_COST_LOG2: z.coerce.number().int().min(10).max(20).default(17),
+
+  RATE_LIMIT_PER_IP: positiveInt.default(1000),
+  RATE_LIMIT_PER_TOKEN: positiveInt.default(5000),
+  RATE_LIMIT_PER_SERVICE: positiveInt.default(10000),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
+
+  DEMO_SERVICE_IDS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+  /** Lets webhooks and alert channels target loopback/private hosts (tests, local demos). */
+  ALLOW_PRIVATE_WEBHOOK_TARGETS: booleanFlag.optional(),
+  SHUTDOWN_GRACE_MS: positiveInt.default(8000),
+});
+
+export type Config = z.infer<typeof envSchema> & {
+  /** Absolute DATA_DIR. */
+  dataDir: string;
+  isProduction: boolean;
+  /** True when no backend URL is set at all (CONTRACT section 6). */
+  embedded: boolean;
+  allowPrivateTargets: boolean;
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The variables the application reads; docker-compose and the README are checked against it. */
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as (keyof typeof envSchema.shape)[];
+
+export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset", as in a compose file with `VAR: ""`.
+  const cleaned = Object.fromEntries(
+    Object.entries(env).filter(([k, v]) => k in envSchema.shape && v !== undefined && v !== ''),
+  );
+  const result = envSchema.safeParse(cleaned);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+    );
+  }
+  const parsed = result.data;
+  const problems: string[] = [];
+  if (parsed.NODE_ENV === 'production') {
+    for (const required of ['DATABASE_URL', 'REDIS_URL', 'CLICKHOUSE_URL', 'TEMPORAL_ADDRESS'] as const) {
+      if (!parsed[required]) problems.push(`${required}: required when NODE_ENV=production`);
+    }
+  }
+  const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT].filter((p) => p !== 0);
+  if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT: must differ');
+  if (problems.length) throw new ConfigError(problems);
+
+  return {
+    ...parsed,
+    dataDir: path.resolve(parsed.DATA_DIR),
+    isProduction: parsed.NODE_ENV === 'production',
+    embedded: !parsed.DATABASE_URL && !parsed.REDIS_URL && !parsed.CLICKHOUSE_URL && !parsed.TEMPORAL_ADDRESS,
+    allowPrivateTargets: parsed.ALLOW_PRIVATE_WEBHOOK_TARGETS ?? parsed.NODE_ENV !== 'production',
+  };
+}

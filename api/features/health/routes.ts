@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Analytics } from '../../../analytics/client';
+import type { Cache } from '../../infra/cache';
+import type { Database } from '../../infra/postgres';
+import type { Temporal } from '../../infra/temporal';
+import { defineRoute, reply, type AnyRoute } from '../../http/route';
+
+export interface HealthDeps {
+  cache: Cache;
+  db: Database;
+  analytics: Analytics;
+  temporal?: Temporal;
+  version: { app: string; commit: string; environment: string };
+  instanceId: string;
+  /** Extra checks contributed by other features (evaluation pipeline …), by name. */
+  evaluationChecks?: () => Promise<Record<string, Check>>;
+}
+
+export interface Check {
+  working: boolean;
+  testTime: number;
+  error?: string;
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<Check> {
+  const start = performance.now();
+  try {
+    await fn();
+    return { working: true, testTime: round(performance.now() - start) };
+  } catch (error) {
+    return { working: false, testTime: round(performance.now() - start), error: (error as Error).message };
+  }
+}
+const round = (ms: number) => Math.round(ms * 100) / 100;
+
+const CheckSchema = z.object({ working: z.boolean(), testTime: z.number(), error: z.string().optional() });
+const HealthSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  timestamp: z.string(),
+  version: z.object({ app: z.string(), commit: z.string(), environment: z.string() }),
+  cache: z.object({ backend: z.string(), readCache: CheckSchema, writeCache: CheckSchema }),
+  storage: z.object({ backend: z.string() }).passthrough(),
+});
+
+/** Real probes: each check writes and reads back, so "ok" means the path works, not just connects. */
+export function healthRoutes(deps: HealthDeps): AnyRoute[] {
+  async function cacheChecks() {
+    const key = `health:${deps.instanceId}`;
+    const value = randomUUID();
+    const writeCache = await timed(() => deps.cache.set(key, value, 60));
+    const readCache = await timed(async () => {
+      if ((await deps.cache.get(key)) !== value) throw new Error('read back a different value');
+    });
+    return { backend: deps.cache.backend, readCache, writeCache };
+  }
+  async function storageCheck() {
+    return timed(() => deps.db.sql`SELECT 1`);
+  }
+  async function analyticsCheck() {
+    const probeId = randomUUID();
+    return timed(async () => {
+      await deps.analytics.client.insert({
+        table: 'health_probe',
+        values: [{ probe_id: probeId, instance: deps.instanceId, written_at: Date.now() }],
+        format: 'JSONEachRow',
+      });
+      const rs = await deps.analytics.client.query({
+        query: 'SELECT count() AS n FROM health_probe WHERE instance = {instance:String} AND probe_id = {probeId:String}',
+        query_params: { instance: deps.instanceId, probeId },
+        format: 'JSONEachRow',
+      });
+      const [row] = (await rs.json()) as { n: number | string }[];
+      if (Number(row?.n) !== 1) throw new Error('probe row not read back');
+    });
+  }
+  async function temporalCheck() {
+    return timed(async () => {
+      if (!deps.temporal) throw new Error('not configured');
+      await deps.temporal.client.workflowService.getSystemInfo({});
+    });
+  }
+  const envelope = (ok: boolean, body: Record<string, unknown>) =>
+    reply(ok ? 200 : 503, {
+      status: ok ? 'ok' : 'degraded',
+      timestamp: new Date().toISOString(),
+      version: deps.version,
+      ...body,
+    });
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/health',
+      summary: 'Liveness with real cache and storage read/write checks',
+      tags: ['health'],
+      auth: 'public',
+      response: HealthSchema,
+      async handler() {
+        const [cache, storage] = await Promise.all([cacheChecks(), storageCheck()]);
+        const ok = cache.readCache.working && cache.writeCache.working && storage.working;
+        return envelope(ok, { cache, storage: { backend: deps.db.backend, ...storage } });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/health/admin',
+      summary: 'Storage, cache, analytics, workflow engine and auth subsystem status',
+      tags: ['health'],
+      auth: 'public',
+      async handler() {
+        const [cache, storage, analytics, temporal, auth] = await Promise.all([
+          cacheChecks(),
+          storageCheck(),
+          analyticsCheck(),
+          temporalCheck(),
+          timed(() => deps.db.sql`SELECT count(*) FROM sessions WHERE expires_at > now()`),
+        ]);
+        const ok = [cache.readCache, cache.writeCache, storage, analytics, temporal, auth].every((c) => c.working);
+        return envelope(ok, {
+          cache,
+          storage: { backend: deps.db.backend, ...storage },
+          analytics: { backend: deps.analytics.backend, ...analytics },
+          workflows: { backend: deps.temporal?.devServer ? 'temporal-dev-server' : 'temporal', ...temporal },
+          auth: { sessions: auth },
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/health/evaluation',
+      summary: 'Checks the evaluation pipeline: snapshots, event writer and analytics store',
+      tags: ['health'],
+      auth: 'public',
+      async handler() {
+        const [analytics, extra] = await Promise.all([analyticsCheck(), deps.evaluationChecks?.() ?? Promise.resolve({})]);
+        const checks: Record<string, Check> = { analytics, ...extra };
+        const ok = Object.values(checks).every((c) => c.working);
+        return envelope(ok, { checks });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { Authenticator } from '../auth/authenticator';
+import type { Logger } from '../infra/logger';
+import { clientIp } from './client-ip';
+import { HttpError } from './errors';
+import type { OpenApiCatalog } from './openapi';
+import type { RateLimiter } from './rate-limit';
+import { mountRoutes, type AnyRoute, type RequestContext } from './route';
+
+export interface HttpAppOptions {
+  name: 'control' | 'data' | 'ingest';
+  logger: Logger;
+  trustProxy: number;
+  rateLimiter: RateLimiter;
+  perIpLimit: number;
+  perTokenLimit: number;
+  authenticator: Authenticator;
+  openapi: OpenApiCatalog;
+  routes: AnyRoute[];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** One Express app per listener; all three share this middleware chain and error envelope. */
+export function createHttpApp(opts: HttpAppOptions): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    req.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', req.requestId);
+    req.clientIp = clientIp(req, opts.trustProxy);
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger: opts.logger.child({ listener: opts.name }),
+      genReqId: (req) => (req as Request).requestId,
+      customProps: (req) => ({ ip: (req as Request).clientIp }),
+      serializers: {
+        req: (req) => ({ id: req.id, method: req.method, url: String(req.url).split('?')[0] }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+      autoLogging: { ignore: (req) => req.url === '/api/health' },
+    }),
+  );
+  app.use(async (req, res, next) => {
+    try {
+      await opts.rateLimiter.enforce(res, `ip:${req.clientIp}`, opts.perIpLimit, 'IP address');
+      req.principal = await opts.authenticator.authenticate(req);
+      next();
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  const router = express.Router();
+  mountRoutes(router, opts.routes, {
+    logger: opts.logger,
+    openapi: opts.openapi,
+    afterAuth: async (ctx: RequestContext<unknown, unknown, unknown>) => {
+      const p = ctx.principal;
+      if (p.type === 'project_api_token' || p.type === 'personal_access_token') {
+        await opts.rateLimiter.enforce(ctx.res, `token:${p.tokenId}`, opts.perTokenLimit, 'API token');
+      }
+    },
+  });
+  app.use(router);
+
+  app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
+  app.use(errorHandler());
+  return app;
+}
+
+/** Never sends a stack trace: unexpected errors are logged and answered with a bare 500. */
+export function errorHandler() {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const http = toHttpError(error);
+    if (http.status >= 500) req.log?.error({ err: error }, 'request failed');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(http.status).json(http.toBody());
+  };
+}
+
+function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  const e = error as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
+  const status = e?.status ?? e?.statusCode;
+  // body-parser and friends mark client errors with a status and `expose`.
+  if (status && status >= 400 && status < 500) return new HttpError(status, e.expose && e.message ? e.message : 'Bad request');
+  return new HttpError(500, 'Internal server error');
+}

@@ -1,0 +1,84 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { z, type ZodTypeAny } from 'zod';
+import type { AnyRoute } from './route';
+
+extendZodWithOpenApi(z);
+
+const ErrorEnvelope = z
+  .object({
+    error: z.string(),
+    message: z.string(),
+    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .passthrough();
+
+const ERROR_STATUSES: Record<number, string> = {
+  400: 'Invalid parameters or validation failure',
+  401: 'Missing or invalid authentication',
+  403: 'Insufficient permission',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Request body too large',
+  415: 'Unsupported media type',
+  429: 'Rate limited',
+  500: 'Internal error',
+  503: 'Service unavailable',
+};
+
+/** Collects every mounted route, so /api/openapi.json documents exactly what validates requests. */
+export class OpenApiCatalog {
+  private readonly registry = new OpenAPIRegistry();
+  private readonly seen = new Set<string>();
+  private cached?: object;
+
+  constructor(private readonly info: { title: string; version: string }) {
+    this.registry.registerComponent('securitySchemes', 'bearerAuth', { type: 'http', scheme: 'bearer' });
+    this.registry.registerComponent('securitySchemes', 'sessionCookie', { type: 'apiKey', in: 'cookie', name: 'flags_session' });
+  }
+
+  register(route: AnyRoute): void {
+    const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const id = `${route.method} ${path}`;
+    if (this.seen.has(id)) return;
+    this.seen.add(id);
+    this.cached = undefined;
+    const status = route.status ?? 200;
+    const responses: Record<string, ResponseConfig> = {
+      [status]: route.response
+        ? { description: 'Success', content: { 'application/json': { schema: route.response } } }
+        : { description: 'Success' },
+    };
+    for (const [code, description] of Object.entries(ERROR_STATUSES)) {
+      responses[code] = { description, content: { 'application/json': { schema: ErrorEnvelope } } };
+    }
+    this.registry.registerPath({
+      method: route.method,
+      path,
+      summary: route.summary,
+      tags: route.tags,
+      security: route.auth === 'public' ? [{}, { bearerAuth: [] }, { sessionCookie: [] }] : [{ bearerAuth: [] }, { sessionCookie: [] }],
+      request: {
+        params: asObject(route.params),
+        query: asObject(route.query),
+        body: route.body ? { content: { 'application/json': { schema: route.body } }, required: false } : undefined,
+      },
+      responses,
+    });
+  }
+
+  document(): object {
+    this.cached ??= new OpenApiGeneratorV31(this.registry.definitions).generateDocument({
+      openapi: '3.1.0',
+      info: this.info,
+      servers: [{ url: '/' }],
+    });
+    return this.cached;
+  }
+}
+
+function asObject(schema: ZodTypeAny | undefined): z.AnyZodObject | undefined {
+  if (!schema) return undefined;
+  if (schema instanceof z.ZodObject) return schema;
+  if (schema instanceof z.ZodEffects) return asObject(schema.innerType());
+  return undefined;
+}

@@ -1,0 +1,216 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { z, type ZodTypeAny } from 'zod';
+import type { Principal } from '../auth/principal';
+import type { Logger } from '../infra/logger';
+import { badRequest, forbidden, HttpError, payloadTooLarge, unauthorized, unsupportedMediaType, type FieldProblem } from './errors';
+import type { OpenApiCatalog } from './openapi';
+
+export const KB = 1024;
+/** Spec 8 request-size limits. */
+export const BODY_LIMITS = { default: 256 * KB, flagWrite: 256 * KB, evaluation: 64 * KB, bulk: 25.6 * 1024 * KB } as const;
+
+/**
+ * Who may call a route:
+ * - public: anyone; the principal may be anonymous (handlers decide per resource, e.g. isPublic flags).
+ * - authenticated: any credential (session, personal token, project token).
+ * - user: a credential acting as a user (session or personal token).
+ * - session: a dashboard session only (spec 5.5 "dashboard-only").
+ */
+export type AuthMode = 'public' | 'authenticated' | 'user' | 'session';
+
+export interface RequestContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+  ip: string;
+  userAgent: string;
+  requestId: string;
+  log: Logger;
+  req: Request;
+  res: Response;
+}
+
+/** A handler returns data (sent as JSON with the route's status) or a Reply for anything else. */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body?: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+export const reply = (status: number, body?: unknown, headers?: Record<string, string>) => new Reply(status, body, headers);
+/** Returned by handlers that wrote the response themselves (streams). */
+export const HANDLED = Symbol('handled');
+
+export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> {
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  path: string;
+  summary: string;
+  tags?: string[];
+  auth: AuthMode;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Documented response body; `status` defaults to 200 (201 for documented creates is set here). */
+  response?: ZodTypeAny;
+  status?: number;
+  bodyLimit?: number;
+  /** Evaluation and SDK routes: personal tokens are refused with the spec 7 message. */
+  sdk?: boolean;
+  /** A POST that only reads (explain, simulate, …): allowed for read-tier personal tokens. */
+  readOnly?: boolean;
+  /** Personal tokens may never call this (spec 5.5 list). */
+  noPersonalTokens?: boolean;
+  /** Needs the personal-token admin tier when called with one (org/project creation …). */
+  adminTier?: boolean;
+  /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
+  csrfExempt?: boolean;
+  handler: (ctx: RequestContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
+}
+
+// Type-erased form used when collecting routes of many shapes in one array.
+export type AnyRoute = RouteSpec<ZodTypeAny, ZodTypeAny, ZodTypeAny>;
+
+export function defineRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodTypeAny = ZodTypeAny, B extends ZodTypeAny = z.ZodUndefined>(
+  spec: RouteSpec<P, Q, B>,
+): AnyRoute {
+  return spec as unknown as AnyRoute;
+}
+
+export interface RouteDeps {
+  logger: Logger;
+  openapi: OpenApiCatalog;
+  /** Called after authentication: per-token rate limits and anything else every route needs. */
+  afterAuth?: (ctx: RequestContext<unknown, unknown, unknown>) => Promise<void>;
+}
+
+const MUTATING = new Set(['post', 'patch', 'put', 'delete']);
+
+export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps): void {
+  for (const route of routes) {
+    deps.openapi.register(route);
+    const parser = express.json({ limit: route.bodyLimit ?? BODY_LIMITS.default, type: () => true });
+    router[route.method](route.path, bodyParser(route, parser), async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const principal = req.principal;
+        enforceCredentialPolicy(route, principal, req.method);
+        checkCsrf(principal, req.method, req.get('x-csrf-token'), route.csrfExempt);
+        const ctx: RequestContext<unknown, unknown, unknown> = {
+          params: req.params,
+          query: req.query,
+          body: req.body,
+          principal,
+          ip: req.clientIp,
+          userAgent: req.get('user-agent') ?? '',
+          requestId: req.requestId,
+          log: req.log,
+          req,
+          res,
+        };
+        if (deps.afterAuth) await deps.afterAuth(ctx);
+        Object.assign(ctx, validate(route, req));
+        const result = await route.handler(ctx as never);
+        if (result === HANDLED) return;
+        send(res, result instanceof Reply ? result : new Reply(result === undefined ? 204 : route.status ?? 200, result));
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
+}
+
+function send(res: Response, r: Reply) {
+  for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
+  if (r.body === undefined || r.status === 204 || r.status === 304) res.status(r.status).end();
+  else res.status(r.status).json(r.body);
+}
+
+/** JSON only, with the route's own size limit; a body on a route without one is ignored. */
+function bodyParser(route: AnyRoute, parser: express.RequestHandler) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!route.body) return next();
+    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) {
+      req.body = undefined;
+      return next();
+    }
+    if (!req.is('application/json') && !req.is('application/*+json')) return next(unsupportedMediaType());
+    parser(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const e = err as { type?: string; status?: number };
+      if (e.type === 'entity.too.large') return next(payloadTooLarge(route.bodyLimit ?? BODY_LIMITS.default));
+      if (e.type === 'entity.parse.failed') return next(badRequest('Malformed JSON body'));
+      if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return next(new HttpError(415, 'Unsupported body encoding'));
+      if (e.type === 'request.aborted') return next(new HttpError(400, 'Request aborted'));
+      next(err);
+    });
+  };
+}
+
+/** Spec 5.2 and 5.5, decided once for every route from its declared policy. */
+function enforceCredentialPolicy(route: AnyRoute, p: Principal, method: string) {
+  if (route.sdk && p.type === 'personal_access_token') {
+    throw new HttpError(403, 'Forbidden: personal tokens cannot evaluate flags or call SDK endpoints; use a project API token', {}, 'FORBIDDEN');
+  }
+  switch (route.auth) {
+    case 'public':
+      break;
+    case 'authenticated':
+      if (p.type === 'anonymous') throw unauthorized();
+      break;
+    case 'user':
+      if (p.type === 'anonymous') throw unauthorized();
+      if (p.type === 'project_api_token') throw forbidden('project API tokens cannot call this endpoint; sign in or use a personal access token');
+      break;
+    case 'session':
+      if (p.type === 'anonymous') throw unauthorized();
+      if (p.type !== 'session') throw forbidden('personal tokens cannot do this');
+      break;
+  }
+  if (p.type === 'personal_access_token') {
+    if (route.noPersonalTokens) throw forbidden('personal tokens cannot do this');
+    if (p.tier === 'read' && method !== 'GET' && method !== 'HEAD' && !route.readOnly) {
+      throw forbidden('personal access token is read-only');
+    }
+    if (route.adminTier && p.tier !== 'admin') throw forbidden('personal access token lacks the admin tier');
+  }
+}
+
+/** Spec 5.2: cookie-session mutations carry X-CSRF-Token; bearer requests never need it. */
+export function checkCsrf(p: Principal, method: string, header: string | undefined, exempt?: boolean) {
+  if (p.type !== 'session' || exempt || !MUTATING.has(method.toLowerCase())) return;
+  if (!header || !safeEqual(p.csrfToken, header)) {
+    throw forbidden('missing or invalid CSRF token; send the X-CSRF-Token header from GET /api/csrf-token');
+  }
+}
+
+export const randomToken = () => randomBytes(24).toString('base64url');
+
+export function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function validate(route: AnyRoute, req: Request) {
+  const problems: FieldProblem[] = [];
+  const out: Record<string, unknown> = {};
+  const parts = [
+    ['params', route.params, req.params],
+    ['query', route.query, req.query],
+    ['body', route.body, route.body ? (req.body ?? undefined) : undefined],
+  ] as const;
+  for (const [where, schema, input] of parts) {
+    if (!schema) {
+      out[where] = where === 'body' ? undefined : input;
+      continue;
+    }
+    const parsed = schema.safeParse(input);
+    if (parsed.success) out[where] = parsed.data;
+    else for (const issue of parsed.error.issues) problems.push({ path: [where, ...issue.path].join('.'), message: issue.message });
+  }
+  if (problems.length) throw badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+  return out;
+}

@@ -1,0 +1,111 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { Logger } from './logger';
+
+export interface Temporal {
+  client: Client;
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** Set when this process started its own dev server (embedded profile). */
+  devServer: boolean;
+  close(): Promise<void>;
+}
+
+export interface TemporalOptions {
+  address?: string;
+  namespace: string;
+  taskQueue: string;
+  cliPath: string;
+  dataDir: string;
+  logger: Logger;
+}
+
+/**
+ * Connects to TEMPORAL_ADDRESS, or starts `temporal server start-dev` with a SQLite file under
+ * DATA_DIR and stops it again on close. The dev server is a real Temporal server, so workflow
+ * code is exercised exactly as in production.
+ */
+export async function openTemporal(opts: TemporalOptions): Promise<Temporal> {
+  let child: ChildProcess | undefined;
+  let address = opts.address;
+  if (!address) {
+    const port = await freePort();
+    address = `127.0.0.1:${port}`;
+    child = startDevServer(opts, port);
+  }
+  const connection = await connectWithRetry(address, child, opts.logger);
+  const client = new Client({ connection, namespace: opts.namespace });
+  return {
+    client,
+    address,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    devServer: Boolean(child),
+    async close() {
+      await connection.close();
+      if (child) await stopChild(child);
+    },
+  };
+}
+
+function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
+  fs.mkdirSync(opts.dataDir, { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(port),
+    '--headless',
+    '--db-filename', path.join(opts.dataDir, 'temporal.sqlite'),
+    '--namespace', opts.namespace,
+    '--log-level', 'error',
+  ];
+  opts.logger.info({ cli: opts.cliPath, port }, 'starting local Temporal dev server');
+  const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr?.on('data', (chunk: Buffer) => opts.logger.debug({ temporal: chunk.toString().trim() }, 'temporal dev server'));
+  child.on('error', (error) => opts.logger.error({ err: error }, 'Temporal dev server failed to start; set TEMPORAL_CLI_PATH or TEMPORAL_ADDRESS'));
+  return child;
+}
+
+async function connectWithRetry(address: string, child: ChildProcess | undefined, logger: Logger): Promise<Connection> {
+  const deadline = Date.now() + 60_000;
+  for (let attempt = 0; ; attempt++) {
+    if (child && child.exitCode !== null) throw new Error(`Temporal dev server exited with code ${child.exitCode}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 2000 });
+      await connection.workflowService.getSystemInfo({});
+      return connection;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`Temporal at ${address} not reachable: ${(error as Error).message}`, { cause: error });
+      if (attempt % 10 === 0) logger.info({ address }, 'waiting for Temporal');
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

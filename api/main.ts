@@ -1,0 +1,55 @@
+import fs from 'node:fs';
+import { ConfigError, parseConfig, type Config } from './config';
+import { createLogger } from './infra/logger';
+import { projectPath } from './infra/paths';
+import { createPlatform, startRoles } from './server';
+
+/** Process entry point: `node dist/api/main.js [--roles=control,data,ingest,worker]`. */
+async function main() {
+  const rolesArg = process.argv.find((a) => a.startsWith('--roles='));
+  let config: Config;
+  try {
+    config = parseConfig({ ...process.env, ...(rolesArg ? { ROLES: rolesArg.slice('--roles='.length) } : {}) });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+  const bundle = projectPath('dist', 'workflow-bundle.js');
+  if (!config.WORKFLOW_BUNDLE_PATH && fs.existsSync(bundle)) config.WORKFLOW_BUNDLE_PATH = bundle;
+
+  const logger = createLogger(config.LOG_LEVEL);
+  logger.info({ roles: config.ROLES, embedded: config.embedded, dataDir: config.dataDir }, 'starting');
+  const platform = await createPlatform(config, logger);
+  const running = await startRoles(platform, config.ROLES);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const hardStop = setTimeout(() => {
+      logger.error('shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, config.SHUTDOWN_GRACE_MS + 10_000);
+    hardStop.unref();
+    try {
+      await running.stop();
+      logger.info('stopped cleanly');
+      logger.flush();
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error) => {
+  console.error('failed to start:', error instanceof Error ? error.stack : error);
+  process.exit(1);
+});

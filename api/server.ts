@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openAnalytics, type Analytics } from '../analytics/client';
+import { migrateAnalytics } from '../analytics/migrate';
+import { startWorker, type WorkerHandle } from '../activities/worker';
+import { Authenticator } from './auth/authenticator';
+import { SessionManager } from './auth/sessions';
+import type { Config, Role } from './config';
+import { accountRoutes } from './features/accounts/routes';
+import { AccountService } from './features/accounts/service';
+import { AccountStore } from './features/accounts/store';
+import { healthRoutes } from './features/health/routes';
+import { MailQueue } from './features/mail/mail-queue';
+import { orgRoutes } from './features/orgs/routes';
+import { openApiRoutes } from './http/openapi-route';
+import { createHttpApp } from './http/app';
+import { OpenApiCatalog } from './http/openapi';
+import { RateLimiter } from './http/rate-limit';
+import type { AnyRoute } from './http/route';
+import { createCache, type Cache } from './infra/cache';
+import { createLogger, type Logger } from './infra/logger';
+import { migrate } from './infra/migrate';
+import { projectPath } from './infra/paths';
+import { openDatabase, type Database } from './infra/postgres';
+import { openTemporal, type Temporal } from './infra/temporal';
+
+const APP_VERSION: string = JSON.parse(fs.readFileSync(projectPath('package.json'), 'utf8')).version;
+
+/** Something that must run when the process stops (flush a buffer, stop a relay …), in reverse order. */
+export type ShutdownHook = () => Promise<void>;
+
+export interface Platform {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  cache: Cache;
+  analytics: Analytics;
+  temporal: Temporal;
+  rateLimiter: RateLimiter;
+  authenticator: Authenticator;
+  routes: Record<'control' | 'data' | 'ingest', AnyRoute[]>;
+  openapi: OpenApiCatalog;
+  instanceId: string;
+  onShutdown(hook: ShutdownHook): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The wiring root: opens every backend for the configured profile, runs migrations, builds
+ * every feature with its dependencies passed in, and returns the route tables per listener.
+ * Tests and the embedded profile call this exactly like production does.
+ */
+export async function createPlatform(config: Config, logger = createLogger(config.LOG_LEVEL)): Promise<Platform> {
+  const hooks: ShutdownHook[] = [];
+  const onShutdown = (hook: ShutdownHook) => hooks.push(hook);
+  try {
+    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, logger });
+    onShutdown(() => db.close());
+    const applied = await migrate(db.sql);
+    if (applied.length) logger.info({ applied }, 'database migrations applied');
+
+    const cache = createCache(config.REDIS_URL);
+    onShutdown(() => cache.close());
+
+    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, dataDir: config.dataDir });
+    onShutdown(() => analytics.close());
+    const analyticsApplied = await migrateAnalytics(analytics);
+    if (analyticsApplied.length) logger.info({ applied: analyticsApplied }, 'analytics migrations applied');
+
+    const temporal = await openTemporal({
+      address: config.TEMPORAL_ADDRESS,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      cliPath: config.TEMPORAL_CLI_PATH,
+      dataDir: config.dataDir,
+      logger,
+    });
+    onShutdown(() => temporal.close());
+
+    const instanceId = randomUUID();
+    const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
+    const rateLimiter = new RateLimiter(cache, config.RATE_LIMIT_WINDOW_SECONDS);
+    const accountStore = new AccountStore(db.sql);
+    const sessions = new SessionManager(accountStore, config.SESSION_TTL_HOURS);
+    const authenticator = new Authenticator(sessions);
+    const mail = new MailQueue(temporal);
+    const accounts = new AccountService({ store: accountStore, sessions, mail, scryptCostLog2: config.SCRYPT_COST_LOG2, publicBaseUrl });
+    const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
+
+    const health = healthRoutes({
+      cache,
+      db,
+      analytics,
+      temporal,
+      instanceId,
+      version: { app: APP_VERSION, commit: config.APP_COMMIT, environment: config.NODE_ENV },
+    });
+    const control: AnyRoute[] = [
+      ...health,
+      ...openApiRoutes(openapi),
+      ...accountRoutes({ accounts, accountStore, sessions, sql: db.sql, secureCookies: config.isProduction, devMailbox: !config.isProduction }),
+      ...orgRoutes({ sql: db.sql }),
+    ];
+    const data: AnyRoute[] = [...health];
+    const ingest: AnyRoute[] = [...health];
+
+    return {
+      config,
+      logger,
+      db,
+      cache,
+      analytics,
+      temporal,
+      rateLimiter,
+      authenticator,
+      openapi,
+      instanceId,
+      routes: { control, data, ingest },
+      onShutdown,
+      async close() {
+        for (const hook of hooks.splice(0).reverse()) {
+          await hook().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
+        }
+      },
+    };
+  } catch (error) {
+    for (const hook of hooks.reverse()) await hook().catch(() => undefined);
+    throw error;
+  }
+}
+
+export interface RunningListeners {
+  urls: Partial<Record<'control' | 'data' | 'ingest', string>>;
+  worker?: WorkerHandle;
+  /** Stop accepting, let in-flight requests finish (bounded), then close the platform. */
+  stop(): Promise<void>;
+}
+
+const LISTENER_PORT = { control: 'PORT', data: 'DATA_PORT', ingest: 'INGEST_PORT' } as const;
+
+export async function startRoles(platform: Platform, roles: readonly Role[]): Promise<RunningListeners> {
+  const { config, logger } = platform;
+  const servers: http.Server[] = [];
+  const urls: RunningListeners['urls'] = {};
+  let worker: WorkerHandle | undefined;
+  try {
+    for (const name of ['control', 'data', 'ingest'] as const) {
+      if (!roles.includes(name)) continue;
+      const app = createHttpApp({
+        name,
+        logger,
+        trustProxy: config.TRUST_PROXY,
+        rateLimiter: platform.rateLimiter,
+        perIpLimit: config.RATE_LIMIT_PER_IP,
+        perTokenLimit: config.RATE_LIMIT_PER_TOKEN,
+        authenticator: platform.authenticator,
+        openapi: platform.openapi,
+        routes: platform.routes[name],
+      });
+      const server = createListener(app);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config[LISTENER_PORT[name]], config.HOST, () => resolve());
+      });
+      servers.push(server);
+      const { port } = server.address() as AddressInfo;
+      urls[name] = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+      logger.info({ listener: name, url: urls[name] }, 'listening');
+    }
+    if (roles.includes('worker')) {
+      worker = await startWorker({
+        address: platform.temporal.address,
+        namespace: platform.temporal.namespace,
+        taskQueue: platform.temporal.taskQueue,
+        bundlePath: config.WORKFLOW_BUNDLE_PATH,
+        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM },
+        logger,
+      });
+    }
+  } catch (error) {
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    await worker?.stop();
+    throw error;
+  }
+
+  return {
+    urls,
+    worker,
+    async stop() {
+      await Promise.all(servers.map((s) => drain(s, config.SHUTDOWN_GRACE_MS)));
+      await worker?.stop();
+      await platform.close();
+    },
+  };
+}
+
+/** Node's HTTP server with bounded header and body timings, and parser errors in our envelope. */
+function createListener(app: http.RequestListener): http.Server {
+  const server = http.createServer({ maxHeaderSize: 16 * 1024, requestTimeout: 30_000, headersTimeout: 15_000 }, app);
+  server.keepAliveTimeout = 5_000;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (error as { code?: string }).code === 'ECONNRESET') return socket.destroy();
+    const [status, text, message] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'Request headers exceed 16 KB']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'Request not received in time']
+          : [400, 'Bad Request', 'Malformed HTTP request'];
+    const body = JSON.stringify({ error: text, message });
+    socket.end(
+      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+  return server;
+}
+
+function drain(server: http.Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

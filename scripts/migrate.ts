@@ -1,0 +1,29 @@
+import { openAnalytics } from '../analytics/client';
+import { migrateAnalytics } from '../analytics/migrate';
+import { parseConfig } from '../api/config';
+import { createLogger } from '../api/infra/logger';
+import { migrate } from '../api/infra/migrate';
+import { openDatabase } from '../api/infra/postgres';
+
+/** `npm run migrate`: applies the Postgres and analytics migrations and exits. */
+async function main() {
+  const config = parseConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const db = await openDatabase({ url: config.DATABASE_URL, poolSize: 2, dataDir: config.dataDir, logger });
+  try {
+    logger.info({ applied: await migrate(db.sql) }, 'postgres migrations');
+  } finally {
+    await db.close();
+  }
+  const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, dataDir: config.dataDir });
+  try {
+    logger.info({ applied: await migrateAnalytics(analytics) }, 'analytics migrations');
+  } finally {
+    await analytics.close();
+  }
+}
+
+main().catch((error) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
