@@ -44,6 +44,8 @@ const envSchema = z.object({
   DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
   DATABASE_POOL_SIZE: positiveInt.default(10),
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),
+  /** Namespaces every key and channel, so several deployments (or test runs) can share a Redis. */
+  REDIS_KEY_PREFIX: z.string().min(1).default('flags:'),
   CLICKHOUSE_URL: optionalUrl(['http:', 'https:']),
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('flags'),
   TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),

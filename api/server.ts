@@ -61,7 +61,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const applied = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'database migrations applied');
 
-    const cache = createCache(config.REDIS_URL);
+    const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX);
     onShutdown(() => cache.close());
 
     const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, dataDir: config.dataDir });

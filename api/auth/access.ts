@@ -1,0 +1,57 @@
+import { forbidden, notFound, unauthorized } from '../http/errors';
+import type { Sql } from '../infra/postgres';
+import { CAPABILITY_PERMISSION_NAME, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
+import type { Principal, ProjectRole } from './principal';
+
+export interface ProjectGrant {
+  projectId: string;
+  orgId: string;
+  /** The caller's role (users) or null (project tokens). */
+  role: ProjectRole | null;
+}
+
+/**
+ * The single gate for project-scoped work. A caller without any access to the project gets
+ * 404 (existence is not revealed); a caller with access but without the capability gets
+ * 403 "Forbidden: You need '<permission>' permission" (spec 7).
+ */
+export class ProjectAccess {
+  constructor(private readonly sql: Sql) {}
+
+  async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
+    const [row] = await this.sql<{ role: ProjectRole }[]>`
+      SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`;
+    return row?.role ?? null;
+  }
+
+  async require(principal: Principal, projectId: string, capability: Capability): Promise<ProjectGrant> {
+    if (principal.type === 'anonymous') throw unauthorized();
+    const [project] = await this.sql<{ id: string; org_id: string }[]>`SELECT id, org_id FROM projects WHERE id = ${projectId}`;
+    if (!project) throw notFound('Project');
+    const permission = CAPABILITY_PERMISSION_NAME[capability];
+
+    if (principal.type === 'project_api_token') {
+      if (principal.projectId !== projectId) throw notFound('Project');
+      if (!scopesGrant(principal.scopes, capability)) throw forbidden(`You need '${permission}' permission`);
+      return { projectId, orgId: project.org_id, role: null };
+    }
+
+    const role = await this.roleOf(principal.user.id, projectId);
+    if (!role) throw notFound('Project');
+    if (!roleGrants(role, capability)) throw forbidden(`You need '${permission}' permission`);
+    if (principal.type === 'personal_access_token') {
+      if (!tierAllowsCapability(principal.tier, capability)) {
+        throw forbidden(principal.tier === 'read' ? 'personal access token is read-only' : 'personal access token lacks the admin tier');
+      }
+      if (capability === 'project:delete') requireOwnerActions(principal);
+    }
+    return { projectId, orgId: project.org_id, role };
+  }
+}
+
+/** Owner actions (delete project/org, grant/demote/remove/transfer owner) with a personal token. */
+export function requireOwnerActions(principal: Principal): void {
+  if (principal.type === 'personal_access_token' && !(principal.tier === 'admin' && principal.allowOwnerActions)) {
+    throw forbidden('this action needs an admin token created with owner actions allowed');
+  }
+}

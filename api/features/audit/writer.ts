@@ -1,0 +1,81 @@
+import type { Principal } from '../../auth/principal';
+import { newId } from '../../infra/ids';
+import type { TransactionSql } from '../../infra/postgres';
+
+export const AUDIT_ACTIONS = [
+  'flag.create', 'flag.update', 'flag.delete', 'flag.toggle',
+  'service.create', 'service.update', 'service.delete',
+  'member.add', 'member.remove', 'member.role_change',
+  'invitation.create', 'invitation.accept', 'invitation.cancel',
+  'token.create', 'token.update', 'token.revoke',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number] | `${string}.${string}`;
+export type AuditResourceType = 'flag' | 'service' | 'project' | 'member' | 'invitation' | 'token' | (string & {});
+
+/** Who did it, as recorded: a user, a token, `public-demo`, `trigger:<name>`, `system:<why>`. */
+export interface AuditActor {
+  /** Display name stored in `actor`. */
+  name: string;
+  userId: string | null;
+  ipAddress?: string;
+  userAgent?: string;
+}
+
+export interface AuditEntry {
+  projectId: string;
+  action: AuditAction;
+  resourceType: AuditResourceType;
+  resourceId: string;
+  resourceName?: string | null;
+  before?: unknown;
+  after?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface FieldChange {
+  field: string;
+  oldValue: unknown;
+  newValue: unknown;
+}
+
+/** The fields whose values differ between two records (deep compare through JSON). */
+export function diffFields(before: Record<string, unknown> | null | undefined, after: Record<string, unknown> | null | undefined, ignore: string[] = ['updatedAt', 'version']): FieldChange[] {
+  const keys = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
+  const changes: FieldChange[] = [];
+  for (const field of keys) {
+    if (ignore.includes(field)) continue;
+    const oldValue = before?.[field];
+    const newValue = after?.[field];
+    if (JSON.stringify(oldValue) !== JSON.stringify(newValue)) changes.push({ field, oldValue: oldValue ?? null, newValue: newValue ?? null });
+  }
+  return changes;
+}
+
+export function actorFromPrincipal(p: Principal, client: { ip?: string; userAgent?: string } = {}): AuditActor {
+  const base = { ipAddress: client.ip, userAgent: client.userAgent };
+  switch (p.type) {
+    case 'session':
+      return { name: p.user.email, userId: p.user.id, ...base };
+    case 'personal_access_token':
+      return { name: `${p.user.email} (personal token ${p.tokenId})`, userId: p.user.id, ...base };
+    case 'project_api_token':
+      return { name: `token:${p.tokenId}`, userId: p.createdBy, ...base };
+    default:
+      return { name: 'anonymous', userId: null, ...base };
+  }
+}
+
+/** Writes one audit entry inside the caller's transaction, so it commits with the change. */
+export async function writeAudit(tx: TransactionSql, actor: AuditActor, entry: AuditEntry): Promise<string> {
+  const id = newId('aud');
+  const before = (entry.before ?? null) as Record<string, unknown> | null;
+  const after = (entry.after ?? null) as Record<string, unknown> | null;
+  await tx`
+    INSERT INTO audit_logs (id, project_id, user_id, actor, action, resource_type, resource_id, resource_name,
+                            before, after, changes, metadata, ip_address, user_agent)
+    VALUES (${id}, ${entry.projectId}, ${actor.userId}, ${actor.name}, ${entry.action}, ${entry.resourceType},
+            ${entry.resourceId}, ${entry.resourceName ?? null}, ${before ? tx.json(before as never) : null}, ${after ? tx.json(after as never) : null},
+            ${tx.json(diffFields(before, after) as never)}, ${tx.json((entry.metadata ?? {}) as never)},
+            ${actor.ipAddress ?? null}, ${actor.userAgent?.slice(0, 512) ?? null})`;
+  return id;
+}

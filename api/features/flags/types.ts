@@ -1,0 +1,77 @@
+/**
+ * Shared shapes of the flag domain: the API record (spec 2.1) and the change event every
+ * mutation publishes on the bus after commit (outbox relay -> Redis pub/sub -> every replica).
+ * Snapshots, SSE/gRPC streams, webhooks and notifications all consume FlagChangeEvent.
+ */
+
+export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+export const FLAG_TYPES = ['boolean', 'string', 'number', 'object'] as const;
+export type FlagType = (typeof FLAG_TYPES)[number];
+
+export interface FlagVariant {
+  name: string;
+  value: unknown;
+  weight: number;
+}
+
+export interface FlagCondition {
+  property: string;
+  operator: string;
+  value?: unknown;
+}
+
+export interface FlagTargetingRule {
+  id: string;
+  conditions: FlagCondition[];
+  value: unknown;
+  rolloutPercentage?: number;
+}
+
+/** A flag as the API returns it. */
+export interface FlagRecord {
+  id: string;
+  projectId: string;
+  serviceId: string;
+  environment: Environment;
+  key: string;
+  name: string;
+  description: string;
+  type: FlagType;
+  enabled: boolean;
+  defaultValue: unknown;
+  tags: string[];
+  variants: FlagVariant[];
+  targeting: FlagTargetingRule[];
+  isPublic: boolean;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const FLAG_EVENTS = ['flag.created', 'flag.updated', 'flag.deleted', 'flag.toggled'] as const;
+export type FlagEventName = (typeof FLAG_EVENTS)[number];
+
+/** Redis pub/sub channel (prefixed by the cache) carrying FlagChangeEvent JSON. */
+export const FLAG_CHANGES_CHANNEL = 'bus:flag-changes';
+
+export interface FlagChangeEvent {
+  /** Outbox event id: consumers de-duplicate on it. */
+  id: string;
+  event: FlagEventName;
+  /** ISO time of the change; with event and data.flagKey it identifies a webhook delivery (spec 6.1). */
+  timestamp: string;
+  /** The spec 6.1 webhook envelope's `data`. */
+  data: {
+    flagKey: string;
+    projectId: string;
+    serviceId: string;
+    environment: Environment;
+    changes: Record<string, { from: unknown; to: unknown }>;
+  };
+  /** The flag after the change; null when deleted. */
+  flag: FlagRecord | null;
+  /** Who made it (audit actor name) — for notifications to skip the author. */
+  actor: string;
+  actorUserId: string | null;
+}

@@ -1,0 +1,169 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import postgres from 'postgres';
+import { parseConfig } from '../../api/config';
+import { createLogger } from '../../api/infra/logger';
+import { createPlatform, startRoles, type Platform, type RunningListeners } from '../../api/server';
+import { TEMPLATE_DB, withDatabase } from './global-setup';
+
+export interface TestResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Raw body string (sent as-is with the given content type). */
+  rawBody?: string;
+  token?: string;
+  cookie?: string;
+  csrf?: string;
+  headers?: Record<string, string>;
+  /** Which listener: control (default), data or ingest. */
+  listener?: 'control' | 'data' | 'ingest';
+}
+
+export interface TestApp {
+  platform: Platform;
+  running: RunningListeners;
+  urls: { control: string; data: string; ingest: string };
+  databaseUrl: string;
+  request<T = any>(method: string, urlPath: string, opts?: RequestOptions): Promise<TestResponse<T>>;
+  signup(opts?: { name?: string; email?: string; verified?: boolean }): Promise<TestUser>;
+  stop(): Promise<void>;
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  password: string;
+  cookie: string;
+  csrf: string;
+  /** A request with this user's session cookie and CSRF header. */
+  request<T = any>(method: string, urlPath: string, body?: unknown, opts?: RequestOptions): Promise<TestResponse<T>>;
+}
+
+export function requireInfra(): { databaseUrl: string; redisUrl: string; temporalAddress: string } {
+  const { DATABASE_URL, REDIS_URL, TEMPORAL_ADDRESS } = process.env;
+  if (!DATABASE_URL || !REDIS_URL || !TEMPORAL_ADDRESS) {
+    throw new Error('Integration tests need the real servers: run `npm test`, or `source scripts/test-infra.sh up` first.');
+  }
+  return { databaseUrl: DATABASE_URL, redisUrl: REDIS_URL, temporalAddress: TEMPORAL_ADDRESS };
+}
+
+let counter = 0;
+
+/**
+ * A full platform on ephemeral ports against the real Postgres (a fresh clone of the migrated
+ * template), Redis (own key prefix), Temporal (own task queue) and chDB (own data dir).
+ */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const infra = requireInfra();
+  const suffix = `${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
+  const dbName = `t_${suffix}`;
+  const admin = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`CREATE DATABASE ${dbName} TEMPLATE ${TEMPLATE_DB}`);
+  await admin.end();
+  const databaseUrl = withDatabase(infra.databaseUrl, dbName);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-test-'));
+
+  const config = parseConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    DATA_PORT: '0',
+    INGEST_PORT: '0',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: infra.redisUrl,
+    REDIS_KEY_PREFIX: `t:${suffix}:`,
+    TEMPORAL_ADDRESS: infra.temporalAddress,
+    TEMPORAL_TASK_QUEUE: `test-${suffix}`,
+    CLICKHOUSE_DATABASE: `t_${suffix}`,
+    WORKFLOW_BUNDLE_PATH: process.env.WORKFLOW_BUNDLE_PATH ?? '',
+    SCRYPT_COST_LOG2: '12',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
+    ...env,
+  });
+  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL));
+  const running = await startRoles(platform, config.ROLES);
+  const urls = running.urls as TestApp['urls'];
+
+  const request = async <T = any>(method: string, urlPath: string, opts: RequestOptions = {}): Promise<TestResponse<T>> => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    let body: string | undefined;
+    if (opts.rawBody !== undefined) body = opts.rawBody;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    if (opts.cookie) headers.cookie = opts.cookie;
+    if (opts.csrf) headers['x-csrf-token'] = opts.csrf;
+    const res = await fetch(urls[opts.listener ?? 'control'] + urlPath, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // Non-JSON bodies (SSE, 304) stay as text.
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers, text };
+  };
+
+  const signup: TestApp['signup'] = async (opts = {}) => {
+    const n = ++counter;
+    const email = opts.email ?? `user${n}-${randomBytes(3).toString('hex')}@example.com`;
+    const password = 'correct horse battery';
+    const res = await request('POST', '/api/auth/signup', { body: { email, password, name: opts.name ?? `User ${n}` } });
+    if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${res.text}`);
+    const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0];
+    const csrfRes = await request('GET', '/api/csrf-token', { cookie });
+    const csrf = csrfRes.body.token as string;
+    if (opts.verified) await platform.db.sql`UPDATE users SET email_verified = true WHERE id = ${res.body.user.id}`;
+    return {
+      id: res.body.user.id,
+      email,
+      password,
+      cookie,
+      csrf,
+      request: (method, urlPath, body, extra = {}) => request(method, urlPath, { cookie, csrf, body, ...extra }),
+    };
+  };
+
+  return {
+    platform,
+    running,
+    urls,
+    databaseUrl,
+    request,
+    signup,
+    async stop() {
+      await running.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      const cleanup = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
+      await cleanup.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+      await cleanup.end();
+    },
+  };
+}
+
+/** Polls until `check` returns a truthy value or the timeout passes. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
