@@ -1,6 +1,6 @@
 import { forbidden, notFound, unauthorized } from '../http/errors';
 import type { Sql } from '../infra/postgres';
-import { CAPABILITY_PERMISSION_NAME, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
+import { CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
 import type { Principal, ProjectRole } from './principal';
 
 export interface ProjectGrant {
@@ -43,7 +43,7 @@ export class ProjectAccess {
       if (!tierAllowsCapability(principal.tier, capability)) {
         throw forbidden(principal.tier === 'read' ? 'personal access token is read-only' : 'personal access token lacks the admin tier');
       }
-      if (capability === 'project:delete') requireOwnerActions(principal);
+      if (OWNER_ACTION_CAPABILITIES.has(capability)) requireOwnerActions(principal);
     }
     return { projectId, orgId: project.org_id, role };
   }

@@ -16,14 +16,18 @@ export const CAPABILITIES = [
   'members:manage',
   'settings:manage',
   'project:delete',
+  // Owner-only: grant, demote, remove or transfer the owner role; change the project slug.
+  'members:owner',
+  'settings:slug',
 ] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 const ALL = new Set<Capability>(CAPABILITIES);
+const OWNER_ONLY = new Set<Capability>(['project:delete', 'members:owner', 'settings:slug']);
 
 export const ROLE_CAPABILITIES: Record<ProjectRole, ReadonlySet<Capability>> = {
   owner: ALL,
-  admin: new Set(CAPABILITIES.filter((c) => c !== 'project:delete')),
+  admin: new Set(CAPABILITIES.filter((c) => !OWNER_ONLY.has(c))),
   member: new Set<Capability>(['flags:read', 'flags:write', 'services:read', 'services:write', 'members:view']),
   viewer: new Set<Capability>(['flags:read', 'services:read', 'members:view']),
 };
@@ -49,10 +53,15 @@ export const CAPABILITY_PERMISSION_NAME: Record<Capability, string> = {
   'members:manage': 'manage_members',
   'settings:manage': 'manage_settings',
   'project:delete': 'delete_project',
+  'members:owner': 'manage_owners',
+  'settings:slug': 'change_slug',
 };
 
 /** Capabilities that need the personal-token admin tier (spec 5.5). */
-export const ADMIN_TIER_CAPABILITIES: ReadonlySet<Capability> = new Set(['members:manage', 'settings:manage', 'project:delete']);
+export const ADMIN_TIER_CAPABILITIES: ReadonlySet<Capability> = new Set(['members:manage', 'settings:manage', 'project:delete', 'members:owner', 'settings:slug']);
+
+/** Owner actions (spec 5.5): with a personal token they also need `allowOwnerActions`. */
+export const OWNER_ACTION_CAPABILITIES: ReadonlySet<Capability> = new Set(['project:delete', 'members:owner']);
 
 export function roleGrants(role: ProjectRole, capability: Capability): boolean {
   return ROLE_CAPABILITIES[role].has(capability);
