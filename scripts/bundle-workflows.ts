@@ -1,11 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { projectPath } from '../api/infra/paths';
 
 /** Bundles the workflows once at build time so workers start without webpack. */
 export async function bundleWorkflows(outFile: string): Promise<void> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: projectPath('workflows', 'index.ts') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: projectPath('workflows', 'index.ts'),
+    logger: new DefaultLogger('WARN'),
+  });
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
   fs.writeFileSync(outFile, code);
 }

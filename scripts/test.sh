@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: provisions and starts Postgres, Redis and Temporal if
+# absent, then typecheck, lint, unit + integration tests (jest) against the real servers,
+# a smoke run of the embedded profile, and Schemathesis against the running API.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ -d node_modules ] || npm ci --no-audit --no-fund
+# shellcheck source=scripts/test-infra.sh
+source scripts/test-infra.sh up
+
+echo "== typecheck"; npm run --silent typecheck
+echo "== lint"; npm run --silent lint
+echo "== build"; npm run --silent build >/dev/null
+
+echo "== jest"
+results="$(mktemp)"
+jest_status=0
+npx jest --ci --json --outputFile="$results" "$@" || jest_status=$?
+passed=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests)' "$results" 2>/dev/null || echo 0)
+failed=$(node -e 'const r=require(process.argv[1]);console.log(r.numFailedTests + r.numRuntimeErrorTestSuites)' "$results" 2>/dev/null || echo 1)
+
+smoke_status=0; schema_status=0
+if [ "$#" -eq 0 ]; then
+  echo "== smoke (embedded profile)"; bash scripts/smoke-embedded.sh || smoke_status=$?
+  echo "== schemathesis"; bash scripts/schemathesis.sh || schema_status=$?
+  for status in "$smoke_status" "$schema_status"; do
+    if [ "$status" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  done
+
+fi
+
+echo "tests: $passed passed, $failed failed"
+[ "$jest_status" = 0 ] && [ "$smoke_status" = 0 ] && [ "$schema_status" = 0 ]
