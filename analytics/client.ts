@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 
 export type { ClickHouseClient };
@@ -14,9 +13,10 @@ export interface Analytics {
 /**
  * One @clickhouse/client for both profiles: a ClickHouse server when CLICKHOUSE_URL is set,
  * otherwise chDB in-process through its Connection plug-in. Queries are identical.
- * chDB allows one data path per process, so every caller in a process shares one engine.
+ * chDB allows one data path per process; several sessions on that path (several platforms in
+ * one test process) each keep their own current database.
  */
-export async function openAnalytics(opts: { url?: string; database: string; dataDir: string }): Promise<Analytics> {
+export async function openAnalytics(opts: { url?: string; database: string; chdbPath: string }): Promise<Analytics> {
   if (opts.url) {
     const bootstrap = createClient({ url: opts.url });
     await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
@@ -29,9 +29,8 @@ export async function openAnalytics(opts: { url?: string; database: string; data
     return { client, backend: 'clickhouse', database: opts.database, close: () => client.close() };
   }
   const { createChdbConnection } = await import('chdb/connection');
-  const dir = path.join(opts.dataDir, 'chdb');
-  fs.mkdirSync(dir, { recursive: true });
-  const connection = createChdbConnection({ path: dir });
+  fs.mkdirSync(opts.chdbPath, { recursive: true });
+  const connection = createChdbConnection({ path: opts.chdbPath });
   const client = createClient({ connection } as Parameters<typeof createClient>[0]);
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
   // The chDB connection ignores the `database` option; its session keeps USE instead, so

@@ -47,6 +47,8 @@ const envSchema = z.object({
   /** Namespaces every key and channel, so several deployments (or test runs) can share a Redis. */
   REDIS_KEY_PREFIX: z.string().min(1).default('flags:'),
   CLICKHOUSE_URL: optionalUrl(['http:', 'https:']),
+  /** chDB data directory (default DATA_DIR/chdb); chDB allows one per process, shared by its sessions. */
+  CHDB_PATH: z.string().optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('flags'),
   TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -74,6 +76,19 @@ const envSchema = z.object({
   /** Lets webhooks and alert channels target loopback/private hosts (tests, local demos). */
   ALLOW_PRIVATE_WEBHOOK_TARGETS: booleanFlag.optional(),
   SHUTDOWN_GRACE_MS: positiveInt.default(8000),
+
+  /**
+   * Project JWTs (spec 2.4, 5.4) are signed with Ed25519 (EdDSA). JWT_PRIVATE_KEY is the current
+   * signing key as PKCS#8 PEM (`\\n` escapes allowed); required in production, generated once
+   * under DATA_DIR otherwise. JWT_KEY_ID names it (default: its RFC 7638 thumbprint).
+   * JWT_PUBLIC_KEYS is a JWKS (`{"keys":[…]}`, each with `kid`) of retired keys whose tokens
+   * are still accepted while they run out.
+   */
+  JWT_PRIVATE_KEY: z.string().optional(),
+  JWT_KEY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).optional(),
+  JWT_PUBLIC_KEYS: z.string().optional(),
+  JWT_ISSUER: z.string().min(1).default('flagship'),
+  JWT_AUDIENCE: z.string().min(1).default('flagship-api'),
 });
 
 export type Config = z.infer<typeof envSchema> & {
@@ -112,6 +127,8 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     for (const required of ['DATABASE_URL', 'REDIS_URL', 'CLICKHOUSE_URL', 'TEMPORAL_ADDRESS'] as const) {
       if (!parsed[required]) problems.push(`${required}: required when NODE_ENV=production`);
     }
+    // Replicas must share one signing key; a per-process generated key would split them.
+    if (!parsed.JWT_PRIVATE_KEY) problems.push('JWT_PRIVATE_KEY: required when NODE_ENV=production (an Ed25519 PKCS#8 PEM, e.g. `openssl genpkey -algorithm ed25519`)');
   }
   const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT].filter((p) => p !== 0);
   if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT: must differ');

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -64,7 +65,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX);
     onShutdown(() => cache.close());
 
-    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, dataDir: config.dataDir });
+    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb') });
     onShutdown(() => analytics.close());
     const analyticsApplied = await migrateAnalytics(analytics);
     if (analyticsApplied.length) logger.info({ applied: analyticsApplied }, 'analytics migrations applied');

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { openAnalytics } from '../analytics/client';
 import { migrateAnalytics } from '../analytics/migrate';
 import { parseConfig } from '../api/config';
@@ -15,7 +16,7 @@ async function main() {
   } finally {
     await db.close();
   }
-  const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, dataDir: config.dataDir });
+  const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb') });
   try {
     logger.info({ applied: await migrateAnalytics(analytics) }, 'analytics migrations');
   } finally {

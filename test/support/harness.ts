@@ -34,7 +34,8 @@ export interface TestApp {
   databaseUrl: string;
   request<T = any>(method: string, urlPath: string, opts?: RequestOptions): Promise<TestResponse<T>>;
   signup(opts?: { name?: string; email?: string; verified?: boolean }): Promise<TestUser>;
-  stop(): Promise<void>;
+  /** keepDatabase: for a second replica sharing another app's database. */
+  stop(opts?: { keepDatabase?: boolean }): Promise<void>;
 }
 
 export interface TestUser {
@@ -83,6 +84,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     TEMPORAL_ADDRESS: infra.temporalAddress,
     TEMPORAL_TASK_QUEUE: `test-${suffix}`,
     CLICKHOUSE_DATABASE: `t_${suffix}`,
+    CHDB_PATH: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`),
     WORKFLOW_BUNDLE_PATH: process.env.WORKFLOW_BUNDLE_PATH ?? '',
     SCRYPT_COST_LOG2: '12',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -142,9 +144,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     databaseUrl,
     request,
     signup,
-    async stop() {
+    async stop(opts = {}) {
       await running.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+      if (opts.keepDatabase || env.DATABASE_URL) return;
       const cleanup = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
       await cleanup.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
       await cleanup.end();

@@ -46,11 +46,13 @@ const HealthSchema = z.object({
 /** Real probes: each check writes and reads back, so "ok" means the path works, not just connects. */
 export function healthRoutes(deps: HealthDeps): AnyRoute[] {
   async function cacheChecks() {
-    const key = `health:${deps.instanceId}`;
+    // A key per probe: concurrent health checks must not read each other's value.
     const value = randomUUID();
-    const writeCache = await timed(() => deps.cache.set(key, value, 60));
+    const key = `health:${deps.instanceId}:${value}`;
+    const writeCache = await timed(() => deps.cache.set(key, value, 10));
     const readCache = await timed(async () => {
       if ((await deps.cache.get(key)) !== value) throw new Error('read back a different value');
+      await deps.cache.del(key);
     });
     return { backend: deps.cache.backend, readCache, writeCache };
   }

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { createCache, type Cache } from '../../api/infra/cache';
+
+/** One suite, both implementations: the in-process twin must behave exactly like Redis. */
+const implementations: [string, () => Cache][] = [['memory', () => createCache(undefined)]];
+if (process.env.REDIS_URL) {
+  implementations.push(['redis', () => createCache(process.env.REDIS_URL, `cache-test:${randomBytes(4).toString('hex')}:`)]);
+} else {
+  test('redis implementation needs REDIS_URL (npm test provides it)', () => {
+    throw new Error('REDIS_URL not set: run through npm test or source scripts/test-infra.sh up');
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(implementations)('%s cache', (_name, make) => {
+  let cache: Cache;
+  beforeEach(() => {
+    cache = make();
+  });
+  afterEach(() => cache.close());
+
+  it('gets, sets and deletes strings', async () => {
+    expect(await cache.get('a')).toBeNull();
+    await cache.set('a', 'one');
+    expect(await cache.get('a')).toBe('one');
+    await cache.set('a', 'two');
+    expect(await cache.get('a')).toBe('two');
+    await cache.del('a');
+    expect(await cache.get('a')).toBeNull();
+  });
+
+  it('expires values after their TTL', async () => {
+    await cache.set('short', 'x', 1);
+    expect(await cache.get('short')).toBe('x');
+    await sleep(1100);
+    expect(await cache.get('short')).toBeNull();
+  });
+
+  it('setIfAbsent stores only once until the value expires', async () => {
+    expect(await cache.setIfAbsent('claim', 'first', 1)).toBe(true);
+    expect(await cache.setIfAbsent('claim', 'second', 1)).toBe(false);
+    expect(await cache.get('claim')).toBe('first');
+    await sleep(1100);
+    expect(await cache.setIfAbsent('claim', 'third', 1)).toBe(true);
+  });
+
+  it('counts hits atomically within a window and resets after it', async () => {
+    const results = await Promise.all(Array.from({ length: 50 }, () => cache.hit('window', 1)));
+    expect(results.map((r) => r.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    const reset = results[0].resetMs;
+    expect(reset).toBeGreaterThan(Date.now());
+    expect(reset).toBeLessThanOrEqual(Date.now() + 1000);
+    await sleep(1100);
+    expect((await cache.hit('window', 1)).count).toBe(1);
+  });
+
+  it('keeps sets', async () => {
+    await cache.sadd('s', 'a', 'b', 'b');
+    expect((await cache.smembers('s')).sort()).toEqual(['a', 'b']);
+    expect(await cache.sismember('s', 'a')).toBe(true);
+    await cache.srem('s', 'a');
+    expect(await cache.sismember('s', 'a')).toBe(false);
+    expect(await cache.smembers('s')).toEqual(['b']);
+    expect(await cache.smembers('missing')).toEqual([]);
+  });
+
+  it('delivers published messages to every subscriber until unsubscribed', async () => {
+    const a: string[] = [];
+    const b: string[] = [];
+    const offA = await cache.subscribe('chan', (m) => a.push(m));
+    const offB = await cache.subscribe('chan', (m) => b.push(m));
+    await cache.publish('chan', 'one');
+    await waitFor(() => a.length === 1 && b.length === 1);
+    await offA();
+    await cache.publish('chan', 'two');
+    await waitFor(() => b.length === 2);
+    expect(a).toEqual(['one']);
+    expect(b).toEqual(['one', 'two']);
+    await offB();
+  });
+
+  it('never delivers a publish synchronously on the publisher stack', async () => {
+    const seen: string[] = [];
+    await cache.subscribe('async', (m) => seen.push(m));
+    const publishing = cache.publish('async', 'x');
+    expect(seen).toEqual([]);
+    await publishing;
+    await waitFor(() => seen.length === 1);
+  });
+});
+
+async function waitFor(check: () => boolean, timeoutMs = 3000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(10);
+  }
+}

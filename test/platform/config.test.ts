@@ -1,0 +1,59 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { CONFIG_VARIABLES, ConfigError, parseConfig } from '../../api/config';
+import { projectPath } from '../../api/infra/paths';
+
+describe('configuration', () => {
+  it('defaults to the embedded profile on the contract ports', () => {
+    const config = parseConfig({});
+    expect(config).toMatchObject({ PORT: 3000, DATA_PORT: 3001, INGEST_PORT: 3002, HOST: '127.0.0.1', embedded: true });
+    expect(config.ROLES).toEqual(['control', 'data', 'ingest', 'worker']);
+    expect(config.dataDir).toMatch(/\/data$/);
+  });
+
+  it('names every bad or missing variable at once', () => {
+    let error: unknown;
+    try {
+      parseConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', ROLES: 'control,nonsense', TRUST_PROXY: '-1' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'DATABASE_URL', 'ROLES', 'TRUST_PROXY']) expect(problems).toContain(name);
+  });
+
+  it('requires every backend URL in production', () => {
+    expect(() => parseConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x' })).toThrow(
+      /REDIS_URL: required when NODE_ENV=production[\s\S]*CLICKHOUSE_URL[\s\S]*TEMPORAL_ADDRESS/,
+    );
+  });
+
+  it('switches each backend on its own', () => {
+    const config = parseConfig({ REDIS_URL: 'redis://127.0.0.1:6379' });
+    expect(config.embedded).toBe(false);
+    expect(config.DATABASE_URL).toBeUndefined();
+  });
+
+  it('refuses clashing listener ports', () => {
+    expect(() => parseConfig({ PORT: '4000', DATA_PORT: '4000' })).toThrow(/must differ/);
+  });
+
+  it('lists the variables it reads (used by the compose and README checks)', () => {
+    expect(CONFIG_VARIABLES).toEqual(expect.arrayContaining(['DATABASE_URL', 'REDIS_URL', 'CLICKHOUSE_URL', 'TEMPORAL_ADDRESS', 'PORT']));
+  });
+
+  it('makes the process exit non-zero before starting anything', async () => {
+    const run = promisify(execFile);
+    const result = await run(process.execPath, ['-r', projectPath('node_modules/tsx/dist/cjs/index.cjs'), projectPath('api/main.ts')], {
+      env: { ...process.env, PORT: 'not-a-port', DATABASE_URL: '' },
+      timeout: 30_000,
+    }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('PORT');
+    expect(result.stderr).not.toContain('listening');
+  });
+});
