@@ -17,11 +17,14 @@ const REDACTED_PATHS = [
   '*.refreshToken',
 ];
 
-export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
-  return pino({
-    level,
-    base: { service: 'flags', ...base },
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'flags' },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination ?? process.stdout,
+  );
 }

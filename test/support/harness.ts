@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { parseConfig } from '../../api/config';
-import { createLogger } from '../../api/infra/logger';
+import { createLogger, type Logger } from '../../api/infra/logger';
 import { createPlatform, startRoles, type Platform, type RunningListeners } from '../../api/server';
 import { TEMPLATE_DB, withDatabase } from './global-setup';
 
@@ -62,7 +62,7 @@ let counter = 0;
  * A full platform on ephemeral ports against the real Postgres (a fresh clone of the migrated
  * template), Redis (own key prefix), Temporal (own task queue) and chDB (own data dir).
  */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestApp> {
   const infra = requireInfra();
   const suffix = `${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
   const dbName = `t_${suffix}`;
@@ -91,7 +91,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
     ...env,
   });
-  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL));
+  const platform = await createPlatform(config, opts.logger ?? createLogger(config.LOG_LEVEL));
   const running = await startRoles(platform, config.ROLES);
   const urls = running.urls as TestApp['urls'];
 
