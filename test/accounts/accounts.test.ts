@@ -107,3 +107,16 @@ describe('CSRF', () => {
     expect(wrong.status).toBe(403);
   });
 });
+
+describe('session expiry', () => {
+  it('refuses an expired session and purges expired rows', async () => {
+    const user = await app.signup();
+    await app.platform.db.sql`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = ${user.id}`;
+    expect((await user.request('GET', '/api/users/me')).status).toBe(401);
+    const { AccountStore } = await import('../../api/features/accounts/store');
+    const purged = await new AccountStore(app.platform.db.sql).purgeExpired();
+    expect(purged.sessions).toBeGreaterThanOrEqual(1);
+    const [{ n }] = await app.platform.db.sql`SELECT count(*)::int AS n FROM sessions WHERE user_id = ${user.id}`;
+    expect(n).toBe(0);
+  });
+});

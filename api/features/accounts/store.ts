@@ -77,9 +77,11 @@ export class AccountStore {
     await this.sql`DELETE FROM sessions WHERE id_hash = ${idHash}`;
   }
 
-  async deleteExpiredSessions(): Promise<number> {
-    const rows = await this.sql`DELETE FROM sessions WHERE expires_at <= now() RETURNING 1`;
-    return rows.length;
+  /** Expired rows are already refused on lookup; this only keeps the tables small. */
+  async purgeExpired(): Promise<{ sessions: number; verifications: number }> {
+    const sessions = await this.sql`DELETE FROM sessions WHERE expires_at <= now() RETURNING 1`;
+    const verifications = await this.sql`DELETE FROM email_verifications WHERE expires_at <= now() - interval '1 day' RETURNING 1`;
+    return { sessions: sessions.length, verifications: verifications.length };
   }
 
   async createVerification(v: { tokenHash: string; userId: string; email: string; expiresAt: Date }) {

@@ -1,0 +1,107 @@
+import { eventually, startTestApp, type TestApp } from '../support/harness';
+
+/** Production runs each role as its own process; these are separate platforms sharing backends. */
+describe('process roles', () => {
+  let control: TestApp;
+  let worker: TestApp | undefined;
+  beforeAll(async () => {
+    control = await startTestApp({ ROLES: 'control' });
+  });
+  afterAll(async () => {
+    await worker?.stop({ keepDatabase: true });
+    await control?.stop();
+  });
+
+  it('a control-only instance listens on one port and runs no worker', () => {
+    expect(Object.keys(control.running.urls)).toEqual(['control']);
+    expect(control.running.worker).toBeUndefined();
+  });
+
+  it('work queued by the control plane is done by a separate worker process', async () => {
+    const user = await control.signup();
+    const mailbox = () => control.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(user.email)}`);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await mailbox()).body.messages).toEqual([]);
+
+    worker = await startTestApp({
+      ROLES: 'worker',
+      DATABASE_URL: control.databaseUrl,
+      REDIS_KEY_PREFIX: control.platform.config.REDIS_KEY_PREFIX,
+      TEMPORAL_TASK_QUEUE: control.platform.config.TEMPORAL_TASK_QUEUE,
+    });
+    expect(worker.running.urls).toEqual({});
+    const messages = await eventually(async () => {
+      const m = (await mailbox()).body.messages;
+      return m.length ? m : undefined;
+    });
+    expect(messages[0].subject).toMatch(/verify/i);
+  });
+});
+
+describe('data plane and ingest listeners', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.stop());
+
+  it('serve health but not the management API', async () => {
+    for (const listener of ['data', 'ingest'] as const) {
+      expect((await app.request('GET', '/api/health', { listener })).status).toBe(200);
+      const signup = await app.request('POST', '/api/auth/signup', {
+        listener,
+        body: { email: `x-${listener}@example.com`, password: 'long enough pw', name: 'X' },
+      });
+      expect(signup.status).toBe(404);
+    }
+  });
+
+  it('health reports real cache and storage checks with the spec fields', async () => {
+    const res = await app.request('GET', '/api/health');
+    expect(res.body).toMatchObject({
+      status: 'ok',
+      timestamp: expect.any(String),
+      version: { app: expect.any(String), commit: expect.any(String), environment: 'test' },
+      cache: {
+        backend: 'redis',
+        readCache: { working: true, testTime: expect.any(Number) },
+        writeCache: { working: true, testTime: expect.any(Number) },
+      },
+      storage: { backend: 'postgres', working: true },
+    });
+  });
+
+  it('admin health checks storage, cache, analytics (write + read back), Temporal and auth', async () => {
+    const res = await app.request('GET', '/api/health/admin');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'ok',
+      analytics: { backend: 'chdb', working: true },
+      workflows: { working: true },
+      auth: { sessions: { working: true } },
+    });
+    const rows = await app.platform.analytics.client.query({ query: 'SELECT count() AS n FROM health_probe', format: 'JSONEachRow' });
+    expect(Number(((await rows.json()) as { n: string }[])[0].n)).toBeGreaterThan(0);
+  });
+
+  it('evaluation health checks the evaluation pipeline', async () => {
+    const res = await app.request('GET', '/api/health/evaluation');
+    expect(res.status).toBe(200);
+    expect(res.body.checks.analytics.working).toBe(true);
+  });
+
+  it('reports degraded with 503 when a backend fails', async () => {
+    const original = app.platform.cache.get.bind(app.platform.cache);
+    app.platform.cache.get = async () => {
+      throw new Error('cache down');
+    };
+    try {
+      const res = await app.request('GET', '/api/health');
+      expect(res.status).toBe(503);
+      expect(res.body.status).toBe('degraded');
+      expect(res.body.cache.readCache).toMatchObject({ working: false, error: 'cache down' });
+    } finally {
+      app.platform.cache.get = original;
+    }
+  });
+});
