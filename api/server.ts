@@ -87,6 +87,11 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const sessions = new SessionManager(accountStore, config.SESSION_TTL_HOURS);
     const authenticator = new Authenticator(sessions);
     const mail = new MailQueue(temporal);
+    const purge = setInterval(() => {
+      accountStore.purgeExpired().catch((error) => logger.warn({ err: error }, 'purging expired sessions failed'));
+    }, 3600_000);
+    purge.unref();
+    onShutdown(async () => clearInterval(purge));
     const accounts = new AccountService({ store: accountStore, sessions, mail, scryptCostLog2: config.SCRYPT_COST_LOG2, publicBaseUrl });
     const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
 
