@@ -75,3 +75,44 @@ export interface FlagChangeEvent {
   actor: string;
   actorUserId: string | null;
 }
+
+/** Identifies one flag: a flag is unique per (serviceId, environment, key) (CONTRACT 3). */
+export interface FlagRef {
+  key: string;
+  serviceId: string;
+  environment: Environment;
+}
+
+/** The fields a write may change; everything else (id, key, service, environment …) is fixed. */
+export const FLAG_CONTENT_FIELDS = ['name', 'description', 'type', 'enabled', 'defaultValue', 'tags', 'variants', 'targeting', 'isPublic'] as const;
+export type FlagContentField = (typeof FLAG_CONTENT_FIELDS)[number];
+export type FlagContent = Pick<FlagRecord, FlagContentField>;
+
+/** A targeting rule as written: the id may be omitted and is then generated. */
+export type FlagTargetingRuleInput = Omit<FlagTargetingRule, 'id'> & { id?: string };
+
+/** PATCH input: only the given fields change. */
+export type FlagPatch = Partial<Omit<FlagContent, 'targeting'>> & { targeting?: FlagTargetingRuleInput[] };
+
+/** Create input. Without `environment` the flag is created in every environment (CONTRACT 3). */
+export type FlagCreateInput = FlagPatch & {
+  key: string;
+  serviceId: string;
+  environment?: Environment;
+  /** Optional; when given it must be the service's project. */
+  projectId?: string;
+};
+
+export const FLAG_CHANGE_TYPES = ['create', 'update', 'toggle', 'delete', 'rollback'] as const;
+export type FlagChangeType = (typeof FLAG_CHANGE_TYPES)[number];
+
+/** One entry of a flag's history: the full flag as it was after that change. */
+export interface FlagVersionRecord {
+  id: string;
+  version: number;
+  changeType: FlagChangeType;
+  snapshot: FlagRecord;
+  actor: string;
+  userId: string | null;
+  createdAt: string;
+}

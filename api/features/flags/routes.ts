@@ -1,0 +1,357 @@
+import { z } from 'zod';
+import type { ProjectAccess } from '../../auth/access';
+import type { Capability } from '../../auth/permissions';
+import type { Principal } from '../../auth/principal';
+import { badRequest, HttpError, notFound } from '../../http/errors';
+import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
+import { actorFromPrincipal } from '../audit/writer';
+import type { FlagService } from './service';
+import type { ListPosition } from './store';
+import { ENVIRONMENTS, FLAG_CHANGE_TYPES, FLAG_TYPES, type FlagRecord } from './types';
+import { FlagCreateSchema, FlagPatchSchema } from './validation';
+
+export interface FlagRouteDeps {
+  flags: FlagService;
+  access: ProjectAccess;
+}
+
+export const LIST_DEFAULT_LIMIT = 50;
+export const LIST_MAX_LIMIT = 100;
+
+/** Fields `?fields=` may name: spec 2.1's whitelist plus the record's id, projectId and version. */
+export const PROJECTABLE_FIELDS = [
+  'id',
+  'projectId',
+  'key',
+  'name',
+  'description',
+  'type',
+  'enabled',
+  'defaultValue',
+  'serviceId',
+  'environment',
+  'tags',
+  'variants',
+  'targeting',
+  'isPublic',
+  'version',
+  'createdAt',
+  'updatedAt',
+] as const satisfies readonly (keyof FlagRecord)[];
+const PROJECTABLE = new Set<string>(PROJECTABLE_FIELDS);
+
+export const FlagRecordSchema = z
+  .object({
+    id: z.string(),
+    projectId: z.string(),
+    serviceId: z.string(),
+    environment: z.enum(ENVIRONMENTS),
+    key: z.string(),
+    name: z.string(),
+    description: z.string(),
+    type: z.enum(FLAG_TYPES),
+    enabled: z.boolean(),
+    defaultValue: z.unknown(),
+    tags: z.array(z.string()),
+    variants: z.array(z.object({ name: z.string(), value: z.unknown(), weight: z.number() })),
+    targeting: z.array(
+      z.object({
+        id: z.string(),
+        conditions: z.array(z.object({ property: z.string(), operator: z.string(), value: z.unknown().optional() })),
+        value: z.unknown(),
+        rolloutPercentage: z.number().optional(),
+      }),
+    ),
+    isPublic: z.boolean(),
+    version: z.number().int().describe('Increments on every change; send it back on writes for optimistic concurrency'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  });
+
+const KeyParams = z.object({ key: z.string().min(1).max(256) });
+const RefQuery = z.object({
+  serviceId: z.string().min(1).max(200),
+  environment: z.enum(ENVIRONMENTS).default('development').describe('Defaults to development'),
+});
+const Version = z.coerce.number().int().positive();
+
+const ListQuery = z.object({
+  projectId: z.string().min(1).max(200),
+  serviceId: z.string().min(1).max(200).optional(),
+  environment: z.enum(ENVIRONMENTS).optional(),
+  search: z.string().max(200).optional().describe('Case-insensitive substring of key or name'),
+  tags: z
+    .string()
+    .max(2000)
+    .optional()
+    .transform((s) => (s ? s.split(',').map((t) => t.trim()).filter(Boolean) : undefined))
+    .describe('Comma-separated; matches flags having any of them'),
+  enabled: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v === 'true')),
+  type: z.enum(FLAG_TYPES).optional(),
+  limit: z.coerce.number().int().min(1).optional().describe(`Default ${LIST_DEFAULT_LIMIT}; values above ${LIST_MAX_LIMIT} are capped`),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  cursor: z.string().max(1000).optional().describe('nextCursor or prevCursor of an earlier page'),
+  cursor_direction: z.enum(['next', 'prev']).default('next'),
+  fields: z
+    .string()
+    .max(1000)
+    .optional()
+    .transform((s, ctx) => {
+      if (s === undefined) return undefined;
+      const fields = [...new Set(s.split(',').map((f) => f.trim()).filter(Boolean))];
+      const unknown = fields.filter((f) => !PROJECTABLE.has(f));
+      if (unknown.length) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `unknown field(s) ${unknown.join(', ')}; allowed: ${PROJECTABLE_FIELDS.join(', ')}` });
+        return z.NEVER;
+      }
+      if (!fields.length) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'name at least one field' });
+        return z.NEVER;
+      }
+      return fields;
+    })
+    .describe('Comma-separated projection'),
+});
+
+const HistoryQuery = RefQuery.extend({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+const VersionSchema = z.object({
+  id: z.string(),
+  version: z.number().int(),
+  changeType: z.enum(FLAG_CHANGE_TYPES),
+  snapshot: FlagRecordSchema.describe('The whole flag as it was after this change (before it, for delete)'),
+  actor: z.string(),
+  userId: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+export function encodeCursor(p: ListPosition): string {
+  return Buffer.from(JSON.stringify([p.key, p.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): ListPosition {
+  try {
+    const [key, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof key === 'string' && typeof id === 'string') return { key, id };
+  } catch {
+    // Falls through to the 400 below.
+  }
+  throw badRequest('Validation failed: query.cursor: not a cursor returned by this API', [{ path: 'query.cursor', message: 'invalid cursor' }]);
+}
+
+function project(flag: FlagRecord, fields: string[] | undefined): Partial<FlagRecord> {
+  if (!fields) return flag;
+  const out: Record<string, unknown> = {};
+  for (const f of fields) out[f] = flag[f as keyof FlagRecord];
+  return out as Partial<FlagRecord>;
+}
+
+/** Spec 4.3 flag management. Every route authorizes on the owning project before touching a flag. */
+export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
+  const { flags, access } = deps;
+
+  /**
+   * Resolves the service and checks the capability on its project. A service the caller cannot
+   * see is reported exactly like one that does not exist (no BOLA oracle).
+   */
+  async function authorize(principal: Principal, serviceId: string, capability: Capability) {
+    const service = await flags.findService(serviceId);
+    if (!service) throw notFound('Service');
+    try {
+      await access.require(principal, service.projectId, capability);
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 404) throw notFound('Service');
+      throw error;
+    }
+    return service;
+  }
+
+  const client = (ctx: { principal: Principal; ip: string; userAgent: string }) =>
+    actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/flags',
+      summary: 'List flags of a project (filters, offset or cursor paging, field projection)',
+      tags: ['flags'],
+      auth: 'authenticated',
+      query: ListQuery,
+      response: z.object({
+        flags: z.array(FlagRecordSchema.partial()),
+        total: z.number().int(),
+        limit: z.number().int(),
+        offset: z.number().int(),
+        hasMore: z.boolean(),
+        nextCursor: z.string().nullable(),
+        prevCursor: z.string().nullable(),
+      }),
+      async handler({ principal, query }) {
+        await access.require(principal, query.projectId, 'flags:read');
+        const limit = Math.min(query.limit ?? LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
+        if (query.cursor && query.offset > 0) {
+          throw badRequest('Validation failed: query.offset: use either offset or cursor paging', [
+            { path: 'query.offset', message: 'use either offset or cursor paging' },
+          ]);
+        }
+        const position = query.cursor ? decodeCursor(query.cursor) : undefined;
+        const page = await flags.list(
+          {
+            projectId: query.projectId,
+            serviceId: query.serviceId,
+            environment: query.environment,
+            search: query.search,
+            tags: query.tags,
+            enabled: query.enabled,
+            type: query.type,
+          },
+          {
+            limit,
+            offset: query.offset,
+            after: position && query.cursor_direction === 'next' ? position : undefined,
+            before: position && query.cursor_direction === 'prev' ? position : undefined,
+          },
+        );
+        const first = page.flags[0];
+        const last = page.flags.at(-1);
+        return {
+          flags: page.flags.map((f) => project(f, query.fields)),
+          total: page.total,
+          limit,
+          offset: query.offset,
+          hasMore: page.hasAfter,
+          nextCursor: page.hasAfter && last ? encodeCursor(last) : null,
+          prevCursor: page.hasBefore && first ? encodeCursor(first) : null,
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/flags',
+      summary: 'Create a flag (in every environment when none is given; returns the requested or development copy)',
+      tags: ['flags'],
+      auth: 'authenticated',
+      status: 201,
+      bodyLimit: BODY_LIMITS.flagWrite,
+      body: FlagCreateSchema,
+      response: FlagRecordSchema,
+      async handler(ctx) {
+        const { body } = ctx;
+        await authorize(ctx.principal, body.serviceId, 'flags:write');
+        const created = await flags.create(client(ctx), body);
+        return created.find((f) => f.environment === (body.environment ?? 'development')) ?? created[0];
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/:key',
+      summary: 'Read one flag',
+      tags: ['flags'],
+      auth: 'authenticated',
+      params: KeyParams,
+      query: RefQuery,
+      response: FlagRecordSchema,
+      async handler({ principal, params, query }) {
+        await authorize(principal, query.serviceId, 'flags:read');
+        const flag = await flags.get({ key: params.key, ...query });
+        if (!flag) throw notFound(`Flag "${params.key}"`);
+        return flag;
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/flags/:key',
+      summary: 'Change the given fields of a flag (optional `version` for optimistic concurrency)',
+      tags: ['flags'],
+      auth: 'authenticated',
+      bodyLimit: BODY_LIMITS.flagWrite,
+      params: KeyParams,
+      query: RefQuery,
+      body: FlagPatchSchema,
+      response: FlagRecordSchema,
+      async handler(ctx) {
+        const { params, query, body } = ctx;
+        await authorize(ctx.principal, query.serviceId, 'flags:write');
+        const { version, ...patch } = body;
+        return flags.update(client(ctx), { key: params.key, ...query }, patch, version);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/flags/:key',
+      summary: 'Delete a flag (optional `version` query for optimistic concurrency)',
+      tags: ['flags'],
+      auth: 'authenticated',
+      params: KeyParams,
+      query: RefQuery.extend({ version: Version.optional() }),
+      async handler(ctx) {
+        const { params, query } = ctx;
+        await authorize(ctx.principal, query.serviceId, 'flags:delete');
+        await flags.remove(client(ctx), { key: params.key, serviceId: query.serviceId, environment: query.environment }, query.version);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/flags/:key/toggle',
+      summary: 'Flip a flag, or set `enabled` when given',
+      tags: ['flags'],
+      auth: 'authenticated',
+      bodyLimit: BODY_LIMITS.flagWrite,
+      params: KeyParams,
+      query: RefQuery,
+      body: z
+        .object({
+          enabled: z.boolean().optional(),
+          version: z.number().int().positive().optional().describe('Expected current version; a stale one gets 409'),
+        })
+        .strict()
+        .optional(),
+      response: FlagRecordSchema,
+      async handler(ctx) {
+        const { params, query, body } = ctx;
+        await authorize(ctx.principal, query.serviceId, 'flags:write');
+        return flags.toggle(client(ctx), { key: params.key, ...query }, body?.enabled, body?.version);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/:key/history',
+      summary: 'Version history of a flag, newest first',
+      tags: ['flags'],
+      auth: 'authenticated',
+      params: KeyParams,
+      query: HistoryQuery,
+      response: z.object({ versions: z.array(VersionSchema), total: z.number().int(), hasMore: z.boolean() }),
+      async handler({ principal, params, query }) {
+        await authorize(principal, query.serviceId, 'flags:read');
+        const { versions, total } = await flags.history(
+          { key: params.key, serviceId: query.serviceId, environment: query.environment },
+          query.limit,
+          query.offset,
+        );
+        return { versions, total, hasMore: query.offset + versions.length < total };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/flags/:key/rollback/:version',
+      summary: "Restore a version's content as a new version",
+      tags: ['flags'],
+      auth: 'authenticated',
+      params: KeyParams.extend({ version: Version }),
+      query: RefQuery,
+      response: FlagRecordSchema,
+      async handler(ctx) {
+        const { params, query } = ctx;
+        await authorize(ctx.principal, query.serviceId, 'flags:write');
+        return flags.rollback(client(ctx), { key: params.key, ...query }, params.version);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,254 @@
+import type { PendingQuery, Row } from 'postgres';
+import type { Sql, TransactionSql } from '../../infra/postgres';
+import type {
+  Environment,
+  FlagChangeType,
+  FlagContent,
+  FlagRecord,
+  FlagRef,
+  FlagTargetingRule,
+  FlagType,
+  FlagVariant,
+  FlagVersionRecord,
+} from './types';
+
+interface FlagRow {
+  id: string;
+  project_id: string;
+  service_id: string;
+  environment: Environment;
+  key: string;
+  name: string;
+  description: string;
+  type: FlagType;
+  enabled: boolean;
+  default_value: unknown;
+  tags: string[];
+  variants: FlagVariant[];
+  targeting: FlagTargetingRule[];
+  is_public: boolean;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A changed flag plus the change time with microseconds (event timestamps must be distinct per change). */
+export interface WrittenFlag {
+  flag: FlagRecord;
+  changedAt: string;
+}
+
+export function toFlagRecord(row: FlagRow): FlagRecord {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    serviceId: row.service_id,
+    environment: row.environment,
+    key: row.key,
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    enabled: row.enabled,
+    defaultValue: row.default_value,
+    tags: row.tags,
+    variants: row.variants,
+    targeting: row.targeting,
+    isPublic: row.is_public,
+    version: row.version,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+const FLAG_COLUMNS = 'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
+/** ISO 8601 in UTC with microseconds, computed by Postgres from a timestamptz column. */
+const ISO_MICROS = `to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+export interface FlagListFilter {
+  projectId: string;
+  serviceId?: string;
+  environment?: Environment;
+  search?: string;
+  tags?: string[];
+  enabled?: boolean;
+  type?: FlagType;
+}
+
+/** Position in the list order (key, id); opaque to clients. */
+export interface ListPosition {
+  key: string;
+  id: string;
+}
+
+export interface FlagPage {
+  flags: FlagRecord[];
+  total: number;
+  /** Rows exist after the last / before the first flag of the page (in list order). */
+  hasAfter: boolean;
+  hasBefore: boolean;
+}
+
+/** Flags and their version history in Postgres. Writes take the caller's transaction. */
+export class FlagStore {
+  constructor(private readonly sql: Sql) {}
+
+  async findService(serviceId: string): Promise<{ id: string; projectId: string } | null> {
+    const [row] = await this.sql<{ id: string; project_id: string }[]>`SELECT id, project_id FROM services WHERE id = ${serviceId}`;
+    return row ? { id: row.id, projectId: row.project_id } : null;
+  }
+
+  async find(ref: FlagRef): Promise<FlagRecord | null> {
+    const [row] = await this.sql<FlagRow[]>`
+      SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags
+      WHERE service_id = ${ref.serviceId} AND environment = ${ref.environment} AND key = ${ref.key}`;
+    return row ? toFlagRecord(row) : null;
+  }
+
+  /** Reads the flag and locks its row until the transaction ends: writers of one flag run one at a time. */
+  async lock(tx: TransactionSql, ref: FlagRef): Promise<FlagRecord | null> {
+    const [row] = await tx<FlagRow[]>`
+      SELECT ${tx.unsafe(FLAG_COLUMNS)} FROM flags
+      WHERE service_id = ${ref.serviceId} AND environment = ${ref.environment} AND key = ${ref.key}
+      FOR UPDATE`;
+    return row ? toFlagRecord(row) : null;
+  }
+
+  async insert(
+    tx: TransactionSql,
+    flag: { id: string; projectId: string; serviceId: string; environment: Environment; key: string } & FlagContent,
+  ): Promise<WrittenFlag> {
+    const [row] = await tx<(FlagRow & { changed_at: string })[]>`
+      INSERT INTO flags (id, project_id, service_id, environment, key, name, description, type, enabled, default_value,
+                         tags, variants, targeting, is_public, version, created_at, updated_at)
+      VALUES (${flag.id}, ${flag.projectId}, ${flag.serviceId}, ${flag.environment}, ${flag.key}, ${flag.name},
+              ${flag.description}, ${flag.type}, ${flag.enabled}, ${json(tx, flag.defaultValue)}, ${json(tx, flag.tags)},
+              ${json(tx, flag.variants)}, ${json(tx, flag.targeting)}, ${flag.isPublic}, 1, clock_timestamp(), clock_timestamp())
+      RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
+    return { flag: toFlagRecord(row), changedAt: row.changed_at };
+  }
+
+  /** Writes new content and bumps the version by one. */
+  async update(tx: TransactionSql, id: string, content: FlagContent): Promise<WrittenFlag> {
+    const [row] = await tx<(FlagRow & { changed_at: string })[]>`
+      UPDATE flags SET name = ${content.name}, description = ${content.description}, type = ${content.type},
+        enabled = ${content.enabled}, default_value = ${json(tx, content.defaultValue)}, tags = ${json(tx, content.tags)},
+        variants = ${json(tx, content.variants)}, targeting = ${json(tx, content.targeting)}, is_public = ${content.isPublic},
+        version = version + 1, updated_at = clock_timestamp()
+      WHERE id = ${id}
+      RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
+    return { flag: toFlagRecord(row), changedAt: row.changed_at };
+  }
+
+  /** Deletes the row; returns the deletion time (microseconds). */
+  async delete(tx: TransactionSql, id: string): Promise<string> {
+    await tx`DELETE FROM flags WHERE id = ${id}`;
+    const [row] = await tx<{ at: string }[]>`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at`;
+    return row.at;
+  }
+
+  async insertVersion(
+    tx: TransactionSql,
+    v: { id: string; flag: FlagRecord; version: number; changeType: FlagChangeType; actor: string; userId: string | null },
+  ): Promise<void> {
+    await tx`
+      INSERT INTO flag_versions (id, flag_id, project_id, service_id, environment, flag_key, version, change_type, snapshot, actor, user_id, created_at)
+      VALUES (${v.id}, ${v.flag.id}, ${v.flag.projectId}, ${v.flag.serviceId}, ${v.flag.environment}, ${v.flag.key}, ${v.version},
+              ${v.changeType}, ${json(tx, v.flag)}, ${v.actor}, ${v.userId}, clock_timestamp())`;
+  }
+
+  async findVersion(sql: Sql | TransactionSql, flagId: string, version: number): Promise<FlagVersionRecord | null> {
+    const [row] = await sql<VersionRow[]>`
+      SELECT id, version, change_type, snapshot, actor, user_id, created_at FROM flag_versions
+      WHERE flag_id = ${flagId} AND version = ${version}`;
+    return row ? toVersionRecord(row) : null;
+  }
+
+  /** Newest first. */
+  async listVersions(flagId: string, limit: number, offset: number): Promise<{ versions: FlagVersionRecord[]; total: number }> {
+    const [rows, [count]] = await Promise.all([
+      this.sql<VersionRow[]>`
+        SELECT id, version, change_type, snapshot, actor, user_id, created_at FROM flag_versions
+        WHERE flag_id = ${flagId} ORDER BY version DESC LIMIT ${limit} OFFSET ${offset}`,
+      this.sql<{ total: number }[]>`SELECT count(*)::int AS total FROM flag_versions WHERE flag_id = ${flagId}`,
+    ]);
+    return { versions: rows.map(toVersionRecord), total: count.total };
+  }
+
+  /**
+   * One page in (key, id) order. With `after`/`before` the page starts after / ends before that
+   * position (cursor paging); otherwise `offset` rows are skipped.
+   */
+  async list(filter: FlagListFilter, page: { limit: number; offset: number; after?: ListPosition; before?: ListPosition }): Promise<FlagPage> {
+    const sql = this.sql;
+    const where = this.filterClause(filter);
+    const total = sql<{ total: number }[]>`SELECT count(*)::int AS total FROM flags WHERE ${where}`;
+    let rows: FlagRow[];
+    if (page.before) {
+      const b = page.before;
+      rows = await sql<FlagRow[]>`
+        SELECT ${sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE ${where} AND (key, id) < (${b.key}, ${b.id})
+        ORDER BY key DESC, id DESC LIMIT ${page.limit + 1}`;
+      const hasBefore = rows.length > page.limit;
+      rows = rows.slice(0, page.limit).reverse();
+      const last = rows.at(-1);
+      const hasAfter = last ? await this.exists(sql`${where} AND (key, id) > (${last.key}, ${last.id})`) : await this.exists(sql`${where} AND (key, id) >= (${b.key}, ${b.id})`);
+      return { flags: rows.map(toFlagRecord), total: (await total)[0].total, hasAfter, hasBefore };
+    }
+    const a = page.after;
+    rows = await sql<FlagRow[]>`
+      SELECT ${sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE ${where} ${a ? sql`AND (key, id) > (${a.key}, ${a.id})` : sql``}
+      ORDER BY key, id LIMIT ${page.limit + 1} OFFSET ${a ? 0 : page.offset}`;
+    const hasAfter = rows.length > page.limit;
+    rows = rows.slice(0, page.limit);
+    const first = rows[0];
+    let hasBefore: boolean;
+    if (first) hasBefore = await this.exists(sql`${where} AND (key, id) < (${first.key}, ${first.id})`);
+    else if (a) hasBefore = await this.exists(sql`${where} AND (key, id) <= (${a.key}, ${a.id})`);
+    else hasBefore = page.offset > 0 && (await total)[0].total > 0;
+    return { flags: rows.map(toFlagRecord), total: (await total)[0].total, hasAfter, hasBefore };
+  }
+
+  private async exists(where: PendingQuery<Row[]>): Promise<boolean> {
+    const [row] = await this.sql<{ found: boolean }[]>`SELECT EXISTS (SELECT 1 FROM flags WHERE ${where}) AS found`;
+    return row.found;
+  }
+
+  private filterClause(f: FlagListFilter): PendingQuery<Row[]> {
+    const sql = this.sql;
+    const search = f.search ? `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined;
+    return sql`project_id = ${f.projectId}
+      ${f.serviceId ? sql`AND service_id = ${f.serviceId}` : sql``}
+      ${f.environment ? sql`AND environment = ${f.environment}` : sql``}
+      ${search ? sql`AND (key ILIKE ${search} OR name ILIKE ${search})` : sql``}
+      ${f.tags?.length ? sql`AND tags ?| ${sql.array(f.tags)}::text[]` : sql``}
+      ${f.enabled !== undefined ? sql`AND enabled = ${f.enabled}` : sql``}
+      ${f.type ? sql`AND type = ${f.type}` : sql``}`;
+  }
+}
+
+interface VersionRow {
+  id: string;
+  version: number;
+  change_type: FlagChangeType;
+  snapshot: FlagRecord;
+  actor: string;
+  user_id: string | null;
+  created_at: Date;
+}
+
+function toVersionRecord(row: VersionRow): FlagVersionRecord {
+  return {
+    id: row.id,
+    version: row.version,
+    changeType: row.change_type,
+    snapshot: row.snapshot,
+    actor: row.actor,
+    userId: row.user_id,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/** jsonb parameter; postgres.js needs the value wrapped so scalars and arrays are not mistaken for other types. */
+function json(tx: TransactionSql, value: unknown) {
+  return tx.json(value as never);
+}
