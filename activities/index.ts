@@ -1,10 +1,14 @@
+import { createDeliveryActivities, type DeliveryDeps } from './delivery';
+import { createInvitationActivities, type InvitationDeps } from './invitations';
 import { createMailActivities, type MailDeps } from './mail';
 
 /** Everything activities need, passed in by the worker's wiring. */
-export type ActivityDeps = MailDeps;
+export type ActivityDeps = MailDeps & InvitationDeps & DeliveryDeps;
 
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createMailActivities(deps),
+    ...createInvitationActivities(deps),
+    ...createDeliveryActivities(deps),
   };
 }

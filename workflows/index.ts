@@ -1,2 +1,4 @@
 // Every workflow the worker registers. Workflows import activities by type only.
 export { sendMail } from './mail';
+export { invitationExpiry } from './invitation-expiry';
+export { deliverOutbound } from './webhook-delivery';

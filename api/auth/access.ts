@@ -47,6 +47,21 @@ export class ProjectAccess {
     }
     return { projectId, orgId: project.org_id, role };
   }
+
+  /** Every project on which the principal holds `capability` (lists that span projects). */
+  async listAccessible(principal: Principal, capability: Capability): Promise<ProjectGrant[]> {
+    if (principal.type === 'anonymous') return [];
+    if (principal.type === 'project_api_token') {
+      if (!scopesGrant(principal.scopes, capability)) return [];
+      const [project] = await this.sql<{ id: string; org_id: string }[]>`SELECT id, org_id FROM projects WHERE id = ${principal.projectId}`;
+      return project ? [{ projectId: project.id, orgId: project.org_id, role: null }] : [];
+    }
+    if (principal.type === 'personal_access_token' && !tierAllowsCapability(principal.tier, capability)) return [];
+    const rows = await this.sql<{ id: string; org_id: string; role: ProjectRole }[]>`
+      SELECT p.id, p.org_id, m.role FROM project_members m JOIN projects p ON p.id = m.project_id
+      WHERE m.user_id = ${principal.user.id}`;
+    return rows.filter((r) => roleGrants(r.role, capability)).map((r) => ({ projectId: r.id, orgId: r.org_id, role: r.role }));
+  }
 }
 
 /** Owner actions (delete project/org, grant/demote/remove/transfer owner) with a personal token. */

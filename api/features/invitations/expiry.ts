@@ -1,0 +1,40 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Logger } from '../../infra/logger';
+import type { Temporal } from '../../infra/temporal';
+import { invitationSettledSignal, type invitationExpiry } from '../../../workflows/invitation-expiry';
+
+/** The Temporal side of invitations: one durable 7-day timer per invitation. */
+export class InvitationExpiryTimers {
+  constructor(
+    private readonly temporal: Temporal,
+    private readonly logger: Logger,
+  ) {}
+
+  static workflowId(invitationId: string): string {
+    return `invitation-expiry-${invitationId}`;
+  }
+
+  async start(invitationId: string): Promise<void> {
+    await this.temporal.client.workflow.start<typeof invitationExpiry>('invitationExpiry', {
+      workflowId: InvitationExpiryTimers.workflowId(invitationId),
+      taskQueue: this.temporal.taskQueue,
+      args: [{ invitationId }],
+    });
+  }
+
+  /**
+   * Ends the timer early after accept or cancel. Best effort: if the signal is lost the timer
+   * fires later and its activity leaves the settled invitation alone.
+   */
+  async settle(invitationIds: string[]): Promise<void> {
+    await Promise.all(
+      invitationIds.map(async (id) => {
+        try {
+          await this.temporal.client.workflow.getHandle(InvitationExpiryTimers.workflowId(id)).signal(invitationSettledSignal);
+        } catch (error) {
+          if (!(error instanceof WorkflowNotFoundError)) this.logger.warn({ err: error, invitationId: id }, 'could not signal invitation expiry workflow');
+        }
+      }),
+    );
+  }
+}

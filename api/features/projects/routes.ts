@@ -1,0 +1,116 @@
+import { z } from 'zod';
+import { defineRoute, reply, type AnyRoute } from '../../http/route';
+import { PROJECT_ROLES } from '../members/types';
+import { callerOf, descriptionSchema, idSchema, nameSchema, nonEmptyPatch, slugSchema, tagsSchema } from './common';
+import type { ProjectService } from './service';
+
+export const ProjectSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  name: z.string(),
+  slug: z.string(),
+  description: z.string(),
+  tags: z.array(z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  role: z.enum(PROJECT_ROLES).nullable().describe("The caller's role; null for a project API token"),
+});
+
+const IdParams = z.object({ id: idSchema });
+
+/** Spec 4.7 projects. */
+export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
+  const { projects } = deps;
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/projects',
+      summary: 'Projects the caller can access, each with the caller\'s role',
+      tags: ['projects'],
+      auth: 'authenticated',
+      response: z.object({ projects: z.array(ProjectSchema) }),
+      async handler({ principal }) {
+        return { projects: await projects.list(principal) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/projects',
+      summary: 'Create a project; the creator becomes its owner',
+      tags: ['projects'],
+      auth: 'user',
+      adminTier: true,
+      status: 201,
+      body: z
+        .object({
+          name: nameSchema,
+          description: descriptionSchema.optional(),
+          slug: slugSchema.optional().describe('Derived from the name when absent; unique per organization'),
+          tags: tagsSchema.optional(),
+          orgId: idSchema.optional().describe("Default: the caller's personal organization; the caller must be its owner or admin"),
+        })
+        .strict(),
+      response: ProjectSchema,
+      async handler(ctx) {
+        return projects.create(callerOf(ctx), ctx.body);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/projects/by-slug/:slug',
+      summary: 'A project by slug (slugs are unique per organization; pass orgId when ambiguous)',
+      tags: ['projects'],
+      auth: 'authenticated',
+      params: z.object({ slug: z.string().min(1).max(64) }),
+      query: z.object({ orgId: idSchema.optional() }),
+      response: ProjectSchema,
+      async handler({ principal, params, query }) {
+        return projects.getBySlug(principal, params.slug, query.orgId);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/projects/:id',
+      summary: 'A project',
+      tags: ['projects'],
+      auth: 'authenticated',
+      params: IdParams,
+      response: ProjectSchema,
+      async handler({ principal, params }) {
+        return projects.get(principal, params.id);
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/projects/:id',
+      summary: 'Change project settings (manage_settings; only owners may change the slug)',
+      tags: ['projects'],
+      auth: 'authenticated',
+      adminTier: true,
+      params: IdParams,
+      body: nonEmptyPatch({
+        name: nameSchema.optional(),
+        description: descriptionSchema.optional(),
+        slug: slugSchema.optional(),
+        tags: tagsSchema.optional(),
+      }),
+      response: ProjectSchema,
+      async handler(ctx) {
+        return projects.update(callerOf(ctx), ctx.params.id, ctx.body);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/projects/:id',
+      summary: 'Delete a project and everything in it (delete_project: owners; personal tokens need owner actions)',
+      tags: ['projects'],
+      auth: 'authenticated',
+      params: IdParams,
+      status: 204,
+      async handler(ctx) {
+        await projects.delete(callerOf(ctx), ctx.params.id);
+        return reply(204);
+      },
+    }),
+  ];
+}

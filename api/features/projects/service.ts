@@ -1,0 +1,157 @@
+import type { ProjectAccess } from '../../auth/access';
+import { actingUser, type Principal } from '../../auth/principal';
+import { badRequest, conflict, forbidden, notFound } from '../../http/errors';
+import { newId } from '../../infra/ids';
+import type { Sql } from '../../infra/postgres';
+import { actorFromPrincipal, writeAudit } from '../audit/writer';
+import type { InvitationExpiryTimers } from '../invitations/expiry';
+import type { InvitationStore } from '../invitations/store';
+import { deriveSlug, type Caller } from './common';
+import { ProjectSlugTakenError, type ProjectStore } from './store';
+import type { ProjectInput, ProjectPatch, ProjectRecord, ProjectWithRole } from './types';
+
+export interface ProjectServiceDeps {
+  sql: Sql;
+  access: ProjectAccess;
+  store: ProjectStore;
+  invitations: InvitationStore;
+  invitationTimers: InvitationExpiryTimers;
+}
+
+/** Organization roles that may create projects in the organization. */
+const ORG_ROLES_CREATING_PROJECTS = new Set(['owner', 'admin']);
+
+const slugTaken = (slug: string) => conflict(`A project with slug '${slug}' already exists in this organization`);
+
+export class ProjectService {
+  constructor(private readonly deps: ProjectServiceDeps) {}
+
+  /** The creator becomes the project's owner (spec 2.3). */
+  async create(caller: Caller, input: ProjectInput): Promise<ProjectWithRole> {
+    const user = actingUser(caller.principal);
+    if (!user) throw forbidden('creating a project needs a signed-in user or a personal access token');
+    const { store, sql } = this.deps;
+    const orgId = input.orgId ?? (await store.personalOrgOf(sql, user.id));
+    if (!orgId) throw notFound('Organization');
+    const orgRole = await store.orgRoleOf(sql, user.id, orgId);
+    if (!orgRole) throw notFound('Organization');
+    if (!ORG_ROLES_CREATING_PROJECTS.has(orgRole)) throw forbidden('creating projects needs the owner or admin role in the organization');
+    const slug = input.slug ?? deriveSlug(input.name);
+    if (!slug) throw badRequest('Cannot derive a slug from this name; pass a slug', [{ path: 'body.slug', message: 'Required when the name has no letters or digits' }]);
+
+    try {
+      const project = await sql.begin(async (tx) => {
+        const created = await store.insert(tx, {
+          id: newId('prj'),
+          orgId,
+          name: input.name,
+          slug,
+          description: input.description ?? '',
+          tags: input.tags ?? [],
+          createdBy: user.id,
+        });
+        await store.addOwner(tx, created.id, user.id);
+        await writeAudit(tx, actorFromPrincipal(caller.principal, caller), {
+          projectId: created.id,
+          action: 'project.create',
+          resourceType: 'project',
+          resourceId: created.id,
+          resourceName: created.name,
+          after: created,
+        });
+        return created;
+      });
+      return { ...project, role: 'owner' };
+    } catch (error) {
+      if (error instanceof ProjectSlugTakenError) throw slugTaken(error.slug);
+      throw error;
+    }
+  }
+
+  /** Projects the caller can read, each with the caller's role. */
+  async list(principal: Principal): Promise<ProjectWithRole[]> {
+    const grants = await this.deps.access.listAccessible(principal, 'flags:read');
+    const roles = new Map(grants.map((g) => [g.projectId, g.role]));
+    const projects = await this.deps.store.findByIds(this.deps.sql, [...roles.keys()]);
+    return projects.map((p) => ({ ...p, role: roles.get(p.id) ?? null }));
+  }
+
+  async get(principal: Principal, id: string): Promise<ProjectWithRole> {
+    const grant = await this.deps.access.require(principal, id, 'flags:read');
+    const project = await this.deps.store.findById(this.deps.sql, id);
+    if (!project) throw notFound('Project');
+    return { ...project, role: grant.role };
+  }
+
+  /** Slugs are unique per organization; a user in several organizations may need `orgId`. */
+  async getBySlug(principal: Principal, slug: string, orgId?: string): Promise<ProjectWithRole> {
+    const visible = await this.list(principal);
+    const matches = visible.filter((p) => p.slug === slug && (!orgId || p.orgId === orgId));
+    if (!matches.length) throw notFound('Project');
+    if (matches.length > 1) {
+      throw badRequest(`Slug '${slug}' matches projects in several organizations; pass orgId`, [
+        { path: 'query.orgId', message: 'Required when the slug is ambiguous' },
+      ]);
+    }
+    return this.get(principal, matches[0].id);
+  }
+
+  /** Needs manage_settings; changing the slug is reserved to owners. */
+  async update(caller: Caller, id: string, patch: ProjectPatch): Promise<ProjectWithRole> {
+    const { access, store, sql } = this.deps;
+    const grant = await access.require(caller.principal, id, 'settings:manage');
+    const current = await store.findById(sql, id);
+    if (!current) throw notFound('Project');
+    if (patch.slug !== undefined && patch.slug !== current.slug) await access.require(caller.principal, id, 'settings:slug');
+    try {
+      const updated = await sql.begin(async (tx) => {
+        const before = await store.findById(tx, id, { forUpdate: true });
+        if (!before) throw notFound('Project');
+        const after = await store.update(tx, id, patch);
+        await writeAudit(tx, actorFromPrincipal(caller.principal, caller), {
+          projectId: id,
+          action: 'project.update',
+          resourceType: 'project',
+          resourceId: id,
+          resourceName: after.name,
+          before,
+          after,
+        });
+        return after;
+      });
+      return { ...updated, role: grant.role };
+    } catch (error) {
+      if (error instanceof ProjectSlugTakenError) throw slugTaken(error.slug);
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes the project and, by cascade, everything in it. The audit trail is kept: a
+   * `project.delete` entry is written and `deleted_projects` remembers the organization, whose
+   * owners and admins can still read the trail.
+   */
+  async delete(caller: Caller, id: string): Promise<void> {
+    const { access, store, sql, invitations } = this.deps;
+    await access.require(caller.principal, id, 'project:delete');
+    const actor = actorFromPrincipal(caller.principal, caller);
+    const pending = await sql.begin(async (tx) => {
+      const project: ProjectRecord | null = await store.findById(tx, id, { forUpdate: true });
+      if (!project) throw notFound('Project');
+      const pendingIds = await invitations.pendingIds(tx, id);
+      await store.recordDeletion(tx, project, actor.userId);
+      await writeAudit(tx, actor, {
+        projectId: id,
+        action: 'project.delete',
+        resourceType: 'project',
+        resourceId: id,
+        resourceName: project.name,
+        before: project,
+        metadata: { orgId: project.orgId, slug: project.slug },
+      });
+      await store.delete(tx, id);
+      return pendingIds;
+    });
+    await this.deps.invitationTimers.settle(pending);
+  }
+}

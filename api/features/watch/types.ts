@@ -1,0 +1,30 @@
+import type { Environment } from '../flags/types';
+import type { FieldChange } from '../audit/writer';
+
+export interface WatchTarget {
+  serviceId: string;
+  environment: Environment;
+  flagKey: string;
+}
+
+/**
+ * One audit entry on a watched flag made by someone else (spec 4.6). The audit fields of spec
+ * 2.7 minus the author's IP address and user agent, plus the flag it concerns and `read`.
+ */
+export interface NotificationRecord {
+  id: string;
+  projectId: string;
+  serviceId: string;
+  environment: Environment;
+  flagKey: string;
+  userId: string | null;
+  actor: string;
+  action: string;
+  resourceType: string;
+  resourceId: string;
+  resourceName: string | null;
+  changes: FieldChange[];
+  metadata: Record<string, unknown>;
+  timestamp: string;
+  read: boolean;
+}

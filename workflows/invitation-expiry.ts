@@ -1,0 +1,32 @@
+import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { InvitationActivities } from '../activities/invitations';
+
+/** Spec 2.3 / 8: an invitation expires 7 days after creation. */
+export const INVITATION_LIFETIME = '7 days';
+
+/** Sent on accept or cancel: the invitation is settled and the timer is no longer needed. */
+export const invitationSettledSignal = defineSignal('settled');
+
+export interface InvitationExpiryInput {
+  invitationId: string;
+}
+
+const { expireInvitation } = proxyActivities<InvitationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+/**
+ * One workflow per invitation (id `invitation-expiry-<invitationId>`): a durable 7-day timer
+ * that marks the invitation expired, unless it is settled first. The database stays the source
+ * of truth: accepting checks `expires_at` itself, and the activity only moves a pending row.
+ */
+export async function invitationExpiry(input: InvitationExpiryInput): Promise<'settled' | 'expired'> {
+  let settled = false;
+  setHandler(invitationSettledSignal, () => {
+    settled = true;
+  });
+  if (await condition(() => settled, INVITATION_LIFETIME)) return 'settled';
+  await expireInvitation(input.invitationId);
+  return 'expired';
+}
