@@ -1,7 +1,9 @@
 /** Jest runs TypeScript through SWC; integration tests share the servers started by scripts/test.sh. */
 module.exports = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': ['@swc/jest'] },
+  // jose is ESM-only: SWC turns it into CommonJS for the test runtime (Node 20 runs it natively).
+  transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/api/**/*.test.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   testTimeout: 60000,

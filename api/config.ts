@@ -76,6 +76,9 @@ const envSchema = z.object({
   /** Lets webhooks and alert channels target loopback/private hosts (tests, local demos). */
   ALLOW_PRIVATE_WEBHOOK_TARGETS: booleanFlag.optional(),
   SHUTDOWN_GRACE_MS: positiveInt.default(8000),
+  /** Slow clients: time to receive the headers, and the whole request. */
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(15_000),
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
 
   /**
    * Project JWTs (spec 2.4, 5.4) are signed with Ed25519 (EdDSA). JWT_PRIVATE_KEY is the current
