@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { openAnalytics, type Analytics } from '../analytics/client';
 import { migrateAnalytics } from '../analytics/migrate';
 import { startWorker, type WorkerHandle } from '../activities/worker';
+import { ProjectAccess } from './auth/access';
 import { Authenticator } from './auth/authenticator';
 import { SessionManager } from './auth/sessions';
 import type { Config, Role } from './config';
@@ -15,6 +16,7 @@ import { AccountStore } from './features/accounts/store';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { orgRoutes } from './features/orgs/routes';
+import { projectFeatureRoutes } from './features/projects/wiring';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
 import { OpenApiCatalog } from './http/openapi';
@@ -94,6 +96,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     onShutdown(async () => clearInterval(purge));
     const accounts = new AccountService({ store: accountStore, sessions, mail, scryptCostLog2: config.SCRYPT_COST_LOG2, publicBaseUrl });
     const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
+    // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
+    const projectAccess = new ProjectAccess(db.sql);
 
     const health = healthRoutes({
       cache,
@@ -108,6 +112,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...openApiRoutes(openapi),
       ...accountRoutes({ accounts, accountStore, sessions, sql: db.sql, secureCookies: config.isProduction, devMailbox: !config.isProduction }),
       ...orgRoutes({ sql: db.sql }),
+      ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
     ];
     const data: AnyRoute[] = [...health];
     const ingest: AnyRoute[] = [...health];
