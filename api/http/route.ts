@@ -89,7 +89,7 @@ export interface RouteDeps {
 const MUTATING = new Set(['post', 'patch', 'put', 'delete']);
 
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps): void {
-  for (const route of routes) {
+  for (const route of fixedSegmentsFirst(routes)) {
     deps.openapi.register(route);
     const parser = express.json({ limit: route.bodyLimit ?? BODY_LIMITS.default, type: () => true });
     router[route.method](route.path, bodyParser(route, parser), async (req: Request, res: Response, next: NextFunction) => {
@@ -119,6 +119,20 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
       }
     });
   }
+}
+
+/**
+ * Where paths overlap, a fixed segment wins over a parameter (GET /api/flags/export before
+ * GET /api/flags/:key), whatever order the features list their routes in. Stable otherwise.
+ */
+function fixedSegmentsFirst(routes: AnyRoute[]): AnyRoute[] {
+  const rank = (path: string) => path.split('/').map((segment) => (/^[:*]/.test(segment) ? 1 : 0));
+  const ranked = routes.map((route) => ({ route, rank: rank(route.path) }));
+  ranked.sort((a, b) => {
+    for (let i = 0; i < Math.min(a.rank.length, b.rank.length); i++) if (a.rank[i] !== b.rank[i]) return a.rank[i] - b.rank[i];
+    return a.rank.length - b.rank.length;
+  });
+  return ranked.map((r) => r.route);
 }
 
 function send(res: Response, r: Reply) {
