@@ -13,6 +13,7 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ] && [ -z "${TEMPORAL_CLI_PATH:-}" ] && ! comman
   export TEMPORAL_CLI_PATH="$scripts_dir/temporal"
 fi
 
-[ -d node_modules ] || npm ci --no-audit --no-fund
+# npm ci would refuse this npm version's lockfiles (other platforms' optional packages are not recorded).
+[ -d node_modules ] || npm install --no-audit --no-fund
 npm run --silent build >/dev/null
 exec node dist/api/main.js "$@"

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -d node_modules ] || npm ci --no-audit --no-fund
+# npm ci would refuse this npm version's lockfiles (other platforms' optional packages are not recorded).
+[ -d node_modules ] || npm install --no-audit --no-fund
 # shellcheck source=scripts/test-infra.sh
 source scripts/test-infra.sh up
 
