@@ -16,6 +16,7 @@ import { AccountStore } from './features/accounts/store';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { orgRoutes } from './features/orgs/routes';
+import { createCredentialFeatures } from './features/tokens/wiring';
 import { projectFeatureRoutes } from './features/projects/wiring';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
@@ -96,6 +97,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     onShutdown(async () => clearInterval(purge));
     const accounts = new AccountService({ store: accountStore, sessions, mail, scryptCostLog2: config.SCRYPT_COST_LOG2, publicBaseUrl });
     const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
+    // Project API tokens (opaque, JWT) and personal access tokens: resolvers and routes.
+    const credentials = await createCredentialFeatures({ config, sql: db.sql, cache, logger, authenticator });
+    onShutdown(() => credentials.stop());
     // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(db.sql);
 
@@ -112,6 +116,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...openApiRoutes(openapi),
       ...accountRoutes({ accounts, accountStore, sessions, sql: db.sql, secureCookies: config.isProduction, devMailbox: !config.isProduction }),
       ...orgRoutes({ sql: db.sql }),
+      ...credentials.routes,
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
     ];
     const data: AnyRoute[] = [...health];

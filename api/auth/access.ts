@@ -1,6 +1,6 @@
 import { forbidden, notFound, unauthorized } from '../http/errors';
 import type { Sql } from '../infra/postgres';
-import { CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
+import { ADMIN_TIER_CAPABILITIES, CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
 import type { Principal, ProjectRole } from './principal';
 
 export interface ProjectGrant {
@@ -41,7 +41,8 @@ export class ProjectAccess {
     if (!roleGrants(role, capability)) throw forbidden(`You need '${permission}' permission`);
     if (principal.type === 'personal_access_token') {
       if (!tierAllowsCapability(principal.tier, capability)) {
-        throw forbidden(principal.tier === 'read' ? 'personal access token is read-only' : 'personal access token lacks the admin tier');
+        // Spec 7: what is missing is the admin tier when the capability needs it, else write access.
+        throw forbidden(ADMIN_TIER_CAPABILITIES.has(capability) ? 'personal access token lacks the admin tier' : 'personal access token is read-only');
       }
       if (OWNER_ACTION_CAPABILITIES.has(capability)) requireOwnerActions(principal);
     }

@@ -22,13 +22,26 @@ export class Authenticator {
     private readonly resolvers: BearerResolver[] = [],
   ) {}
 
+  private readonly selfAuthenticatedPaths: RegExp[] = [];
+
   addResolver(resolver: BearerResolver) {
     this.resolvers.push(resolver);
   }
 
+  /**
+   * Paths whose handler reads the Authorization header itself because the bearer there is not
+   * an access credential (POST /api/projects/{id}/tokens/refresh takes a refresh token).
+   */
+  addSelfAuthenticatedPath(pattern: RegExp) {
+    this.selfAuthenticatedPaths.push(pattern);
+  }
+
   async authenticate(req: Request): Promise<Principal> {
     const bearer = bearerToken(req.headers.authorization);
-    if (bearer !== undefined) return this.resolveBearer(bearer);
+    if (bearer !== undefined) {
+      if (this.selfAuthenticatedPaths.some((p) => p.test(req.path))) return ANONYMOUS;
+      return this.resolveBearer(bearer);
+    }
     const cookieValue = sessionCookie(req.headers.cookie);
     if (cookieValue) {
       const session = await this.sessions.resolve(cookieValue);

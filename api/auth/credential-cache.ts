@@ -1,0 +1,56 @@
+import type { Cache } from '../infra/cache';
+import type { Logger } from '../infra/logger';
+
+/**
+ * A short-lived, per-process memo of resolved bearer credentials, keyed by the SHA-256 of the
+ * secret, so hot paths (evaluation) do not query Postgres on every request. Revocation evicts
+ * the entry here at once and on every other replica through the shared cache's pub/sub; the
+ * TTL bounds staleness should a message be lost (spec 8: about 10 s with a shared cache).
+ */
+export class CredentialCache<V> {
+  private readonly entries = new Map<string, { value: V; until: number }>();
+  private unsubscribe?: () => Promise<void>;
+
+  constructor(
+    private readonly opts: { cache: Cache; channel: string; ttlMs: number; maxEntries: number; logger: Logger },
+  ) {}
+
+  async start(): Promise<void> {
+    this.unsubscribe = await this.opts.cache.subscribe(this.opts.channel, (key) => {
+      this.entries.delete(key);
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.unsubscribe?.();
+    this.entries.clear();
+  }
+
+  get(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    if (!hit) return undefined;
+    if (hit.until <= Date.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return hit.value;
+  }
+
+  set(key: string, value: V): void {
+    if (this.entries.size >= this.opts.maxEntries) {
+      // Maps iterate in insertion order: drop the oldest entry.
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(key, { value, until: Date.now() + this.opts.ttlMs });
+  }
+
+  /** Forgets `key` here immediately and tells every replica to forget it too. */
+  async evict(key: string): Promise<void> {
+    this.entries.delete(key);
+    await this.opts.cache.publish(this.opts.channel, key).catch((error) => {
+      // Other replicas still drop it when the TTL runs out.
+      this.opts.logger.error({ err: error }, 'could not publish a credential eviction');
+    });
+  }
+}
