@@ -15,7 +15,11 @@ import { AccountService } from './features/accounts/service';
 import { AccountStore } from './features/accounts/store';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
+import { flagRoutes } from './features/flags/routes';
+import { FlagService } from './features/flags/service';
+import { FlagStore } from './features/flags/store';
 import { orgRoutes } from './features/orgs/routes';
+import { OutboxRelay } from './features/outbox/relay';
 import { createCredentialFeatures } from './features/tokens/wiring';
 import { projectFeatureRoutes } from './features/projects/wiring';
 import { openApiRoutes } from './http/openapi-route';
@@ -47,6 +51,10 @@ export interface Platform {
   routes: Record<'control' | 'data' | 'ingest', AnyRoute[]>;
   openapi: OpenApiCatalog;
   instanceId: string;
+  /** The one mutation path for flags (routes, bulk, triggers, rollback, canary, demo writes). */
+  flagService: FlagService;
+  /** Publishes committed flag changes to the bus and runs the registered outbox consumers. */
+  outbox: OutboxRelay;
   onShutdown(hook: ShutdownHook): void;
   close(): Promise<void>;
 }
@@ -102,6 +110,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     onShutdown(() => credentials.stop());
     // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(db.sql);
+    // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
+    const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
+    const flagService = new FlagService({ sql: db.sql, store: new FlagStore(db.sql), afterCommit: () => outbox.nudge() });
 
     const health = healthRoutes({
       cache,
@@ -117,10 +128,18 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...accountRoutes({ accounts, accountStore, sessions, sql: db.sql, secureCookies: config.isProduction, devMailbox: !config.isProduction }),
       ...orgRoutes({ sql: db.sql }),
       ...credentials.routes,
+      ...flagRoutes({ flags: flagService, access: projectAccess }),
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
     ];
     const data: AnyRoute[] = [...health];
     const ingest: AnyRoute[] = [...health];
+
+    // Keep last: outbox consumers (outbox.register) must all be registered before the relay starts.
+    // Every control replica runs a relay; they share the work safely (SKIP LOCKED leases).
+    if (config.ROLES.includes('control')) {
+      outbox.start();
+      onShutdown(() => outbox.stop());
+    }
 
     return {
       config,
@@ -133,6 +152,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       authenticator,
       openapi,
       instanceId,
+      flagService,
+      outbox,
       routes: { control, data, ingest },
       onShutdown,
       async close() {
