@@ -21,10 +21,12 @@ import { FlagStore } from './features/flags/store';
 import { orgRoutes } from './features/orgs/routes';
 import { OutboxRelay } from './features/outbox/relay';
 import { createCredentialFeatures } from './features/tokens/wiring';
+import { createEventDeliveryFeatures } from './features/webhooks/wiring';
 import { projectFeatureRoutes } from './features/projects/wiring';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
 import { OpenApiCatalog } from './http/openapi';
+import { OutboundClient } from './http/outbound';
 import { RateLimiter } from './http/rate-limit';
 import type { AnyRoute } from './http/route';
 import { createCache, type Cache } from './infra/cache';
@@ -55,6 +57,8 @@ export interface Platform {
   flagService: FlagService;
   /** Publishes committed flag changes to the bus and runs the registered outbox consumers. */
   outbox: OutboxRelay;
+  /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
+  outbound: OutboundClient;
   onShutdown(hook: ShutdownHook): void;
   close(): Promise<void>;
 }
@@ -113,6 +117,11 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
     const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
     const flagService = new FlagService({ sql: db.sql, store: new FlagStore(db.sql), afterCommit: () => outbox.nudge() });
+    const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
+    onShutdown(() => outbound.close());
+    // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.
+    const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, access: projectAccess, mail, outbound });
+    outbox.register(eventDelivery.webhookConsumer);
 
     const health = healthRoutes({
       cache,
@@ -130,6 +139,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...credentials.routes,
       ...flagRoutes({ flags: flagService, access: projectAccess }),
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
+      ...eventDelivery.routes,
     ];
     const data: AnyRoute[] = [...health];
     const ingest: AnyRoute[] = [...health];
@@ -154,6 +164,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       instanceId,
       flagService,
       outbox,
+      outbound,
       routes: { control, data, ingest },
       onShutdown,
       async close() {
@@ -212,7 +223,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         namespace: platform.temporal.namespace,
         taskQueue: platform.temporal.taskQueue,
         bundlePath: config.WORKFLOW_BUNDLE_PATH,
-        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM },
+        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound },
         logger,
       });
     }

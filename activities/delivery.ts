@@ -1,0 +1,88 @@
+import type { OutboundClient } from '../api/http/outbound';
+import { OutboundRequestError } from '../api/http/outbound';
+import type { Sql } from '../api/infra/postgres';
+import { channelRequest } from '../api/features/alert-channels/payloads';
+import { AlertChannelStore } from '../api/features/alert-channels/store';
+import { DeliveryStore, type AttemptResult, type DeliveryRecord, type DeliveryStatus } from '../api/features/webhooks/deliveries';
+import { signedHeaders } from '../api/features/webhooks/signing';
+import { WebhookStore } from '../api/features/webhooks/store';
+
+export interface DeliveryDeps {
+  sql: Sql;
+  outbound: OutboundClient;
+  /** Spec 8: 10 s per attempt. */
+  attemptTimeoutMs?: number;
+}
+
+export type DeliveryActivities = ReturnType<typeof createDeliveryActivities>;
+
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+
+type PreparedRequest = { url: string; headers: Record<string, string> } | { skip: string };
+
+/** Spec 8 / section 3 webhook rows: which answers are worth another attempt. */
+export function classifyStatus(status: number): Pick<AttemptResult, 'outcome' | 'error'> {
+  if (status >= 200 && status < 300) return { outcome: 'delivered', error: null };
+  if (status === 429 || status >= 500) return { outcome: 'retry', error: `HTTP ${status}` };
+  if (status >= 300 && status < 400) return { outcome: 'failed', error: `HTTP ${status}: redirects are not followed` };
+  return { outcome: 'failed', error: `HTTP ${status}` };
+}
+
+/**
+ * One HTTP attempt of a stored delivery, and the bookkeeping after it. The target (URL,
+ * secret, paused or not) is read fresh for every attempt, and the URL passes the SSRF guard
+ * again (the address is pinned for the connection). Attempts never throw for an HTTP outcome:
+ * they return it, and the workflow decides about the next one.
+ */
+export function createDeliveryActivities(deps: DeliveryDeps) {
+  const deliveries = new DeliveryStore(deps.sql);
+  const webhooks = new WebhookStore();
+  const channels = new AlertChannelStore();
+  const timeoutMs = deps.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS;
+
+  async function prepare(delivery: DeliveryRecord, nowSeconds: number): Promise<PreparedRequest> {
+    if (delivery.webhookId) {
+      const target = await webhooks.signingTarget(deps.sql, delivery.webhookId);
+      if (!target) return { skip: 'the webhook was deleted' };
+      if (!target.active) return { skip: 'the webhook is paused' };
+      return {
+        url: target.url,
+        headers: { 'content-type': 'application/json', 'x-svc-event': delivery.event, ...signedHeaders(target.secret, delivery.id, delivery.body, nowSeconds) },
+      };
+    }
+    const channel = delivery.alertChannelId ? await channels.findById(deps.sql, delivery.alertChannelId) : null;
+    if (!channel) return { skip: 'the alert channel was deleted' };
+    if (!channel.enabled) return { skip: 'the alert channel is disabled' };
+    return channelRequest(channel, delivery.id, delivery.body, nowSeconds);
+  }
+
+  return {
+    async attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult> {
+      const startedAt = new Date();
+      const base = { startedAt: startedAt.toISOString(), statusCode: null, durationMs: null };
+      const delivery = await deliveries.get(deliveryId);
+      if (!delivery) return { ...base, outcome: 'skipped', error: 'the delivery no longer exists (its webhook or channel was deleted)' };
+      const prepared = await prepare(delivery, Math.floor(startedAt.getTime() / 1000));
+      if ('skip' in prepared) return { ...base, outcome: 'skipped', error: prepared.skip };
+      try {
+        const res = await deps.outbound.post(prepared.url, {
+          headers: { ...prepared.headers, 'x-svc-delivery-attempt': String(attempt) },
+          body: delivery.body,
+          timeoutMs,
+        });
+        const { outcome, error } = classifyStatus(res.status);
+        const detail = error && res.bodyExcerpt ? `${error}: ${res.bodyExcerpt.slice(0, 200)}` : error;
+        return { ...base, outcome, error: detail, statusCode: res.status, durationMs: res.durationMs };
+      } catch (error) {
+        if (!(error instanceof OutboundRequestError)) throw error;
+        // Timeouts and network failures may pass; a refused (internal) target never will.
+        const outcome = error.kind === 'forbidden_target' ? 'failed' : 'retry';
+        return { ...base, outcome, error: error.message, durationMs: error.durationMs };
+      }
+    },
+
+    async recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
+      await deliveries.recordAttempt(deliveryId, attempt, result, finalStatus);
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { defineRoute, type AnyRoute } from '../../http/route';
+import { idSchema, nameSchema } from '../projects/common';
+import type { AlertChannelService } from './service';
+import { ALERT_CHANNEL_TYPES } from './types';
+
+const ChannelSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  name: z.string(),
+  type: z.enum(ALERT_CHANNEL_TYPES),
+  enabled: z.boolean(),
+  destination: z.string().describe('The destination with secrets masked'),
+  createdBy: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const url = z.string().max(2048).url().refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').describe('http or https; must not resolve to an internal address (SSRF guard)');
+const common = { name: nameSchema, enabled: z.boolean().optional() };
+
+const CreateChannel = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('chat'), ...common, url: url.describe('Slack-style incoming webhook URL; receives {text}') }).strict(),
+  z
+    .object({
+      type: z.literal('paging'),
+      ...common,
+      routingKey: z.string().trim().min(1).max(128).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').describe('PagerDuty Events v2 integration (routing) key'),
+      url: url.optional().describe('Events v2 endpoint; default https://events.pagerduty.com/v2/enqueue'),
+    })
+    .strict(),
+  z.object({ type: z.literal('email'), ...common, recipients: z.array(z.string().trim().email().max(254)).min(1).max(20) }).strict(),
+  z
+    .object({
+      type: z.literal('webhook'),
+      ...common,
+      url,
+      secret: z.string().min(1).max(512).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').optional().describe('Signing key (X-Svc-Signature and Standard Webhooks); generated when absent'),
+    })
+    .strict(),
+]);
+
+const OrgParams = z.object({ orgId: idSchema });
+const ChannelParams = z.object({ orgId: idSchema, channelId: idSchema });
+
+/** Spec 4.7 organization alert channels. */
+export function alertChannelRoutes(deps: { alertChannels: AlertChannelService }): AnyRoute[] {
+  const { alertChannels } = deps;
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/orgs/:orgId/alert-channels',
+      summary: "The organization's alert channels (inherited by all its projects)",
+      tags: ['alert-channels'],
+      auth: 'user',
+      params: OrgParams,
+      response: z.object({ channels: z.array(ChannelSchema) }),
+      async handler({ principal, params }) {
+        return { channels: await alertChannels.list(principal, params.orgId) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/orgs/:orgId/alert-channels',
+      summary: 'Create an alert channel (organization owners and admins)',
+      tags: ['alert-channels'],
+      auth: 'user',
+      status: 201,
+      params: OrgParams,
+      body: CreateChannel,
+      response: ChannelSchema.extend({ secret: z.string().optional().describe('Generic webhooks only; shown once') }),
+      async handler({ principal, params, body }) {
+        return alertChannels.create(principal, params.orgId, body);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/orgs/:orgId/alert-channels/:channelId',
+      summary: 'Delete an alert channel',
+      tags: ['alert-channels'],
+      auth: 'user',
+      status: 204,
+      params: ChannelParams,
+      async handler({ principal, params }) {
+        await alertChannels.remove(principal, params.orgId, params.channelId);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/orgs/:orgId/alert-channels/:channelId/test',
+      summary: 'Send a test alert (one attempt) and report what the destination answered',
+      tags: ['alert-channels'],
+      auth: 'user',
+      params: ChannelParams,
+      response: z.object({
+        ok: z.boolean(),
+        status: z.enum(['queued', 'pending', 'delivered', 'failed', 'skipped']),
+        deliveryId: z.string().nullable(),
+        statusCode: z.number().nullable(),
+        error: z.string().nullable(),
+        durationMs: z.number().nullable(),
+      }),
+      async handler({ principal, params }) {
+        return alertChannels.testSend(principal, params.orgId, params.channelId);
+      },
+    }),
+  ];
+}

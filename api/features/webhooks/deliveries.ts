@@ -1,0 +1,236 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Sql } from '../../infra/postgres';
+import type { Temporal } from '../../infra/temporal';
+import type { deliverOutbound } from '../../../workflows/webhook-delivery';
+
+/**
+ * The outbound delivery log shared by webhooks and alert channels, and the queue that hands a
+ * delivery to its Temporal workflow. A delivery's id is its workflow id, derived from the
+ * target and the event, so enqueuing the same (target, event) twice never delivers twice.
+ */
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
+export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'skipped';
+
+/** What one attempt produced; returned by the attempt activity, stored by the record activity. */
+export interface AttemptResult {
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number | null;
+  startedAt: string;
+}
+
+export interface DeliveryAttempt {
+  attempt: number;
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number | null;
+  startedAt: string;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  webhookId: string | null;
+  alertChannelId: string | null;
+  event: string;
+  eventId: string;
+  flagKey: string | null;
+  body: string;
+  maxAttempts: number;
+  status: DeliveryStatus;
+  attemptCount: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+export type DeliveryTarget = { kind: 'webhook'; webhookId: string } | { kind: 'alert_channel'; channelId: string };
+
+export interface NewDelivery {
+  target: DeliveryTarget;
+  event: string;
+  eventId: string;
+  flagKey?: string | null;
+  body: string;
+  /** Spec 8: 4; a channel test send uses 1. */
+  maxAttempts?: number;
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string | null;
+  alert_channel_id: string | null;
+  event: string;
+  event_id: string;
+  flag_key: string | null;
+  body: string;
+  max_attempts: number;
+  status: DeliveryStatus;
+  attempt_count: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  outcome: AttemptOutcome;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  started_at: Date;
+}
+
+const toDelivery = (r: DeliveryRow): DeliveryRecord => ({
+  id: r.id,
+  webhookId: r.webhook_id,
+  alertChannelId: r.alert_channel_id,
+  event: r.event,
+  eventId: r.event_id,
+  flagKey: r.flag_key,
+  body: r.body,
+  maxAttempts: r.max_attempts,
+  status: r.status,
+  attemptCount: r.attempt_count,
+  lastStatusCode: r.last_status_code,
+  lastError: r.last_error,
+  createdAt: r.created_at.toISOString(),
+  completedAt: r.completed_at?.toISOString() ?? null,
+});
+
+const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
+  attempt: r.attempt,
+  outcome: r.outcome,
+  statusCode: r.status_code,
+  error: r.error,
+  durationMs: r.duration_ms,
+  startedAt: r.started_at.toISOString(),
+});
+
+/** Workflow ids (and delivery ids) are derived, never random: the derivation is the idempotency key. */
+export function deliveryIdFor(target: DeliveryTarget, eventId: string): string {
+  return target.kind === 'webhook' ? `whd:${target.webhookId}:${eventId}` : `acd:${target.channelId}:${eventId}`;
+}
+
+export const DELIVERY_WORKFLOW = 'deliverOutbound';
+
+export class DeliveryStore {
+  constructor(private readonly sql: Sql) {}
+
+  /** Inserts the delivery unless it exists; returns the stored row and whether this call created it. */
+  async create(id: string, d: NewDelivery): Promise<{ delivery: DeliveryRecord; created: boolean }> {
+    const webhookId = d.target.kind === 'webhook' ? d.target.webhookId : null;
+    const channelId = d.target.kind === 'alert_channel' ? d.target.channelId : null;
+    const [inserted] = await this.sql<DeliveryRow[]>`
+      INSERT INTO outbound_deliveries (id, webhook_id, alert_channel_id, event, event_id, flag_key, body, max_attempts)
+      VALUES (${id}, ${webhookId}, ${channelId}, ${d.event}, ${d.eventId}, ${d.flagKey ?? null}, ${d.body}, ${d.maxAttempts ?? 4})
+      ON CONFLICT (id) DO NOTHING
+      RETURNING *`;
+    if (inserted) return { delivery: toDelivery(inserted), created: true };
+    const existing = await this.get(id);
+    if (!existing) throw new Error(`delivery ${id} vanished while being created`);
+    return { delivery: existing, created: false };
+  }
+
+  async get(id: string): Promise<DeliveryRecord | null> {
+    const [row] = await this.sql<DeliveryRow[]>`SELECT * FROM outbound_deliveries WHERE id = ${id}`;
+    return row ? toDelivery(row) : null;
+  }
+
+  /**
+   * Stores one attempt (idempotent per attempt number) and, when `finalStatus` is given, closes
+   * the delivery. A delivery deleted meanwhile (its webhook was removed) is left alone.
+   */
+  async recordAttempt(id: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      const [exists] = await tx`SELECT 1 FROM outbound_deliveries WHERE id = ${id} FOR UPDATE`;
+      if (!exists) return;
+      await tx`
+        INSERT INTO outbound_delivery_attempts (delivery_id, attempt, outcome, status_code, error, duration_ms, started_at)
+        VALUES (${id}, ${attempt}, ${result.outcome}, ${result.statusCode}, ${result.error}, ${result.durationMs}, ${result.startedAt})
+        ON CONFLICT (delivery_id, attempt) DO UPDATE
+          SET outcome = EXCLUDED.outcome, status_code = EXCLUDED.status_code, error = EXCLUDED.error,
+              duration_ms = EXCLUDED.duration_ms, started_at = EXCLUDED.started_at`;
+      await tx`
+        UPDATE outbound_deliveries
+        SET attempt_count = GREATEST(attempt_count, ${attempt}),
+            last_status_code = ${result.statusCode},
+            last_error = ${result.error},
+            status = COALESCE(${finalStatus}, status),
+            completed_at = CASE WHEN ${finalStatus}::text IS NULL THEN completed_at ELSE clock_timestamp() END
+        WHERE id = ${id}`;
+    });
+  }
+
+  async attempts(ids: string[]): Promise<Map<string, DeliveryAttempt[]>> {
+    const byDelivery = new Map<string, DeliveryAttempt[]>(ids.map((id) => [id, []]));
+    if (!ids.length) return byDelivery;
+    const rows = await this.sql<AttemptRow[]>`
+      SELECT * FROM outbound_delivery_attempts WHERE delivery_id IN ${this.sql(ids)} ORDER BY delivery_id, attempt`;
+    for (const row of rows) byDelivery.get(row.delivery_id)?.push(toAttempt(row));
+    return byDelivery;
+  }
+
+  /** Newest first; `before` is the id of the last delivery of the previous page. */
+  async listForWebhook(webhookId: string, opts: { limit: number; before?: string }): Promise<DeliveryRecord[]> {
+    const cursor = opts.before ? await this.get(opts.before) : null;
+    const rows = cursor
+      ? await this.sql<DeliveryRow[]>`
+          SELECT * FROM outbound_deliveries
+          WHERE webhook_id = ${webhookId} AND (created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id})
+          ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`
+      : await this.sql<DeliveryRow[]>`
+          SELECT * FROM outbound_deliveries WHERE webhook_id = ${webhookId}
+          ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
+    return rows.map(toDelivery);
+  }
+}
+
+/** Hands deliveries to Temporal; once started, retries and backoff no longer depend on this process. */
+export class DeliveryQueue {
+  constructor(
+    private readonly temporal: Temporal,
+    readonly store: DeliveryStore,
+  ) {}
+
+  /**
+   * Records the delivery and starts its workflow. Safe to call again for the same (target,
+   * event): a finished delivery is not restarted, a running one is not started twice.
+   */
+  async enqueue(d: NewDelivery): Promise<{ deliveryId: string; started: boolean }> {
+    const deliveryId = deliveryIdFor(d.target, d.eventId);
+    const { delivery } = await this.store.create(deliveryId, d);
+    if (delivery.status !== 'pending') return { deliveryId, started: false };
+    try {
+      await this.temporal.client.workflow.start<typeof deliverOutbound>(DELIVERY_WORKFLOW, {
+        workflowId: deliveryId,
+        taskQueue: this.temporal.taskQueue,
+        args: [{ deliveryId, maxAttempts: delivery.maxAttempts }],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      });
+      return { deliveryId, started: true };
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return { deliveryId, started: false };
+      throw error;
+    }
+  }
+
+  /** Waits for the delivery's workflow to finish (or the timeout), then returns the stored record. */
+  async settle(deliveryId: string, timeoutMs: number): Promise<DeliveryRecord | null> {
+    const handle = this.temporal.client.workflow.getHandle(deliveryId);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      handle.result().catch(() => undefined),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return this.store.get(deliveryId);
+  }
+}

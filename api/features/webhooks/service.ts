@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import type { ProjectAccess } from '../../auth/access';
+import { actingUser, type Principal } from '../../auth/principal';
+import { badRequest, notFound } from '../../http/errors';
+import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
+import { newId } from '../../infra/ids';
+import type { Sql } from '../../infra/postgres';
+import { actorFromPrincipal, writeAudit } from '../audit/writer';
+import { asNotFound, type Caller } from '../projects/common';
+import type { DeliveryAttempt, DeliveryRecord, DeliveryStore } from './deliveries';
+import type { WebhookStore } from './store';
+import { WEBHOOK_EVENTS, type WebhookInput, type WebhookPatch, type WebhookRecord } from './types';
+
+export interface WebhookServiceDeps {
+  sql: Sql;
+  store: WebhookStore;
+  deliveries: DeliveryStore;
+  access: ProjectAccess;
+  outbound: OutboundClient;
+}
+
+export interface DeliveryView {
+  id: string;
+  event: string;
+  eventId: string;
+  flagKey: string | null;
+  status: DeliveryRecord['status'];
+  attemptCount: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  createdAt: string;
+  completedAt: string | null;
+  attempts: DeliveryAttempt[];
+  payload: unknown;
+}
+
+/** A fresh secret in the Standard Webhooks form, usable as-is by their verifier libraries. */
+export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+/**
+ * Project webhooks (spec 2.6, 4.9; CONTRACT 7). Only members with settings rights on the
+ * webhook's project see or change it; anyone else gets the same 404 as for a missing id.
+ */
+export class WebhookService {
+  constructor(private readonly deps: WebhookServiceDeps) {}
+
+  async list(principal: Principal, projectId: string): Promise<WebhookRecord[]> {
+    await this.deps.access.require(principal, projectId, 'settings:manage');
+    return this.deps.store.listByProject(this.deps.sql, projectId);
+  }
+
+  async create(caller: Caller, input: WebhookInput): Promise<WebhookRecord & { secret: string }> {
+    await this.deps.access.require(caller.principal, input.projectId, 'settings:manage');
+    const url = await this.checkUrl(input.url);
+    const secret = input.secret ?? generateWebhookSecret();
+    const webhook = await this.deps.sql.begin(async (tx) => {
+      const created = await this.deps.store.insert(tx, {
+        id: newId('whk'),
+        projectId: input.projectId,
+        url,
+        secret,
+        events: input.events ?? [...WEBHOOK_EVENTS],
+        active: input.active ?? true,
+        createdBy: actingUser(caller.principal)?.id ?? (caller.principal.type === 'project_api_token' ? caller.principal.createdBy : null),
+      });
+      await writeAudit(tx, actorFromPrincipal(caller.principal, caller), {
+        projectId: created.projectId,
+        action: 'webhook.create',
+        resourceType: 'webhook',
+        resourceId: created.id,
+        resourceName: created.url,
+        after: created,
+      });
+      return created;
+    });
+    return { ...webhook, secret };
+  }
+
+  async get(principal: Principal, id: string): Promise<WebhookRecord> {
+    return this.authorize(principal, id);
+  }
+
+  async update(caller: Caller, id: string, patch: WebhookPatch): Promise<WebhookRecord> {
+    await this.authorize(caller.principal, id);
+    const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
+    return this.deps.sql.begin(async (tx) => {
+      const before = await this.deps.store.findById(tx, id, { forUpdate: true });
+      if (!before) throw notFound('Webhook');
+      const after = await this.deps.store.update(tx, id, { ...patch, url });
+      await writeAudit(tx, actorFromPrincipal(caller.principal, caller), {
+        projectId: after.projectId,
+        action: 'webhook.update',
+        resourceType: 'webhook',
+        resourceId: id,
+        resourceName: after.url,
+        before,
+        after,
+        metadata: patch.secret !== undefined ? { secretChanged: true } : {},
+      });
+      return after;
+    });
+  }
+
+  async remove(caller: Caller, id: string): Promise<void> {
+    await this.authorize(caller.principal, id);
+    await this.deps.sql.begin(async (tx) => {
+      const before = await this.deps.store.findById(tx, id, { forUpdate: true });
+      if (!before) throw notFound('Webhook');
+      await this.deps.store.remove(tx, id);
+      await writeAudit(tx, actorFromPrincipal(caller.principal, caller), {
+        projectId: before.projectId,
+        action: 'webhook.delete',
+        resourceType: 'webhook',
+        resourceId: id,
+        resourceName: before.url,
+        before,
+      });
+    });
+  }
+
+  /** Recent deliveries, newest first, with every attempt: what a user needs to debug a receiver. */
+  async deliveries(principal: Principal, id: string, page: { limit: number; cursor?: string }) {
+    await this.authorize(principal, id);
+    const rows = await this.deps.deliveries.listForWebhook(id, { limit: page.limit + 1, before: page.cursor });
+    const hasMore = rows.length > page.limit;
+    const pageRows = rows.slice(0, page.limit);
+    const attempts = await this.deps.deliveries.attempts(pageRows.map((r) => r.id));
+    const deliveries: DeliveryView[] = pageRows.map((r) => ({
+      id: r.id,
+      event: r.event,
+      eventId: r.eventId,
+      flagKey: r.flagKey,
+      status: r.status,
+      attemptCount: r.attemptCount,
+      lastStatusCode: r.lastStatusCode,
+      lastError: r.lastError,
+      createdAt: r.createdAt,
+      completedAt: r.completedAt,
+      attempts: attempts.get(r.id) ?? [],
+      payload: JSON.parse(r.body),
+    }));
+    return { deliveries, hasMore, nextCursor: hasMore ? pageRows[pageRows.length - 1].id : null };
+  }
+
+  private async authorize(principal: Principal, id: string): Promise<WebhookRecord> {
+    const webhook = await this.deps.store.findById(this.deps.sql, id);
+    if (!webhook) throw notFound('Webhook');
+    await asNotFound('Webhook', this.deps.access.require(principal, webhook.projectId, 'settings:manage'));
+    return webhook;
+  }
+
+  /** Write-time SSRF check (delivery checks again); the URL is stored as given. */
+  private async checkUrl(raw: string): Promise<string> {
+    try {
+      await this.deps.outbound.assertAllowedUrl(raw);
+      return raw;
+    } catch (error) {
+      if (error instanceof OutboundTargetError) {
+        throw badRequest(`Invalid url: ${error.message}`, [{ path: 'body.url', message: error.message }]);
+      }
+      throw error;
+    }
+  }
+}

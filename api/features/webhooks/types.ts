@@ -1,0 +1,33 @@
+import { FLAG_EVENTS, type FlagEventName } from '../flags/types';
+
+export const WEBHOOK_EVENTS = FLAG_EVENTS;
+export type WebhookEvent = FlagEventName;
+
+/** A webhook as the API returns it (spec 2.6); the secret is write-only after creation. */
+export interface WebhookRecord {
+  id: string;
+  projectId: string;
+  url: string;
+  events: WebhookEvent[];
+  active: boolean;
+  createdBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WebhookInput {
+  projectId: string;
+  url: string;
+  secret?: string;
+  events?: WebhookEvent[];
+  active?: boolean;
+}
+
+export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'secret' | 'events' | 'active'>>;
+
+/** What a delivery attempt needs; read fresh for every attempt so pausing or editing applies at once. */
+export interface WebhookSigningTarget {
+  url: string;
+  secret: string;
+  active: boolean;
+}

@@ -1,0 +1,47 @@
+import type { ProjectAccess } from '../../auth/access';
+import type { OutboundClient } from '../../http/outbound';
+import type { AnyRoute } from '../../http/route';
+import type { Sql } from '../../infra/postgres';
+import type { Temporal } from '../../infra/temporal';
+import { alertChannelRoutes } from '../alert-channels/routes';
+import { AlertChannelService } from '../alert-channels/service';
+import { AlertChannelStore } from '../alert-channels/store';
+import type { NotifyOrgAlertChannels } from '../alert-channels/types';
+import type { MailQueue } from '../mail/mail-queue';
+import { DeliveryQueue, DeliveryStore } from './deliveries';
+import { WebhookDispatcher } from './dispatcher';
+import { webhookRoutes } from './routes';
+import { WebhookService } from './service';
+import { WebhookStore } from './store';
+
+export interface EventDeliveryDeps {
+  sql: Sql;
+  temporal: Temporal;
+  access: ProjectAccess;
+  mail: MailQueue;
+  outbound: OutboundClient;
+}
+
+export interface EventDeliveryFeatures {
+  routes: AnyRoute[];
+  /** The outbox consumer that turns flag changes into webhook deliveries. */
+  webhookConsumer: WebhookDispatcher;
+  /** For release safety: notify an organization's alert channels, returns those notified. */
+  notifyOrgAlertChannels: NotifyOrgAlertChannels;
+  deliveries: DeliveryQueue;
+}
+
+/** Webhooks and organization alert channels, both delivered by the Temporal delivery workflow. */
+export function createEventDeliveryFeatures(deps: EventDeliveryDeps): EventDeliveryFeatures {
+  const { sql, access, outbound } = deps;
+  const webhookStore = new WebhookStore();
+  const deliveries = new DeliveryQueue(deps.temporal, new DeliveryStore(sql));
+  const webhooks = new WebhookService({ sql, store: webhookStore, deliveries: deliveries.store, access, outbound });
+  const alertChannels = new AlertChannelService({ sql, store: new AlertChannelStore(), queue: deliveries, mail: deps.mail, outbound });
+  return {
+    routes: [...webhookRoutes({ webhooks }), ...alertChannelRoutes({ alertChannels })],
+    webhookConsumer: new WebhookDispatcher({ sql, store: webhookStore, queue: deliveries }),
+    notifyOrgAlertChannels: alertChannels.notifyOrgAlertChannels,
+    deliveries,
+  };
+}

@@ -1,0 +1,71 @@
+import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
+import type { DeliveryActivities } from '../activities/delivery';
+import type { AttemptResult, DeliveryStatus } from '../api/features/webhooks/deliveries';
+
+/**
+ * Spec 8: at most 4 attempts, made 0, 1, 2 and 4 seconds after the previous one failed (7 s
+ * of waiting in all). The waits are durable workflow timers, so a worker that stops during a
+ * backoff loses nothing: another worker fires the timer and makes the next attempt.
+ */
+export const DELIVERY_DELAYS_MS = [0, 1_000, 2_000, 4_000] as const;
+export const MAX_DELIVERY_ATTEMPTS = DELIVERY_DELAYS_MS.length;
+
+// One activity execution per attempt (no activity-level retry): the workflow owns the schedule,
+// so it stays deterministic and every attempt is recorded. The budget covers the 10 s HTTP
+// timeout plus loading the target and the SSRF check.
+const { attemptOutboundDelivery } = proxyActivities<DeliveryActivities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+// Recording is pure bookkeeping in Postgres: retried until it lands.
+const { recordOutboundAttempt } = proxyActivities<DeliveryActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+
+export interface DeliverOutboundInput {
+  deliveryId: string;
+  maxAttempts?: number;
+}
+
+export interface DeliverOutboundResult {
+  status: Extract<DeliveryStatus, 'delivered' | 'skipped'>;
+  attempts: number;
+  statusCode: number | null;
+}
+
+/** Delivers one stored delivery (webhook event or alert); the payload and target stay in Postgres. */
+export async function deliverOutbound(input: DeliverOutboundInput): Promise<DeliverOutboundResult> {
+  const maxAttempts = Math.max(1, Math.min(input.maxAttempts ?? MAX_DELIVERY_ATTEMPTS, MAX_DELIVERY_ATTEMPTS));
+  for (let attempt = 1; ; attempt++) {
+    const delay = DELIVERY_DELAYS_MS[attempt - 1];
+    if (delay > 0) await sleep(delay);
+    let result: AttemptResult;
+    try {
+      result = await attemptOutboundDelivery(input.deliveryId, attempt);
+    } catch (error) {
+      // The attempt itself did not finish (worker lost, activity timed out): retry like a timeout.
+      result = {
+        outcome: 'retry',
+        statusCode: null,
+        error: `attempt did not complete: ${(error as Error).message}`,
+        durationMs: null,
+        startedAt: new Date().toISOString(),
+      };
+    }
+    const finalStatus: DeliveryStatus | null =
+      result.outcome === 'retry' ? (attempt >= maxAttempts ? 'failed' : null) : result.outcome;
+    await recordOutboundAttempt(input.deliveryId, attempt, result, finalStatus);
+    if (finalStatus === 'delivered' || finalStatus === 'skipped') {
+      return { status: finalStatus, attempts: attempt, statusCode: result.statusCode };
+    }
+    if (finalStatus === 'failed') {
+      throw ApplicationFailure.nonRetryable(
+        `delivery failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${result.error ?? `HTTP ${result.statusCode}`}`,
+        'DeliveryFailed',
+        { attempts: attempt, statusCode: result.statusCode },
+      );
+    }
+  }
+}
