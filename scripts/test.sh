@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 [ -d node_modules ] || npm install --no-audit --no-fund
 # shellcheck source=scripts/test-infra.sh
 source scripts/test-infra.sh up
+set -euo pipefail  # sourcing restores the caller's options; this script wants them strict
 
 echo "== typecheck"; npm run --silent typecheck
 echo "== lint"; npm run --silent lint
