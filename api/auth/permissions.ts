@@ -49,7 +49,8 @@ export const CAPABILITY_PERMISSION_NAME: Record<Capability, string> = {
   'services:read': 'read',
   'services:write': 'write',
   'services:delete': 'delete',
-  'members:view': 'read',
+  // Every role may view members; only project tokens can lack it, and they get it from manage_members.
+  'members:view': 'manage_members',
   'members:manage': 'manage_members',
   'settings:manage': 'manage_settings',
   'project:delete': 'delete_project',
