@@ -1,4 +1,4 @@
-import { ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
+import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/delivery';
 import type { AttemptResult, DeliveryStatus } from '../api/features/webhooks/deliveries';
 
@@ -30,12 +30,17 @@ export interface DeliverOutboundInput {
 }
 
 export interface DeliverOutboundResult {
-  status: Extract<DeliveryStatus, 'delivered' | 'skipped'>;
+  status: Exclude<DeliveryStatus, 'pending'>;
   attempts: number;
   statusCode: number | null;
+  error: string | null;
 }
 
-/** Delivers one stored delivery (webhook event or alert); the payload and target stay in Postgres. */
+/**
+ * Delivers one stored delivery (webhook event or alert); the payload and target stay in Postgres.
+ * A receiver that refuses or stays down is a business outcome, not a workflow failure: the
+ * workflow completes with status `failed`, and the delivery log says why.
+ */
 export async function deliverOutbound(input: DeliverOutboundInput): Promise<DeliverOutboundResult> {
   const maxAttempts = Math.max(1, Math.min(input.maxAttempts ?? MAX_DELIVERY_ATTEMPTS, MAX_DELIVERY_ATTEMPTS));
   for (let attempt = 1; ; attempt++) {
@@ -57,15 +62,6 @@ export async function deliverOutbound(input: DeliverOutboundInput): Promise<Deli
     const finalStatus: DeliveryStatus | null =
       result.outcome === 'retry' ? (attempt >= maxAttempts ? 'failed' : null) : result.outcome;
     await recordOutboundAttempt(input.deliveryId, attempt, result, finalStatus);
-    if (finalStatus === 'delivered' || finalStatus === 'skipped') {
-      return { status: finalStatus, attempts: attempt, statusCode: result.statusCode };
-    }
-    if (finalStatus === 'failed') {
-      throw ApplicationFailure.nonRetryable(
-        `delivery failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${result.error ?? `HTTP ${result.statusCode}`}`,
-        'DeliveryFailed',
-        { attempts: attempt, statusCode: result.statusCode },
-      );
-    }
+    if (finalStatus) return { status: finalStatus, attempts: attempt, statusCode: result.statusCode, error: result.error };
   }
 }

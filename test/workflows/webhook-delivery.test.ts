@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Runtime, DefaultLogger, Worker } from '@temporalio/worker';
+import type { AttemptResult, DeliveryStatus } from '../../api/features/webhooks/deliveries';
+import { projectPath } from '../../api/infra/paths';
+import type { deliverOutbound } from '../../workflows/webhook-delivery';
+
+/**
+ * The delivery workflow's schedule on the time-skipping test server: attempts 0, 1, 2 and 4 s
+ * after the previous one (offsets 0, 1, 3, 7 s), which outcomes end it, and how a lost attempt
+ * counts. Activities are scripted fakes with the real signatures; the HTTP side is covered by
+ * test/webhooks/delivery.test.ts against real receivers.
+ */
+
+type Scripted = AttemptResult['outcome'] | 'throw';
+
+let env: TestWorkflowEnvironment;
+let worker: Worker;
+let running: Promise<void>;
+const taskQueue = `delivery-${randomBytes(4).toString('hex')}`;
+const scripts = new Map<string, Scripted[]>();
+const attemptTimes = new Map<string, number[]>();
+const recorded = new Map<string, { attempt: number; result: AttemptResult; finalStatus: DeliveryStatus | null }[]>();
+
+const statusFor: Record<AttemptResult['outcome'], number | null> = { delivered: 200, retry: 500, failed: 400, skipped: null };
+
+beforeAll(async () => {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Installed already in this process.
+  }
+  const path = process.env.TEMPORAL_TEST_SERVER_PATH;
+  env = await TestWorkflowEnvironment.createTimeSkipping(path ? { server: { executable: { type: 'existing-path', path } } } : undefined);
+  const bundle = process.env.WORKFLOW_BUNDLE_PATH;
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: projectPath('workflows', 'index.ts') }),
+    activities: {
+      async attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult> {
+        const times = attemptTimes.get(deliveryId) ?? [];
+        times.push(await env.currentTimeMs());
+        attemptTimes.set(deliveryId, times);
+        const outcome = scripts.get(deliveryId)![attempt - 1];
+        if (outcome === 'throw') throw new Error('worker lost mid-attempt');
+        return { outcome, statusCode: statusFor[outcome], error: outcome === 'delivered' ? null : `scripted ${outcome}`, durationMs: 5, startedAt: new Date().toISOString() };
+      },
+      async recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null) {
+        const rows = recorded.get(deliveryId) ?? [];
+        rows.push({ attempt, result, finalStatus });
+        recorded.set(deliveryId, rows);
+      },
+    },
+  });
+  running = worker.run();
+}, 60_000);
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await env?.teardown();
+});
+
+async function deliver(script: Scripted[], maxAttempts?: number) {
+  const deliveryId = `whd:test:${randomBytes(4).toString('hex')}`;
+  scripts.set(deliveryId, script);
+  const started = Date.now();
+  const result = await env.client.workflow.execute<typeof deliverOutbound>('deliverOutbound', {
+    workflowId: deliveryId,
+    taskQueue,
+    args: [{ deliveryId, maxAttempts }],
+  });
+  const times = attemptTimes.get(deliveryId) ?? [];
+  return {
+    result,
+    offsets: times.map((t) => t - times[0]),
+    recorded: recorded.get(deliveryId) ?? [],
+    wallMs: Date.now() - started,
+  };
+}
+
+/** Each offset within 0.5 s after the expected one (the test server adds only processing time). */
+function expectOffsets(actual: number[], expected: number[]) {
+  expect(actual).toHaveLength(expected.length);
+  actual.forEach((ms, i) => {
+    expect(ms).toBeGreaterThanOrEqual(expected[i]);
+    expect(ms).toBeLessThan(expected[i] + 500);
+  });
+}
+
+describe('deliverOutbound schedule', () => {
+  it('delivers on the third attempt after two retryable answers, 1 s then 2 s later', async () => {
+    const run = await deliver(['retry', 'retry', 'delivered']);
+    expect(run.result).toEqual({ status: 'delivered', attempts: 3, statusCode: 200, error: null });
+    expectOffsets(run.offsets, [0, 1000, 3000]);
+    expect(run.recorded.map((r) => [r.attempt, r.result.outcome, r.finalStatus])).toEqual([
+      [1, 'retry', null],
+      [2, 'retry', null],
+      [3, 'delivered', 'delivered'],
+    ]);
+  });
+
+  it('makes four attempts at 0, 1, 3 and 7 s and then fails, without waiting in real time', async () => {
+    const run = await deliver(['retry', 'retry', 'retry', 'retry']);
+    expect(run.result).toEqual({ status: 'failed', attempts: 4, statusCode: 500, error: 'scripted retry' });
+    expectOffsets(run.offsets, [0, 1000, 3000, 7000]);
+    expect(run.recorded.map((r) => r.finalStatus)).toEqual([null, null, null, 'failed']);
+    // 7 s of backoff skipped: the run takes far less real time.
+    expect(run.wallMs).toBeLessThan(5000);
+  });
+
+  it('stops at once on a non-retryable answer (4xx other than 429)', async () => {
+    const run = await deliver(['failed', 'delivered']);
+    expect(run.result).toEqual({ status: 'failed', attempts: 1, statusCode: 400, error: 'scripted failed' });
+    expect(run.offsets).toEqual([0]);
+    expect(run.recorded).toHaveLength(1);
+  });
+
+  it('stops when the target is paused or deleted', async () => {
+    const run = await deliver(['retry', 'skipped', 'delivered']);
+    expect(run.result.status).toBe('skipped');
+    expectOffsets(run.offsets, [0, 1000]);
+  });
+
+  it('counts an attempt that never finished (worker lost) as retryable', async () => {
+    const run = await deliver(['throw', 'delivered']);
+    expect(run.result).toMatchObject({ status: 'delivered', attempts: 2 });
+    expectOffsets(run.offsets, [0, 1000]);
+    expect(run.recorded[0]).toMatchObject({ attempt: 1, finalStatus: null, result: { outcome: 'retry', statusCode: null } });
+    expect(run.recorded[0].result.error).toMatch(/^attempt did not complete: /);
+  });
+
+  it('honours a smaller attempt budget (channel test sends use one)', async () => {
+    const run = await deliver(['retry', 'delivered'], 1);
+    expect(run.result).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(run.offsets).toEqual([0]);
+  });
+
+  it('never makes more than four attempts, whatever budget is asked for', async () => {
+    const run = await deliver(['retry', 'retry', 'retry', 'retry', 'delivered'], 10);
+    expect(run.result).toMatchObject({ status: 'failed', attempts: 4 });
+  });
+});
