@@ -69,6 +69,23 @@ const envSchema = z.object({
   RATE_LIMIT_PER_SERVICE: positiveInt.default(10000),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
 
+  /** Public address of the data plane, handed to SDKs by /api/sdk-config (default: the request's origin). */
+  PUBLIC_DATA_URL: z.string().url().optional(),
+  /** Evaluation snapshots compare themselves with Postgres this often (repairs lost bus messages). */
+  EVAL_SNAPSHOT_RECONCILE_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Hot-path rate-limit counters are added to the shared cache this often. */
+  EVAL_RATE_LIMIT_SYNC_MS: positiveInt.default(250),
+  /** Evaluation events: rows per ClickHouse insert, longest wait of a partial batch, events held in memory. */
+  EVAL_EVENTS_BATCH_SIZE: positiveInt.default(20_000),
+  EVAL_EVENTS_FLUSH_MS: positiveInt.default(1_000),
+  EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(200_000),
+  /** SSE / EventStream heartbeat interval and the Last-Event-ID replay window per service. */
+  STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
+  STREAM_REPLAY_MAX_EVENTS: positiveInt.default(5_000),
+  STREAM_REPLAY_MAX_AGE_MS: positiveInt.default(15 * 60_000),
+  /** Evaluation-context ring size per instance (spec 4.6, /api/contexts). */
+  CONTEXT_RING_SIZE: positiveInt.default(1_000),
+
   DEMO_SERVICE_IDS: z
     .string()
     .default('')

@@ -12,8 +12,11 @@ export interface Cache {
   /** SET NX: true when this call stored the value (used for throttles and one-shot claims). */
   setIfAbsent(key: string, value: string, ttlSeconds: number): Promise<boolean>;
   del(key: string): Promise<void>;
-  /** Atomically increments a fixed-window counter; the window starts at the first hit. */
-  hit(key: string, windowSeconds: number): Promise<{ count: number; resetMs: number }>;
+  /**
+   * Atomically adds `amount` (default 1) to a fixed-window counter; the window starts at the
+   * first hit. Local rate limiters flush several hits at once through `amount`.
+   */
+  hit(key: string, windowSeconds: number, amount?: number): Promise<{ count: number; resetMs: number }>;
   sadd(key: string, ...members: string[]): Promise<void>;
   srem(key: string, ...members: string[]): Promise<void>;
   smembers(key: string): Promise<string[]>;
@@ -30,8 +33,8 @@ export function createCache(redisUrl: string | undefined, keyPrefix = 'flags:'):
 
 // INCR and set the expiry on the first hit in one round trip, so concurrent replicas agree.
 const HIT_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local count = redis.call('INCRBY', KEYS[1], ARGV[2])
+if count == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {count, ttl}`;
@@ -65,8 +68,8 @@ class RedisCache implements Cache {
   async del(key: string) {
     await this.client.del(key);
   }
-  async hit(key: string, windowSeconds: number) {
-    const [count, ttl] = (await (this.client as any).hitWindow(key, windowSeconds * 1000)) as [number, number];
+  async hit(key: string, windowSeconds: number, amount = 1) {
+    const [count, ttl] = (await (this.client as any).hitWindow(key, windowSeconds * 1000, amount)) as [number, number];
     return { count, resetMs: Date.now() + ttl };
   }
   async sadd(key: string, ...members: string[]) {
@@ -165,14 +168,14 @@ class MemoryCache implements Cache {
   async del(key: string) {
     this.entries.delete(key);
   }
-  async hit(key: string, windowSeconds: number) {
+  async hit(key: string, windowSeconds: number, amount = 1) {
     const e = this.live(key);
     if (!e) {
       const expiresAt = Date.now() + windowSeconds * 1000;
-      this.entries.set(key, { value: 1, expiresAt });
-      return { count: 1, resetMs: expiresAt };
+      this.entries.set(key, { value: amount, expiresAt });
+      return { count: amount, resetMs: expiresAt };
     }
-    e.value = Number(e.value) + 1;
+    e.value = Number(e.value) + amount;
     return { count: e.value, resetMs: e.expiresAt };
   }
   async sadd(key: string, ...members: string[]) {

@@ -1,0 +1,119 @@
+/** One evaluation request as the context browser keeps it. */
+export interface ContextEntry {
+  at: number;
+  serviceId: string;
+  environment: string;
+  targetingKey: string;
+  /** The caller's context (never copied: the request path hands over its parsed object). */
+  context: Record<string, unknown>;
+  /** Flag key -> evaluated value, at most MAX_VALUES_PER_ENTRY of them. */
+  values: [string, unknown][];
+  evaluations: number;
+  /** Approximate size in bytes (the request body), for the byte budget. */
+  bytes: number;
+}
+
+export interface ContextSummary {
+  targetingKey: string;
+  attributes: Record<string, unknown>;
+  evaluationCount: number;
+  flags: Record<string, unknown>;
+  environments: string[];
+  firstSeen: string;
+  lastSeen: string;
+}
+
+const MAX_VALUES_PER_ENTRY = 64;
+
+/**
+ * The evaluation-context ring of spec 4.6: the last `capacity` (about 1,000) evaluation
+ * requests of this instance that carried a targetingKey, bounded also by `maxBytes` so large
+ * contexts cannot grow it past a few megabytes. Pushing is O(1) and allocation-light; grouping
+ * by targetingKey happens when someone reads it.
+ */
+export class ContextRing {
+  private readonly entries: (ContextEntry | undefined)[];
+  private next = 0;
+  private size = 0;
+  private bytes = 0;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly maxBytes: number,
+  ) {
+    this.entries = new Array(capacity);
+  }
+
+  push(entry: ContextEntry): void {
+    if (entry.values.length > MAX_VALUES_PER_ENTRY) entry.values.length = MAX_VALUES_PER_ENTRY;
+    const old = this.entries[this.next];
+    if (old !== undefined) {
+      this.bytes -= old.bytes;
+      this.size--;
+    }
+    this.entries[this.next] = entry;
+    this.bytes += entry.bytes;
+    this.size++;
+    this.next = (this.next + 1) % this.capacity;
+    // Over the byte budget: drop the oldest entries (never the one just added).
+    let oldest = (this.next + this.capacity - this.size) % this.capacity;
+    while (this.bytes > this.maxBytes && this.size > 1) {
+      const e = this.entries[oldest];
+      if (e !== undefined) {
+        this.bytes -= e.bytes;
+        this.size--;
+        this.entries[oldest] = undefined;
+      }
+      oldest = (oldest + 1) % this.capacity;
+    }
+  }
+
+  /** Entries of a service (and environment), oldest first. */
+  private *select(serviceId: string, environment?: string): Iterable<ContextEntry> {
+    for (let i = 0; i < this.capacity; i++) {
+      const e = this.entries[(this.next + i) % this.capacity];
+      if (e !== undefined && e.serviceId === serviceId && (environment === undefined || e.environment === environment)) yield e;
+    }
+  }
+
+  /** Contexts grouped by targetingKey, most recently seen first. */
+  summaries(serviceId: string, environment?: string): ContextSummary[] {
+    const groups = new Map<string, ContextSummary>();
+    for (const e of this.select(serviceId, environment)) {
+      let g = groups.get(e.targetingKey);
+      if (g === undefined) {
+        g = {
+          targetingKey: e.targetingKey,
+          attributes: {},
+          evaluationCount: 0,
+          flags: {},
+          environments: [],
+          firstSeen: new Date(e.at).toISOString(),
+          lastSeen: new Date(e.at).toISOString(),
+        };
+        groups.set(e.targetingKey, g);
+      }
+      // Later entries win: attributes and values are the most recent ones seen.
+      g.attributes = attributesOf(e.context);
+      g.evaluationCount += e.evaluations;
+      for (const [flagKey, value] of e.values) g.flags[flagKey] = value;
+      if (!g.environments.includes(e.environment)) g.environments.push(e.environment);
+      g.lastSeen = new Date(e.at).toISOString();
+    }
+    return [...groups.values()].sort((a, b) => (a.lastSeen < b.lastSeen ? 1 : a.lastSeen > b.lastSeen ? -1 : 0));
+  }
+
+  /** One targetingKey's latest values per flag, or undefined when the ring has none. */
+  context(serviceId: string, targetingKey: string, environment?: string): ContextSummary | undefined {
+    return this.summaries(serviceId, environment).find((s) => s.targetingKey === targetingKey);
+  }
+
+  get length(): number {
+    return this.size;
+  }
+}
+
+function attributesOf(context: Record<string, unknown>): Record<string, unknown> {
+  const { targetingKey: _ignored, ...attributes } = context;
+  return attributes;
+}

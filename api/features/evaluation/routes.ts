@@ -1,0 +1,352 @@
+import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
+import type { ProjectAccess } from '../../auth/access';
+import { roleGrants, scopesGrant, tierAllowsCapability, type Capability } from '../../auth/permissions';
+import type { Principal } from '../../auth/principal';
+import { badRequest, forbidden, notFound, serviceUnavailable, unauthorized } from '../../http/errors';
+import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
+import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { spendOrThrow } from './connect';
+import type { ContextRing } from './contexts';
+import type { EvaluationLog } from './evaluation-log';
+import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofrep';
+import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema } from './schemas';
+import { DEFAULT_ENVIRONMENT, restResult, round3, type EvaluationService } from './service';
+import type { EvaluationStore } from './store';
+import { sseFrame, sseSubscriber, type StreamHub, type StreamMessage } from './streams';
+
+/** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
+export const BATCH_BODY_LIMIT = 512 * 1024;
+
+export interface EvaluationRouteDeps {
+  evaluation: EvaluationService;
+  hub: StreamHub;
+  /** Public address of the data plane for /api/sdk-config; the request's own origin when unset. */
+  publicDataUrl?: string;
+  limits: { perIp: number; perToken: number; perService: number; windowSeconds: number };
+  maxStreamBufferBytes: number;
+}
+
+/** REST single evaluation, for the OpenAPI document only: lean.ts serves it. */
+export const restEvaluateDoc: AnyRoute = defineRoute({
+  method: 'post',
+  path: '/api/flags/evaluate',
+  summary: 'Evaluate one flag for a context (public flags need no credential; `?debug=true` adds _debug timings)',
+  tags: ['evaluation'],
+  auth: 'public',
+  sdk: true,
+  query: DebugQuery,
+  body: EvaluateBody,
+  response: EvaluationResultSchema,
+  handler: servedByLeanPath,
+});
+
+const StreamQuery = z.object({
+  serviceId: z.string().min(1).max(128),
+  environment: z.enum(ENVIRONMENTS).optional().describe('Every environment when absent'),
+  clientId: z.string().max(128).optional(),
+  lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),
+});
+
+/** Routes served on both listeners (CONTRACT 1: evaluation and SDK routes). */
+export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
+  const { evaluation, hub } = deps;
+
+  async function openStream(ctx: RequestContext<unknown, z.infer<typeof StreamQuery>, unknown>) {
+    const { serviceId, environment, clientId } = ctx.query;
+    const grant = await evaluation.grant(ctx.principal, serviceId);
+    if (hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
+    const { req, res } = ctx;
+    const lastEventId = req.get('last-event-id') ?? ctx.query.lastEventId;
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache, no-transform');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    req.socket.setTimeout(0);
+    req.socket.setNoDelay(true);
+    req.socket.setKeepAlive(true, 30_000);
+    // All synchronous from here: no change can slip between the replay and the subscription.
+    const cursor = hub.cursor(serviceId);
+    const connected: StreamMessage = {
+      type: 'connected',
+      id: cursor,
+      serviceId,
+      environment: environment ?? null,
+      timestamp: new Date().toISOString(),
+      ...(clientId ? { clientId } : {}),
+    };
+    let head = 'retry: 3000\n';
+    // On a resume the client keeps its Last-Event-ID until a replayed change moves it on.
+    head += lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected);
+    if (lastEventId) for (const message of hub.replay(grant.service, environment, grant.visibility, lastEventId)) head += sseFrame(message);
+    res.write(head);
+    const remove = hub.add(sseSubscriber(res, { serviceId, environment, visibility: grant.visibility }, deps.maxStreamBufferBytes));
+    req.on('close', remove);
+    res.on('close', remove);
+    return HANDLED;
+  }
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/flags/evaluate/batch',
+      summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
+      tags: ['evaluation'],
+      auth: 'public',
+      sdk: true,
+      csrfExempt: true,
+      bodyLimit: BATCH_BODY_LIMIT,
+      query: DebugQuery,
+      body: BatchBody,
+      response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
+      async handler(ctx) {
+        const t0 = performance.now();
+        const body = ctx.body;
+        const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+        const grant = await evaluation.grant(ctx.principal, body.serviceId);
+        const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
+        if (body.flags.length > max) {
+          const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;
+          throw badRequest(`Validation failed: body.flags: ${message}`, [{ path: 'body.flags', message }]);
+        }
+        const flags = body.flags.map((f) => ({ flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue }));
+        evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
+        const t1 = performance.now();
+        spendOrThrow(evaluation, ctx, body.serviceId);
+        const t2 = performance.now();
+        const results = evaluation.evaluateKeys(grant, environment, flags, body.context ?? {}, {
+          source: 'rest',
+          startedAt: t0,
+          bodyBytes: Number(ctx.req.headers['content-length'] ?? 0),
+        });
+        const t3 = performance.now();
+        const out: Record<string, unknown> = { results: results.map(restResult) };
+        if (ctx.query.debug === 'true') {
+          out._debug = {
+            timings: { rateLimit: round3(t2 - t1), validation: 0, cacheGet: round3(t1 - t0), evaluate: round3(t3 - t2) },
+            cacheHit: grant.cacheHit,
+            totalMs: round3(performance.now() - t0),
+          };
+        }
+        return out;
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/stream',
+      summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
+      tags: ['streams'],
+      auth: 'public',
+      sdk: true,
+      query: StreamQuery.omit({ clientId: true }),
+      handler: openStream,
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/connect/stream',
+      summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
+      tags: ['streams'],
+      auth: 'public',
+      sdk: true,
+      query: StreamQuery,
+      handler: openStream,
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/sdk-config',
+      summary: 'What an SDK needs to start: endpoints, stream URL, polling interval, flags snapshot ETag, rate limits',
+      tags: ['evaluation'],
+      auth: 'public',
+      sdk: true,
+      query: z.object({ serviceId: z.string().min(1).max(128), environment: z.enum(ENVIRONMENTS).optional() }),
+      response: SdkConfigSchema,
+      async handler(ctx) {
+        const environment = ctx.query.environment ?? DEFAULT_ENVIRONMENT;
+        const grant = await evaluation.grant(ctx.principal, ctx.query.serviceId);
+        const snapshot = grant.service.environments[environment];
+        const base = deps.publicDataUrl ?? `${ctx.req.protocol}://${ctx.req.get('host')}`;
+        const qs = `serviceId=${encodeURIComponent(ctx.query.serviceId)}&environment=${environment}`;
+        const flagsEtag = snapshot.etag(grant.visibility);
+        ctx.res.setHeader('ETag', flagsEtag);
+        ctx.res.setHeader('Cache-Control', 'private, no-cache');
+        if (etagMatches(ctx.req.get('if-none-match'), flagsEtag)) {
+          ctx.res.status(304).end();
+          return HANDLED;
+        }
+        let flagCount = 0;
+        for (const _flag of snapshot.visible(grant.visibility)) flagCount++;
+        return {
+          serviceId: ctx.query.serviceId,
+          environment,
+          dataUrl: base,
+          streamUrl: `${base}/api/flags/stream?${qs}`,
+          pollingIntervalMs: OFREP_POLLING_INTERVAL_MS,
+          flagsEtag,
+          flagCount,
+          demo: grant.demo,
+          endpoints: {
+            evaluate: `${base}/api/flags/evaluate`,
+            batch: `${base}/api/flags/evaluate/batch`,
+            ofrep: `${base}/api/ofrep/v1`,
+            connect: `${base}/api/connect`,
+            grpcWeb: `${base}/api/grpc-web`,
+            stream: `${base}/api/flags/stream?${qs}`,
+            connectStream: `${base}/api/connect/stream?${qs}`,
+            telemetry: `${base}/api/analytics/sdk-telemetry`,
+          },
+          headers: { serviceId: 'X-Service-Id', environment: 'X-Environment' },
+          limits: {
+            batch: grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT,
+            requestsPerMinutePerIp: Math.round((deps.limits.perIp * 60) / deps.limits.windowSeconds),
+            requestsPerMinutePerToken: Math.round((deps.limits.perToken * 60) / deps.limits.windowSeconds),
+            requestsPerMinutePerService: Math.round((deps.limits.perService * 60) / deps.limits.windowSeconds),
+          },
+        };
+      },
+    }),
+  ];
+}
+
+const SdkConfigSchema = z.object({
+  serviceId: z.string(),
+  environment: z.enum(ENVIRONMENTS),
+  dataUrl: z.string().describe('Base URL of the data plane'),
+  streamUrl: z.string().describe('SSE stream of flag changes for this service and environment'),
+  pollingIntervalMs: z.number().describe('Minimum polling interval for clients that poll (OFREP bulk, batch)'),
+  flagsEtag: z.string().describe('Weak ETag of the flags snapshot visible to the caller; changes with any flag'),
+  flagCount: z.number(),
+  demo: z.boolean(),
+  endpoints: z.record(z.string()),
+  headers: z.object({ serviceId: z.string(), environment: z.string() }),
+  limits: z.record(z.number()),
+});
+
+export interface ControlRouteDeps {
+  evaluation: EvaluationService;
+  log: EvaluationLog;
+  contexts: ContextRing;
+  store: EvaluationStore;
+  access: ProjectAccess;
+}
+
+/** Projects in which `principal` holds `capability` (for reads and deletes that span projects). */
+async function projectsWith(store: EvaluationStore, principal: Principal, capability: Capability): Promise<string[]> {
+  switch (principal.type) {
+    case 'anonymous':
+      throw unauthorized();
+    case 'project_api_token':
+      if (!scopesGrant(principal.scopes, capability)) throw forbidden(`You need '${capability === 'flags:delete' ? 'delete' : 'read'}' permission`);
+      return [principal.projectId];
+    default: {
+      if (principal.type === 'personal_access_token' && !tierAllowsCapability(principal.tier, capability)) {
+        throw forbidden('personal access token is read-only');
+      }
+      const memberships = await store.projectsOfUser(principal.user.id);
+      return memberships.filter((m) => roleGrants(m.role, capability)).map((m) => m.projectId);
+    }
+  }
+}
+
+/** The project of a service the caller names, checked through the one project gate. */
+async function serviceProject(deps: ControlRouteDeps, principal: Principal, serviceId: string, capability: Capability): Promise<string> {
+  const service = await deps.store.service(serviceId);
+  if (service === null) {
+    if (principal.type === 'anonymous') throw unauthorized();
+    throw notFound('Service');
+  }
+  await deps.access.require(principal, service.projectId, capability).catch((error) => {
+    // No access at all to the project means the service "does not exist" for this caller.
+    if ((error as { status?: number }).status === 404) throw notFound('Service');
+    throw error;
+  });
+  return service.projectId;
+}
+
+const EvaluationEntry = z.object({
+  timestamp: z.string(),
+  flagKey: z.string(),
+  serviceId: z.string(),
+  environment: z.string(),
+  reason: z.string(),
+  variant: z.string().optional(),
+  value: z.unknown(),
+  latencyMs: z.number(),
+  errorCode: z.string().optional(),
+  targetingKeyHash: z.string().optional(),
+  source: z.string(),
+});
+
+/** Dashboard routes (control plane only): evaluation log and the context browser. */
+export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/evaluations',
+      summary: 'Recent evaluation events (newest first) of the projects the caller may read',
+      tags: ['evaluation'],
+      auth: 'authenticated',
+      query: z.object({
+        flagKey: z.string().min(1).max(256).optional(),
+        serviceId: z.string().min(1).max(128).optional(),
+        limit: z.coerce.number().int().min(1).max(1000).default(100),
+        since: z
+          .string()
+          .refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO date')
+          .optional(),
+      }),
+      response: z.object({ evaluations: z.array(EvaluationEntry), count: z.number(), limit: z.number() }),
+      async handler(ctx) {
+        const { flagKey, serviceId, limit, since } = ctx.query;
+        const projectIds = serviceId
+          ? [await serviceProject(deps, ctx.principal, serviceId, 'flags:read')]
+          : await projectsWith(deps.store, ctx.principal, 'flags:read');
+        const evaluations = await deps.log.list({ projectIds, serviceId, flagKey, since: since ? new Date(since) : undefined, limit });
+        return { evaluations, count: evaluations.length, limit };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/evaluations',
+      summary: "Clear a flag's evaluation events (needs delete permission on the flag's project)",
+      tags: ['evaluation'],
+      auth: 'authenticated',
+      query: z.object({ flagKey: z.string().min(1).max(256), serviceId: z.string().min(1).max(128).optional() }),
+      response: z.object({ flagKey: z.string(), deleted: z.number() }),
+      async handler(ctx) {
+        const { flagKey, serviceId } = ctx.query;
+        let projectIds: string[];
+        if (serviceId) projectIds = [await serviceProject(deps, ctx.principal, serviceId, 'flags:delete')];
+        else {
+          projectIds = await projectsWith(deps.store, ctx.principal, 'flags:delete');
+          if (projectIds.length === 0) throw forbidden("You need 'delete' permission");
+        }
+        const deleted = await deps.log.clear({ projectIds, serviceId, flagKey });
+        return { flagKey, deleted };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/contexts',
+      summary: "Recent evaluation contexts grouped by targetingKey (this instance's ring of about 1,000), or one context's flag values with `key`",
+      tags: ['evaluation'],
+      auth: 'authenticated',
+      query: z.object({
+        serviceId: z.string().min(1).max(128),
+        environment: z.enum(ENVIRONMENTS).optional(),
+        key: z.string().min(1).max(1024).optional().describe('A targetingKey: answer only its flag-to-value map'),
+      }),
+      async handler(ctx) {
+        const { serviceId, environment, key } = ctx.query;
+        await serviceProject(deps, ctx.principal, serviceId, 'flags:read');
+        if (key !== undefined) {
+          const context = deps.contexts.context(serviceId, key, environment);
+          if (context === undefined) throw notFound('Context');
+          return { serviceId, environment: environment ?? null, ...context };
+        }
+        const contexts = deps.contexts.summaries(serviceId, environment);
+        return { serviceId, environment: environment ?? null, contexts, total: contexts.length };
+      },
+    }),
+  ];
+}

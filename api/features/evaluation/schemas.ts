@@ -1,0 +1,71 @@
+import { z, type ZodTypeAny } from 'zod';
+import { badRequest, type FieldProblem, type HttpError } from '../../http/errors';
+import { ENVIRONMENTS } from '../flags/types';
+
+/** Evaluation context (spec 2.2): `targetingKey` plus any string-keyed attributes. */
+export const ContextSchema = z
+  .object({ targetingKey: z.string().max(1024).optional() })
+  .passthrough()
+  .describe('Evaluation context: targetingKey plus arbitrary attributes');
+
+const FlagKey = z.string().min(1).max(256);
+const ServiceId = z.string().min(1).max(128);
+const EnvironmentSchema = z.enum(ENVIRONMENTS).describe('Defaults to development when absent');
+
+export const EvaluateBody = z
+  .object({
+    flagKey: FlagKey,
+    serviceId: ServiceId,
+    environment: EnvironmentSchema.optional(),
+    defaultValue: z.unknown().optional().describe('Returned with reason ERROR when the flag does not exist'),
+    context: ContextSchema.optional(),
+  })
+  .strict();
+export type EvaluateBody = z.infer<typeof EvaluateBody>;
+
+export const BATCH_LIMIT = 100;
+export const DEMO_BATCH_LIMIT = 4096;
+
+const BatchItem = z
+  .object({ flagKey: FlagKey.optional(), key: FlagKey.optional(), defaultValue: z.unknown().optional() })
+  .strict()
+  .refine((item) => (item.flagKey ?? item.key) !== undefined, { message: 'each flag needs flagKey (or key)' });
+
+export const BatchBody = z
+  .object({
+    serviceId: ServiceId,
+    environment: EnvironmentSchema.optional(),
+    flags: z.array(BatchItem).min(1).max(DEMO_BATCH_LIMIT).describe('At most 100 flags (4,096 on a demo service)'),
+    context: ContextSchema.optional(),
+  })
+  .strict();
+
+export const DebugQuery = z.object({ debug: z.enum(['true', 'false']).optional() }).passthrough();
+
+export const EvaluationResultSchema = z
+  .object({
+    flagKey: z.string(),
+    value: z.unknown(),
+    reason: z.enum(['TARGETING_MATCH', 'DEFAULT', 'VARIANT', 'ERROR']),
+    variant: z.string().optional(),
+    errorCode: z.string().optional(),
+    errorMessage: z.string().optional(),
+    _debug: z
+      .object({
+        timings: z.object({ rateLimit: z.number(), validation: z.number(), cacheGet: z.number(), evaluate: z.number() }),
+        cacheHit: z.boolean(),
+        totalMs: z.number(),
+      })
+      .optional(),
+  })
+  .passthrough();
+
+export const OfrepBody = z.object({ context: ContextSchema.optional() }).passthrough();
+
+/** Validates like the route builder does, so the lean path and Express answer 400 identically. */
+export function validateBody<S extends ZodTypeAny>(schema: S, input: unknown): z.infer<S> | HttpError {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const problems: FieldProblem[] = parsed.error.issues.map((issue) => ({ path: ['body', ...issue.path].join('.'), message: issue.message }));
+  return badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+}

@@ -1,0 +1,165 @@
+import { performance } from 'node:perf_hooks';
+import type { Principal } from '../../auth/principal';
+import type { RateDecision } from '../../http/rate-limit';
+import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { canSee, type EvaluationAccess, type ServiceGrant } from './access';
+import type { ContextRing } from './contexts';
+import { evaluate, type EvaluationContext, type EvaluationResult, type FlagType } from './engine/index';
+import type { LocalRateLimiter } from './local-rate-limiter';
+import type { EvaluationRecorder, EvaluationSource } from './recorder';
+import type { EnvironmentSnapshot } from './snapshots';
+
+/** Where and how an evaluation request arrived: everything recording and `_debug` need. */
+export interface CallInfo {
+  source: EvaluationSource;
+  /** performance.now() when the request arrived. */
+  startedAt: number;
+  /** Request body size, for the context ring's byte budget. */
+  bodyBytes: number;
+}
+
+export interface FlagRequest {
+  flagKey: string;
+  defaultValue?: unknown;
+}
+
+/** `_debug` of spec 2.2. */
+export interface DebugInfo {
+  timings: { rateLimit: number; validation: number; cacheGet: number; evaluate: number };
+  cacheHit: boolean;
+  totalMs: number;
+}
+
+export const DEFAULT_ENVIRONMENT: Environment = 'development';
+
+export function isEnvironment(value: unknown): value is Environment {
+  return typeof value === 'string' && (ENVIRONMENTS as readonly string[]).includes(value);
+}
+
+export class RateLimited extends Error {
+  constructor(readonly decision: RateDecision) {
+    super('rate limited');
+  }
+}
+
+/**
+ * Evaluation over snapshots, shared by every protocol adapter (REST, lean REST/OFREP, OFREP
+ * bulk, Connect, gRPC-Web). Reads memory only; each result is handed to the recorder and the
+ * context ring, which never make the caller wait.
+ */
+export class EvaluationService {
+  constructor(
+    private readonly deps: {
+      access: EvaluationAccess;
+      recorder: EvaluationRecorder;
+      contexts: ContextRing;
+      limiter: LocalRateLimiter;
+      perServiceLimit: number;
+    },
+  ) {}
+
+  grant(principal: Principal, serviceId: string): Promise<ServiceGrant> {
+    return this.deps.access.grant(principal, serviceId);
+  }
+
+  grantNow(principal: Principal, serviceId: string): ServiceGrant | undefined {
+    return this.deps.access.grantNow(principal, serviceId);
+  }
+
+  /** Spec 8: 10,000 evaluation requests per minute per service (shared by every replica). */
+  consumeServiceBudget(serviceId: string): RateDecision {
+    return this.deps.limiter.consume(`service:${serviceId}`, this.deps.perServiceLimit);
+  }
+
+  /** Throws the grant's denial when the caller may not see one of the keys (spec 4.1 auth). */
+  checkVisible(grant: ServiceGrant, environment: Environment, keys: Iterable<string>): void {
+    if (grant.visibility === 'all') return;
+    const env = grant.service.environments[environment];
+    for (const key of keys) {
+      if (!canSee(grant, env.get(key)?.record.isPublic)) throw grant.denial();
+    }
+  }
+
+  /** Evaluates named flags for one context (single, batch, typed Connect methods). */
+  evaluateKeys(
+    grant: ServiceGrant,
+    environment: Environment,
+    flags: readonly FlagRequest[],
+    context: EvaluationContext,
+    call: CallInfo,
+    expectedType?: FlagType,
+  ): EvaluationResult[] {
+    const env = grant.service.environments[environment];
+    const opts = expectedType === undefined ? undefined : { expectedType };
+    const results: EvaluationResult[] = new Array(flags.length);
+    for (let i = 0; i < flags.length; i++) {
+      const f = flags[i];
+      results[i] = evaluate(env.get(f.flagKey)?.compiled, f.flagKey, context, f.defaultValue, opts);
+    }
+    this.record(grant, env, results, context, call);
+    return results;
+  }
+
+  /** Evaluates every flag the caller may see (OFREP bulk, ResolveAll). */
+  evaluateVisible(grant: ServiceGrant, environment: Environment, context: EvaluationContext, call: CallInfo): EvaluationResult[] {
+    const env = grant.service.environments[environment];
+    const results: EvaluationResult[] = [];
+    for (const entry of env.visible(grant.visibility)) {
+      results.push(evaluate(entry.compiled, entry.record.key, context, undefined));
+    }
+    this.record(grant, env, results, context, call);
+    return results;
+  }
+
+  private record(grant: ServiceGrant, env: EnvironmentSnapshot, results: EvaluationResult[], context: EvaluationContext, call: CallInfo) {
+    const now = Date.now();
+    const latencyMs = performance.now() - call.startedAt;
+    const rawKey = typeof context === 'object' && context !== null ? context.targetingKey : undefined;
+    const targetingKey = typeof rawKey === 'string' && rawKey.length > 0 ? rawKey : undefined;
+    const { service } = grant;
+    for (let i = 0; i < results.length; i++) {
+      const r = results[i];
+      this.deps.recorder.record({
+        timestamp: now,
+        projectId: service.projectId,
+        serviceId: service.id,
+        environment: env.environment,
+        flagKey: r.flagKey,
+        reason: r.reason,
+        variant: r.variant,
+        value: r.value,
+        latencyMs,
+        errorCode: r.errorCode,
+        targetingKey,
+        source: call.source,
+      });
+    }
+    if (targetingKey !== undefined && results.length > 0) {
+      const values: [string, unknown][] = [];
+      for (let i = 0; i < results.length && i < 64; i++) values.push([results[i].flagKey, results[i].value]);
+      this.deps.contexts.push({
+        at: now,
+        serviceId: service.id,
+        environment: env.environment,
+        targetingKey,
+        context,
+        values,
+        evaluations: results.length,
+        bytes: call.bodyBytes + 64 * values.length,
+      });
+    }
+  }
+}
+
+/** The REST result shape (spec 2.2): absent fields are left out, `value` is never undefined. */
+export function restResult(r: EvaluationResult): Record<string, unknown> {
+  const out: Record<string, unknown> = { flagKey: r.flagKey, value: r.value === undefined ? null : r.value, reason: r.reason };
+  if (r.variant !== undefined) out.variant = r.variant;
+  if (r.errorCode !== undefined) {
+    out.errorCode = r.errorCode;
+    out.errorMessage = r.errorMessage;
+  }
+  return out;
+}
+
+export const round3 = (ms: number) => Math.round(ms * 1000) / 1000;

@@ -1,0 +1,378 @@
+import type { Cache } from '../../infra/cache';
+import type { Logger } from '../../infra/logger';
+import { ENVIRONMENTS, FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
+import { compileFlag, murmur3, type CompiledFlag } from './engine/index';
+import type { EvaluationStore, ServiceRow } from './store';
+
+/** One flag as served: the API record (streams, bulk answers) and its compiled form (evaluation). */
+export interface SnapshotFlag {
+  readonly record: FlagRecord;
+  readonly compiled: CompiledFlag;
+}
+
+/** Who may see which flags of a snapshot: everything, or only `isPublic` flags. */
+export type Visibility = 'all' | 'public';
+
+/**
+ * The flags of one (service, environment), compiled once per change. Its fingerprint is an
+ * order-independent sum of per-flag hashes of (id, version), so every replica holding the same
+ * flags computes the same ETag without coordination, and a change costs O(1).
+ */
+export class EnvironmentSnapshot {
+  readonly flags = new Map<string, SnapshotFlag>();
+  private all = { a: 0, b: 0, n: 0 };
+  private pub = { a: 0, b: 0, n: 0 };
+
+  constructor(
+    readonly serviceId: string,
+    readonly environment: Environment,
+  ) {}
+
+  get(key: string): SnapshotFlag | undefined {
+    return this.flags.get(key);
+  }
+
+  set(record: FlagRecord): SnapshotFlag {
+    this.remove(record.key);
+    const entry: SnapshotFlag = { record, compiled: compileFlag(record) };
+    this.flags.set(record.key, entry);
+    this.account(record, 1);
+    return entry;
+  }
+
+  remove(key: string): SnapshotFlag | undefined {
+    const existing = this.flags.get(key);
+    if (existing === undefined) return undefined;
+    this.flags.delete(key);
+    this.account(existing.record, -1);
+    return existing;
+  }
+
+  /** A weak validator of the visible flag set: changes whenever any visible flag changes. */
+  etag(visibility: Visibility): string {
+    const f = visibility === 'all' ? this.all : this.pub;
+    return `W/"${visibility === 'all' ? 'a' : 'p'}${hex(f.a)}${hex(f.b)}-${f.n}"`;
+  }
+
+  /** The flags a caller with this visibility may see. */
+  *visible(visibility: Visibility): Iterable<SnapshotFlag> {
+    for (const entry of this.flags.values()) {
+      if (visibility === 'all' || entry.record.isPublic) yield entry;
+    }
+  }
+
+  private account(record: FlagRecord, sign: 1 | -1) {
+    const stamp = `${record.id}:${record.version}`;
+    const a = murmur3(stamp, 1);
+    const b = murmur3(stamp, 2);
+    this.all = { a: (this.all.a + sign * a) >>> 0, b: (this.all.b + sign * b) >>> 0, n: this.all.n + sign };
+    if (record.isPublic) this.pub = { a: (this.pub.a + sign * a) >>> 0, b: (this.pub.b + sign * b) >>> 0, n: this.pub.n + sign };
+  }
+}
+
+const hex = (n: number) => n.toString(16).padStart(8, '0');
+
+export class ServiceSnapshot {
+  readonly environments: Record<Environment, EnvironmentSnapshot>;
+
+  constructor(
+    readonly id: string,
+    readonly projectId: string,
+  ) {
+    this.environments = {
+      development: new EnvironmentSnapshot(id, 'development'),
+      staging: new EnvironmentSnapshot(id, 'staging'),
+      production: new EnvironmentSnapshot(id, 'production'),
+    };
+  }
+
+  get flagCount(): number {
+    return ENVIRONMENTS.reduce((n, env) => n + this.environments[env].flags.size, 0);
+  }
+}
+
+/** What a snapshot change tells its listeners (streams): the event and the flag before it. */
+export interface SnapshotChange {
+  event: FlagChangeEvent;
+  service: ServiceSnapshot;
+  /** The flag as it was before the change, when this replica knew it. */
+  previous: FlagRecord | undefined;
+}
+
+export interface SnapshotStats {
+  services: number;
+  flags: number;
+  eventsApplied: number;
+  eventsIgnored: number;
+  lastEventAt: string | null;
+  lastReconcileAt: string | null;
+  ready: boolean;
+}
+
+const RECENT_EVENT_IDS = 20_000;
+const UNKNOWN_SERVICE_TTL_MS = 2_000;
+
+/**
+ * Every replica's in-memory view of the flags table, per (service, environment).
+ *
+ * - Start: subscribe to the flag-change bus first, then load every service and flag in two
+ *   queries; events that arrive during the load are applied after it (versions decide).
+ * - Changes: each FlagChangeEvent from the outbox relay replaces (or removes) one compiled
+ *   flag. Stale events (lower version of the same flag id) and duplicates are ignored.
+ * - A service created after start is loaded on its first request (the only I/O on the read
+ *   path, once per service and replica); unknown ids are remembered for 2 s so a flood of
+ *   made-up ids cannot turn into a flood of queries.
+ * - Safety net: every `reconcileIntervalMs` the table's (id, version) stamps are compared with
+ *   the snapshots, so a bus message lost during a Redis outage is repaired within that interval.
+ */
+export class SnapshotStore {
+  private readonly services = new Map<string, ServiceSnapshot>();
+  private readonly unknownUntil = new Map<string, number>();
+  private readonly loading = new Map<string, { promise: Promise<ServiceSnapshot | null>; queued: FlagChangeEvent[] }>();
+  private readonly listeners: ((change: SnapshotChange) => void)[] = [];
+  private readonly recentIds = new Set<string>();
+  private startupQueue: FlagChangeEvent[] | null = [];
+  private unsubscribe?: () => Promise<void>;
+  private reconcileTimer?: NodeJS.Timeout;
+  private reconciling?: Promise<void>;
+  private stats = { eventsApplied: 0, eventsIgnored: 0, lastEventAt: null as string | null, lastReconcileAt: null as string | null };
+
+  constructor(
+    private readonly deps: { store: EvaluationStore; cache: Cache; logger: Logger; reconcileIntervalMs: number },
+  ) {}
+
+  async start(): Promise<void> {
+    this.unsubscribe = await this.deps.cache.subscribe(FLAG_CHANGES_CHANNEL, (message) => this.onMessage(message));
+    await this.loadAll();
+    const queued = this.startupQueue ?? [];
+    this.startupQueue = null;
+    for (const event of queued) this.apply(event);
+    if (this.deps.reconcileIntervalMs > 0) {
+      this.reconcileTimer = setInterval(() => void this.reconcile().catch((error) => {
+        this.deps.logger.error({ err: error }, 'snapshot reconcile failed');
+      }), this.deps.reconcileIntervalMs);
+      this.reconcileTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.reconcileTimer);
+    await this.reconciling;
+    await this.unsubscribe?.();
+  }
+
+  onChange(listener: (change: SnapshotChange) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The snapshot of a known service, synchronously (the hot path). */
+  get(serviceId: string): ServiceSnapshot | undefined {
+    return this.services.get(serviceId);
+  }
+
+  /** The snapshot, loading a service this replica has not seen yet; null when it does not exist. */
+  async resolve(serviceId: string): Promise<ServiceSnapshot | null> {
+    const known = this.services.get(serviceId);
+    if (known !== undefined) return known;
+    const until = this.unknownUntil.get(serviceId);
+    if (until !== undefined) {
+      if (until > Date.now()) return null;
+      this.unknownUntil.delete(serviceId);
+    }
+    const inFlight = this.loading.get(serviceId);
+    if (inFlight) return inFlight.promise;
+    const entry = { promise: this.loadService(serviceId), queued: [] as FlagChangeEvent[] };
+    this.loading.set(serviceId, entry);
+    try {
+      return await entry.promise;
+    } finally {
+      this.loading.delete(serviceId);
+    }
+  }
+
+  snapshotStats(): SnapshotStats {
+    let flags = 0;
+    for (const s of this.services.values()) flags += s.flagCount;
+    return { services: this.services.size, flags, ready: this.startupQueue === null, ...this.stats };
+  }
+
+  /** Applies one change event (from the bus, or synthesized by reconcile). */
+  apply(event: FlagChangeEvent): void {
+    if (this.startupQueue !== null) {
+      this.startupQueue.push(event);
+      return;
+    }
+    const loading = this.loading.get(event.data.serviceId);
+    if (loading) {
+      loading.queued.push(event);
+      return;
+    }
+    if (this.recentIds.has(event.id)) {
+      this.stats.eventsIgnored++;
+      return;
+    }
+    this.remember(event.id);
+    const { serviceId, projectId, environment, flagKey } = event.data;
+    if (!ENVIRONMENTS.includes(environment)) {
+      this.stats.eventsIgnored++;
+      return;
+    }
+    let service = this.services.get(serviceId);
+    if (service === undefined) {
+      service = new ServiceSnapshot(serviceId, projectId);
+      this.services.set(serviceId, service);
+      this.unknownUntil.delete(serviceId);
+    }
+    const env = service.environments[environment];
+    const current = env.get(flagKey);
+    if (event.flag === null) {
+      if (current === undefined) {
+        this.stats.eventsIgnored++;
+        return;
+      }
+      env.remove(flagKey);
+    } else {
+      // Same flag (id) at a higher version than this event: the event is late, skip it.
+      if (current !== undefined && current.record.id === event.flag.id && current.record.version > event.flag.version) {
+        this.stats.eventsIgnored++;
+        return;
+      }
+      env.set(event.flag);
+    }
+    this.stats.eventsApplied++;
+    this.stats.lastEventAt = new Date().toISOString();
+    const change: SnapshotChange = { event, service, previous: current?.record };
+    for (const listener of this.listeners) {
+      try {
+        listener(change);
+      } catch (error) {
+        this.deps.logger.error({ err: error }, 'snapshot listener failed');
+      }
+    }
+  }
+
+  /** Compares every flag's (id, version) with Postgres and repairs what differs. */
+  reconcile(): Promise<void> {
+    if (this.reconciling) return this.reconciling;
+    this.reconciling = this.reconcileOnce().finally(() => {
+      this.reconciling = undefined;
+    });
+    return this.reconciling;
+  }
+
+  private async reconcileOnce(): Promise<void> {
+    const [stamps, services] = await Promise.all([this.deps.store.flagStamps(), this.deps.store.allServices()]);
+    const existingServices = new Set(services.map((s) => s.id));
+    for (const id of [...this.services.keys()]) {
+      if (!existingServices.has(id) && !this.loading.has(id)) this.services.delete(id);
+    }
+    const seen = new Set<string>();
+    const stale: string[] = [];
+    for (const stamp of stamps) {
+      const service = this.services.get(stamp.serviceId);
+      if (service === undefined) continue; // loaded on first use
+      seen.add(`${stamp.serviceId}\u0000${stamp.environment}\u0000${stamp.key}`);
+      const current = service.environments[stamp.environment].get(stamp.key);
+      if (current === undefined || current.record.id !== stamp.id || current.record.version !== stamp.version) stale.push(stamp.id);
+    }
+    for (const record of await this.deps.store.flagsByIds(stale)) {
+      const current = this.services.get(record.serviceId)?.environments[record.environment].get(record.key)?.record;
+      this.apply(syntheticEvent(record, current, record));
+    }
+    for (const service of this.services.values()) {
+      for (const environment of ENVIRONMENTS) {
+        for (const entry of [...service.environments[environment].flags.values()]) {
+          const r = entry.record;
+          if (!seen.has(`${r.serviceId}\u0000${r.environment}\u0000${r.key}`) && !stale.includes(r.id)) {
+            this.apply(syntheticEvent(r, r, null));
+          }
+        }
+      }
+    }
+    this.stats.lastReconcileAt = new Date().toISOString();
+  }
+
+  private onMessage(message: string): void {
+    let event: FlagChangeEvent;
+    try {
+      event = JSON.parse(message) as FlagChangeEvent;
+    } catch {
+      this.deps.logger.warn('ignoring a malformed flag-change message');
+      return;
+    }
+    if (!event || typeof event.id !== 'string' || typeof event.data?.serviceId !== 'string' || typeof event.data.flagKey !== 'string') {
+      this.deps.logger.warn('ignoring a flag-change message without id or data');
+      return;
+    }
+    this.apply(event);
+  }
+
+  private async loadAll(): Promise<void> {
+    const [services, flags] = await Promise.all([this.deps.store.allServices(), this.deps.store.allFlags()]);
+    for (const row of services) this.services.set(row.id, new ServiceSnapshot(row.id, row.projectId));
+    for (const flag of flags) {
+      let service = this.services.get(flag.serviceId);
+      if (service === undefined) {
+        service = new ServiceSnapshot(flag.serviceId, flag.projectId);
+        this.services.set(flag.serviceId, service);
+      }
+      service.environments[flag.environment]?.set(flag);
+    }
+    this.deps.logger.info({ services: services.length, flags: flags.length }, 'evaluation snapshots loaded');
+  }
+
+  private async loadService(serviceId: string): Promise<ServiceSnapshot | null> {
+    let row: ServiceRow | null;
+    let flags: FlagRecord[];
+    try {
+      [row, flags] = await Promise.all([this.deps.store.service(serviceId), this.deps.store.flagsOfService(serviceId)]);
+    } catch (error) {
+      this.flushQueued(serviceId);
+      throw error;
+    }
+    if (row === null) {
+      this.unknownUntil.set(serviceId, Date.now() + UNKNOWN_SERVICE_TTL_MS);
+      if (this.unknownUntil.size > 10_000) this.unknownUntil.clear();
+      this.flushQueued(serviceId);
+      return this.services.get(serviceId) ?? null;
+    }
+    // An event may have created the entry meanwhile (it was queued, so not yet): build fresh.
+    const service = new ServiceSnapshot(row.id, row.projectId);
+    for (const flag of flags) service.environments[flag.environment]?.set(flag);
+    this.services.set(serviceId, service);
+    this.flushQueued(serviceId);
+    return service;
+  }
+
+  private flushQueued(serviceId: string) {
+    const entry = this.loading.get(serviceId);
+    if (!entry) return;
+    this.loading.delete(serviceId);
+    for (const event of entry.queued) this.apply(event);
+  }
+
+  private remember(id: string) {
+    this.recentIds.add(id);
+    if (this.recentIds.size > RECENT_EVENT_IDS) {
+      // Sets iterate in insertion order: forget the oldest.
+      const oldest = this.recentIds.values().next().value;
+      if (oldest !== undefined) this.recentIds.delete(oldest);
+    }
+  }
+}
+
+/**
+ * A change found by reconcile rather than received from the bus. Its id is derived from the
+ * flag and version, so every replica that repairs the same gap emits the same stream id.
+ */
+function syntheticEvent(record: FlagRecord, before: FlagRecord | undefined, after: FlagRecord | null): FlagChangeEvent {
+  return {
+    id: after ? `r:${after.id}:${after.version}` : `r:${record.id}:${record.version}:deleted`,
+    event: after === null ? 'flag.deleted' : before === undefined ? 'flag.created' : 'flag.updated',
+    timestamp: after?.updatedAt ?? new Date().toISOString(),
+    data: { flagKey: record.key, projectId: record.projectId, serviceId: record.serviceId, environment: record.environment, changes: {} },
+    flag: after,
+    actor: 'system',
+    actorUserId: null,
+  };
+}

@@ -1,0 +1,112 @@
+import type { ProjectRole } from '../../auth/principal';
+import type { Sql } from '../../infra/postgres';
+import type { Environment, FlagRecord, FlagTargetingRule, FlagType, FlagVariant } from '../flags/types';
+
+interface FlagRow {
+  id: string;
+  project_id: string;
+  service_id: string;
+  environment: Environment;
+  key: string;
+  name: string;
+  description: string;
+  type: FlagType;
+  enabled: boolean;
+  default_value: unknown;
+  tags: string[];
+  variants: FlagVariant[];
+  targeting: FlagTargetingRule[];
+  is_public: boolean;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toRecord(row: FlagRow): FlagRecord {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    serviceId: row.service_id,
+    environment: row.environment,
+    key: row.key,
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    enabled: row.enabled,
+    defaultValue: row.default_value,
+    tags: row.tags,
+    variants: row.variants,
+    targeting: row.targeting,
+    isPublic: row.is_public,
+    version: row.version,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export interface ServiceRow {
+  id: string;
+  projectId: string;
+}
+
+/** A flag's identity and version: enough to tell whether a snapshot is behind Postgres. */
+export interface FlagStamp {
+  id: string;
+  serviceId: string;
+  environment: Environment;
+  key: string;
+  version: number;
+}
+
+const FLAG_COLUMNS =
+  'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
+
+/** The reads behind snapshots and evaluation access; never called per evaluation of a known service. */
+export class EvaluationStore {
+  constructor(private readonly sql: Sql) {}
+
+  async allServices(): Promise<ServiceRow[]> {
+    const rows = await this.sql<{ id: string; project_id: string }[]>`SELECT id, project_id FROM services`;
+    return rows.map((r) => ({ id: r.id, projectId: r.project_id }));
+  }
+
+  async service(serviceId: string): Promise<ServiceRow | null> {
+    const [row] = await this.sql<{ id: string; project_id: string }[]>`SELECT id, project_id FROM services WHERE id = ${serviceId}`;
+    return row ? { id: row.id, projectId: row.project_id } : null;
+  }
+
+  async allFlags(): Promise<FlagRecord[]> {
+    const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags`;
+    return rows.map(toRecord);
+  }
+
+  async flagsOfService(serviceId: string): Promise<FlagRecord[]> {
+    const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE service_id = ${serviceId}`;
+    return rows.map(toRecord);
+  }
+
+  async flagsByIds(ids: string[]): Promise<FlagRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE id = ANY(${ids})`;
+    return rows.map(toRecord);
+  }
+
+  async flagStamps(): Promise<FlagStamp[]> {
+    const rows = await this.sql<{ id: string; service_id: string; environment: Environment; key: string; version: number }[]>`
+      SELECT id, service_id, environment, key, version FROM flags`;
+    return rows.map((r) => ({ id: r.id, serviceId: r.service_id, environment: r.environment, key: r.key, version: r.version }));
+  }
+
+  async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
+    const [row] = await this.sql<{ role: ProjectRole }[]>`
+      SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`;
+    return row?.role ?? null;
+  }
+
+  /** Projects where the user holds one of `roles` (for reads and deletes across projects). */
+  async projectsOfUser(userId: string): Promise<{ projectId: string; role: ProjectRole }[]> {
+    const rows = await this.sql<{ project_id: string; role: ProjectRole }[]>`
+      SELECT project_id, role FROM project_members WHERE user_id = ${userId}`;
+    return rows.map((r) => ({ projectId: r.project_id, role: r.role }));
+  }
+}

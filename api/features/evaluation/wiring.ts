@@ -1,0 +1,160 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Analytics } from '../../../analytics/client';
+import type { ProjectAccess } from '../../auth/access';
+import type { Authenticator } from '../../auth/authenticator';
+import type { Config } from '../../config';
+import type { OpenApiCatalog } from '../../http/openapi';
+import type { AnyRoute } from '../../http/route';
+import type { Cache } from '../../infra/cache';
+import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
+import type { Check } from '../health/routes';
+import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
+import { connectJsonRoutes, connectRoutes } from './connect';
+import { ContextRing } from './contexts';
+import { compileFlag, evaluate } from './engine/index';
+import { EvaluationLog } from './evaluation-log';
+import { createLeanHandler } from './lean';
+import { LocalRateLimiter } from './local-rate-limiter';
+import { ofrepBulkDoc, ofrepRoutes, ofrepSingleDoc } from './ofrep';
+import { EvaluationRecorder } from './recorder';
+import { evaluationControlRoutes, evaluationRoutes, restEvaluateDoc } from './routes';
+import { EvaluationService } from './service';
+import { SnapshotStore } from './snapshots';
+import { EvaluationStore } from './store';
+import { StreamHub } from './streams';
+
+export interface EvaluationFeatureDeps {
+  config: Config;
+  sql: Sql;
+  cache: Cache;
+  analytics: Analytics;
+  logger: Logger;
+  authenticator: Authenticator;
+  projectAccess: ProjectAccess;
+  openapi: OpenApiCatalog;
+  /** Which services are demo services; DEMO_SERVICE_IDS alone when not given. */
+  demo?: DemoServices;
+}
+
+/** Requests the lean path takes before Express sees them; returns false for everything else. */
+export type FrontHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+export interface EvaluationFeature {
+  /** Evaluation and SDK routes (both listeners) and the dashboard-only ones (control). */
+  routes: { data: AnyRoute[]; control: AnyRoute[] };
+  /** The lean hot path, put in front of Express on the control and data listeners. */
+  front: FrontHandler;
+  snapshots: SnapshotStore;
+  demo: DemoServices;
+  recorder: EvaluationRecorder;
+  hub: StreamHub;
+  /** /api/health/evaluation contributions. */
+  checks(): Promise<Record<string, Check>>;
+  /** Ends open streams: run before listeners drain, so shutdown does not wait for SSE clients. */
+  drain(): Promise<void>;
+  /** Flushes evaluation events and stops timers and subscriptions: run after listeners drained. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The evaluation data plane (spec 4.1, 4.2 evaluation, 6.2; CONTRACT 4, 5): snapshots kept
+ * current from the flag-change bus, the lean path, REST, OFREP, Connect and gRPC-Web, SSE
+ * streams, the evaluation event writer, the context ring and /api/sdk-config.
+ */
+export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Promise<EvaluationFeature> {
+  const { config, logger } = deps;
+  const store = new EvaluationStore(deps.sql);
+  const snapshots = new SnapshotStore({ store, cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
+  const demo = deps.demo ?? new DemoServiceRegistry(config.DEMO_SERVICE_IDS);
+  const access = new EvaluationAccess({ snapshots, store, demo });
+  const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });
+  const recorder = new EvaluationRecorder({
+    analytics: deps.analytics,
+    logger,
+    batchSize: config.EVAL_EVENTS_BATCH_SIZE,
+    flushIntervalMs: config.EVAL_EVENTS_FLUSH_MS,
+    maxBuffered: config.EVAL_EVENTS_MAX_BUFFERED,
+    maxAttempts: 4,
+    retryBaseMs: 500,
+  });
+  const contexts = new ContextRing(config.CONTEXT_RING_SIZE, 4 * 1024 * 1024);
+  const evaluation = new EvaluationService({ access, recorder, contexts, limiter, perServiceLimit: config.RATE_LIMIT_PER_SERVICE });
+  const hub = new StreamHub(
+    snapshots,
+    { heartbeatMs: config.STREAM_HEARTBEAT_MS, replayMaxEvents: config.STREAM_REPLAY_MAX_EVENTS, replayMaxAgeMs: config.STREAM_REPLAY_MAX_AGE_MS, maxBufferedBytes: 1024 * 1024 },
+    logger,
+  );
+  await snapshots.start();
+  limiter.start();
+  recorder.start();
+  hub.start();
+
+  const shared: AnyRoute[] = [
+    ...evaluationRoutes({
+      evaluation,
+      hub,
+      publicDataUrl: config.PUBLIC_DATA_URL,
+      limits: { perIp: config.RATE_LIMIT_PER_IP, perToken: config.RATE_LIMIT_PER_TOKEN, perService: config.RATE_LIMIT_PER_SERVICE, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS },
+      maxStreamBufferBytes: 1024 * 1024,
+    }),
+    ...connectJsonRoutes({ evaluation }),
+    ...connectRoutes({ evaluation, hub }),
+    ...ofrepRoutes(),
+  ];
+  const control = [
+    ...shared,
+    ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts, store, access: deps.projectAccess }),
+  ];
+  // Served by the lean path, documented like every other route.
+  for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc]) deps.openapi.register(doc);
+
+  const front = createLeanHandler({
+    evaluation,
+    authenticator: deps.authenticator,
+    limiter,
+    perIpLimit: config.RATE_LIMIT_PER_IP,
+    perTokenLimit: config.RATE_LIMIT_PER_TOKEN,
+    trustProxy: config.TRUST_PROXY,
+    logger,
+  });
+
+  const probe = compileFlag({ key: 'health-probe', type: 'boolean', enabled: true, defaultValue: false, variants: [], targeting: [] });
+
+  return {
+    routes: { data: shared, control },
+    front,
+    snapshots,
+    demo,
+    recorder,
+    hub,
+    async checks() {
+      const t0 = performance.now();
+      const result = evaluate(probe, 'health-probe', { targetingKey: 'probe' }, true);
+      const engine: Check = { working: result.value === false && result.reason === 'DEFAULT', testTime: ms(performance.now() - t0) };
+      const s = snapshots.snapshotStats();
+      const snapshotCheck = { working: s.ready, testTime: 0, ...s } as Check;
+      const r = recorder.stats();
+      const recorderCheck = {
+        working: r.healthy,
+        testTime: 0,
+        ...r,
+        ...(!r.healthy && r.lastError ? { error: r.lastError } : {}),
+      } as Check;
+      const streams = { working: !hub.isClosed, testTime: 0, open: hub.size } as Check;
+      return { engine, snapshots: snapshotCheck, evaluationEvents: recorderCheck, streams };
+    },
+    async drain() {
+      hub.close();
+    },
+    async stop() {
+      hub.close();
+      await snapshots.stop();
+      await limiter.stop();
+      await recorder.close();
+    },
+  };
+}
+
+const ms = (n: number) => Math.round(n * 1000) / 1000;
