@@ -15,6 +15,7 @@ import { AccountService } from './features/accounts/service';
 import { AccountStore } from './features/accounts/store';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
+import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
 import { flagRoutes } from './features/flags/routes';
 import { FlagService } from './features/flags/service';
 import { FlagStore } from './features/flags/store';
@@ -59,7 +60,15 @@ export interface Platform {
   outbox: OutboxRelay;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
   outbound: OutboundClient;
+  /** Evaluation data plane (snapshots, streams, evaluation events); absent on worker/ingest-only processes. */
+  evaluation?: EvaluationFeature;
+  /** Handlers that see a listener's requests before Express (the evaluation lean path); false = not mine. */
+  front: Partial<Record<'control' | 'data' | 'ingest', FrontHandler>>;
   onShutdown(hook: ShutdownHook): void;
+  /** Runs before listeners drain (end long-lived streams so draining does not wait for their clients). */
+  onDrain(hook: ShutdownHook): void;
+  /** Runs the onDrain hooks once. */
+  beforeDrain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -71,6 +80,7 @@ export interface Platform {
 export async function createPlatform(config: Config, logger = createLogger(config.LOG_LEVEL)): Promise<Platform> {
   const hooks: ShutdownHook[] = [];
   const onShutdown = (hook: ShutdownHook) => hooks.push(hook);
+  const drainHooks: ShutdownHook[] = [];
   try {
     const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, logger });
     onShutdown(() => db.close());
@@ -123,7 +133,19 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, access: projectAccess, mail, outbound });
     outbox.register(eventDelivery.webhookConsumer);
 
+    // Evaluation data plane: snapshots from Postgres kept current by the flag-change bus, the lean
+    // hot path in front of Express, streams, and the batched evaluation-event writer.
+    const evaluation =
+      config.ROLES.includes('control') || config.ROLES.includes('data')
+        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi })
+        : undefined;
+    if (evaluation) {
+      onShutdown(() => evaluation.stop());
+      drainHooks.push(() => evaluation.drain());
+    }
+
     const health = healthRoutes({
+      evaluationChecks: evaluation ? () => evaluation.checks() : undefined,
       cache,
       db,
       analytics,
@@ -137,11 +159,13 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...accountRoutes({ accounts, accountStore, sessions, sql: db.sql, secureCookies: config.isProduction, devMailbox: !config.isProduction }),
       ...orgRoutes({ sql: db.sql }),
       ...credentials.routes,
+      // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.
+      ...(evaluation?.routes.control ?? []),
       ...flagRoutes({ flags: flagService, access: projectAccess }),
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
       ...eventDelivery.routes,
     ];
-    const data: AnyRoute[] = [...health];
+    const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? [])];
     const ingest: AnyRoute[] = [...health];
 
     // Keep last: outbox consumers (outbox.register) must all be registered before the relay starts.
@@ -166,7 +190,15 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       outbox,
       outbound,
       routes: { control, data, ingest },
+      evaluation,
+      front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
       onShutdown,
+      onDrain: (hook: ShutdownHook) => drainHooks.push(hook),
+      async beforeDrain() {
+        for (const hook of drainHooks.splice(0)) {
+          await hook().catch((error) => logger.error({ err: error }, 'drain step failed'));
+        }
+      },
       async close() {
         for (const hook of hooks.splice(0).reverse()) {
           await hook().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
@@ -207,7 +239,9 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         openapi: platform.openapi,
         routes: platform.routes[name],
       });
-      const server = createListener(app);
+      const front = platform.front[name];
+      const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;
+      const server = createListener(listener);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config[LISTENER_PORT[name]], config.HOST, () => resolve());
@@ -237,6 +271,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
     urls,
     worker,
     async stop() {
+      await platform.beforeDrain();
       await Promise.all(servers.map((s) => drain(s, config.SHUTDOWN_GRACE_MS)));
       await worker?.stop();
       await platform.close();
