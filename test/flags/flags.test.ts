@@ -1,4 +1,5 @@
-import { startTestApp, type TestApp, type TestUser } from '../support/harness';
+import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../../api/features/flags/types';
+import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { addService, createProjectFixture, projectToken, query, type ProjectFixture } from './fixtures';
 
 let app: TestApp;
@@ -300,6 +301,11 @@ describe('POST /api/flags/{key}/toggle', () => {
 
   it('loses no update under 200 concurrent toggles', async () => {
     const flag = await createFlag({ environment: 'production' });
+    const received: FlagChangeEvent[] = [];
+    const unsubscribe = await app.platform.cache.subscribe(FLAG_CHANGES_CHANNEL, (m) => {
+      const event = JSON.parse(m) as FlagChangeEvent;
+      if (event.flag?.id === flag.id && event.event === 'flag.toggled') received.push(event);
+    });
     const path = `/api/flags/${flag.key}/toggle${ref(fx.serviceId, 'production')}`;
     const results = await Promise.all(Array.from({ length: 200 }, () => app.request('POST', path, { cookie: owner.cookie, csrf: owner.csrf })));
     expect(results.every((r) => r.status === 200)).toBe(true);
@@ -313,6 +319,11 @@ describe('POST /api/flags/{key}/toggle', () => {
     expect(now.body).toMatchObject({ version: 201, enabled: false });
     const responseVersions = results.map((r) => r.body.version).sort((a, b) => a - b);
     expect(responseVersions).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
+    // Each committed toggle reaches the bus exactly once, in version order.
+    await eventually(async () => received.length >= 200);
+    await new Promise((r) => setTimeout(r, 200));
+    await unsubscribe();
+    expect(received.map((e) => e.flag?.version)).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
   });
 
   it('lets exactly one of many writers with the same expected version win', async () => {
