@@ -183,3 +183,26 @@ describe.each(Object.keys(EXPECTED))('%s', (label) => {
     }
   });
 });
+
+describe('personal tokens on evaluation and SDK endpoints (spec 5.5, 7)', () => {
+  it.each(['control', 'data'] as const)('are refused with 403 FORBIDDEN on the %s listener: REST, OFREP and SSE', async (listener) => {
+    const pat = await createPersonalToken(owner, { tier: 'admin', allowOwnerActions: true });
+    const body = { flagKey: READ_KEY, serviceId, environment: ENV, defaultValue: true, context: { targetingKey: 'user-1' } };
+    const rest = await app.request('POST', '/api/flags/evaluate', { listener, token: pat.value, body });
+    expect(rest.status).toBe(403);
+    expect(rest.body).toMatchObject({ error: 'FORBIDDEN', message: NO_EVALUATION });
+    const ofrep = await app.request('POST', `/api/ofrep/v1/evaluate/flags/${READ_KEY}`, {
+      listener,
+      token: pat.value,
+      headers: { 'x-service-id': serviceId },
+      body: { context: { targetingKey: 'user-1' } },
+    });
+    expect(ofrep.status).toBe(403);
+    expect(ofrep.body).toMatchObject({ key: READ_KEY, errorCode: 'PROVIDER_NOT_READY', errorDetails: NO_EVALUATION });
+    const sse = await app.request('GET', `/api/flags/stream?serviceId=${encodeURIComponent(serviceId)}`, { listener, token: pat.value });
+    expect(sse.status).toBe(403);
+    // The same request with a read project token is served.
+    const opaque = await createOpaque(owner, projectId, { read: true });
+    expect((await app.request('POST', '/api/flags/evaluate', { listener, token: opaque.value, body })).status).toBe(200);
+  });
+});

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { JwtRevocationList } from '../../api/features/tokens/revocation';
+import { createLogger } from '../../api/infra/logger';
 import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { addMember, appSigningKey, createJwt, createOpaque, createPersonalToken, createProject, decodeJwtPart, foreignEd25519Key, loadJose } from './support';
 
@@ -425,5 +427,27 @@ describe('JWT project tokens', () => {
     expect((await app.request('GET', '/api/users/me', { token: o.value })).status).toBe(401);
     const res = await app.request('GET', `/api/projects/${doomed}`, { token: t.accessToken });
     expect([401, 404]).toContain(res.status);
+  });
+});
+
+describe('JWT revocation list internals', () => {
+  it('answers from Postgres when the cache fails, and sweeps records past their expiry', async () => {
+    const t = await createJwt(owner, projectId, ['read']);
+    expect((await owner.request('DELETE', `${tokensPath()}/${t.token.id}`)).status).toBe(204);
+    const revokedJti = decodeJwtPart(t.accessToken, 1).jti as string;
+    const live = await createJwt(owner, projectId, ['read']);
+    const liveJti = decodeJwtPart(live.accessToken, 1).jti as string;
+
+    const broken = new Proxy(app.platform.cache, {
+      get: (target, prop) => (prop === 'get' ? async () => Promise.reject(new Error('cache down')) : Reflect.get(target, prop)),
+    });
+    const list = new JwtRevocationList({ sql: app.platform.db.sql, cache: broken, logger: createLogger('silent') });
+    expect(await list.isRevoked(revokedJti)).toBe(true);
+    expect(await list.isRevoked(liveJti)).toBe(false);
+
+    await app.platform.db.sql`UPDATE project_token_jwts SET expires_at = now() - interval '2 hours' WHERE token_id = ${t.token.id}`;
+    expect(await list.sweepExpired()).toBeGreaterThanOrEqual(2);
+    expect((await app.platform.db.sql`SELECT 1 FROM project_token_jwts WHERE token_id = ${t.token.id}`).length).toBe(0);
+    expect((await app.platform.db.sql`SELECT 1 FROM project_token_jwts WHERE token_id = ${live.token.id}`).length).toBe(2);
   });
 });
