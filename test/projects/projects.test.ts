@@ -264,3 +264,29 @@ describe('DELETE /api/projects/{id}', () => {
     expect((await b.request('GET', `/api/projects/${projectB.id}`)).status).toBe(200);
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents every endpoint of projects, services, members, invitations, audit and watching', async () => {
+    const doc = (await app.request('GET', '/api/openapi.json')).body;
+    const expected: Record<string, string[]> = {
+      '/api/projects': ['get', 'post'],
+      '/api/projects/{id}': ['get', 'patch', 'delete'],
+      '/api/projects/by-slug/{slug}': ['get'],
+      '/api/services': ['get', 'post'],
+      '/api/services/{id}': ['get', 'patch', 'delete'],
+      '/api/services/by-slug/{slug}': ['get'],
+      '/api/projects/{id}/members': ['get', 'post'],
+      '/api/projects/{id}/members/{memberId}': ['patch', 'delete'],
+      '/api/projects/{id}/invitations': ['get', 'post'],
+      '/api/projects/{id}/invitations/{invitationId}': ['delete'],
+      '/api/invitations/{token}/accept': ['post'],
+      '/api/audit': ['get'],
+      '/api/flags/{key}/watch': ['get', 'post', 'delete'],
+      '/api/notifications': ['get', 'post'],
+    };
+    for (const [path, methods] of Object.entries(expected)) {
+      for (const method of methods) expect([path, method, Boolean(doc.paths[path]?.[method])]).toEqual([path, method, true]);
+    }
+    expect(doc.paths['/api/projects'].post.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
+  });
+});
