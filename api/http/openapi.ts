@@ -18,6 +18,7 @@ const ERROR_STATUSES: Record<number, string> = {
   403: 'Insufficient permission',
   404: 'Not found',
   409: 'Conflict',
+  410: 'Gone (a single-use resource already used, cancelled or expired)',
   413: 'Request body too large',
   415: 'Unsupported media type',
   429: 'Rate limited',
