@@ -23,6 +23,7 @@ import { orgRoutes } from './features/orgs/routes';
 import { OutboxRelay } from './features/outbox/relay';
 import { createCredentialFeatures } from './features/tokens/wiring';
 import { createEventDeliveryFeatures } from './features/webhooks/wiring';
+import { triggerFeatureRoutes } from './features/triggers/wiring';
 import { projectFeatureRoutes } from './features/projects/wiring';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
@@ -164,6 +165,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...flagRoutes({ flags: flagService, access: projectAccess }),
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
       ...eventDelivery.routes,
+      ...triggerFeatureRoutes({ sql: db.sql, cache, access: projectAccess, flags: flagService, publicBaseUrl }),
     ];
     const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? [])];
     const ingest: AnyRoute[] = [...health];

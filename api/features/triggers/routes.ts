@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { defineRoute, type AnyRoute } from '../../http/route';
+import { ENVIRONMENTS } from '../flags/types';
+import { callerOf, idSchema, nameSchema } from '../projects/common';
+import type { TriggerService } from './service';
+import { TRIGGER_ACTIONS } from './types';
+
+const TriggerSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  action: z.enum(TRIGGER_ACTIONS),
+  flagKey: z.string(),
+  serviceId: z.string(),
+  environment: z.enum(ENVIRONMENTS),
+  projectId: z.string(),
+  createdBy: z.string().nullable(),
+  createdAt: z.string(),
+  lastExecutedAt: z.string().nullable(),
+  executionCount: z.number().int(),
+  revokedAt: z.string().nullable(),
+});
+
+const KeyParams = z.object({ key: z.string().min(1).max(256) });
+const environment = z.enum(ENVIRONMENTS);
+
+/** Spec 4.6 triggers: management needs flags rights on the service's project; execution needs only the URL. */
+export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
+  const { triggers } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/flags/:key/triggers',
+      summary: 'Create a trigger URL for a flag; the URL and its token are returned only here',
+      tags: ['triggers'],
+      auth: 'authenticated',
+      // Spec 5.5: personal tokens never create trigger URLs.
+      noPersonalTokens: true,
+      status: 201,
+      params: KeyParams,
+      body: z
+        .object({
+          serviceId: idSchema,
+          environment: environment.default('development').describe('Defaults to development, like the other per-flag routes'),
+          action: z.enum(TRIGGER_ACTIONS),
+          name: nameSchema,
+        })
+        .strict(),
+      response: TriggerSchema.extend({ url: z.string(), token: z.string() }),
+      async handler(ctx) {
+        const { params, body } = ctx;
+        return triggers.create(callerOf(ctx), { key: params.key, serviceId: body.serviceId, environment: body.environment }, body);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/:key/triggers',
+      summary: "A flag's active triggers (never their tokens)",
+      tags: ['triggers'],
+      auth: 'authenticated',
+      params: KeyParams,
+      query: z.object({ serviceId: idSchema, environment: environment.optional().describe('All environments when absent') }),
+      response: z.object({ triggers: z.array(TriggerSchema) }),
+      async handler({ principal, params, query }) {
+        return { triggers: await triggers.list(principal, query.serviceId, params.key, query.environment) };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/flags/:key/triggers/:triggerId',
+      summary: 'Revoke a trigger; its URL answers 404 from then on',
+      tags: ['triggers'],
+      auth: 'authenticated',
+      status: 204,
+      params: KeyParams.extend({ triggerId: idSchema }),
+      query: z.object({ serviceId: idSchema }),
+      async handler(ctx) {
+        await triggers.revoke(callerOf(ctx), ctx.query.serviceId, ctx.params.key, ctx.params.triggerId);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/triggers/:token',
+      summary: 'Execute a trigger (no authentication: the URL token is the capability); 30 per minute per token',
+      tags: ['triggers'],
+      auth: 'public',
+      // Nothing a cross-site request could forge beyond what knowing the URL already allows.
+      csrfExempt: true,
+      params: z.object({ token: z.string().min(1).max(256) }),
+      response: z.object({
+        success: z.literal(true),
+        triggerId: z.string(),
+        action: z.enum(TRIGGER_ACTIONS),
+        changed: z.boolean().describe('False when the flag already was in the requested state'),
+        flag: z.object({
+          key: z.string(),
+          serviceId: z.string(),
+          environment: z.enum(ENVIRONMENTS),
+          enabled: z.boolean(),
+          version: z.number().int(),
+          updatedAt: z.string(),
+        }),
+      }),
+      async handler({ params, ip, userAgent, res }) {
+        return triggers.execute(params.token, { ip, userAgent, res });
+      },
+    }),
+  ];
+}
