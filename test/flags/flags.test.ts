@@ -575,6 +575,28 @@ describe('access control', () => {
     expect(noCsrf.status).toBe(403);
   });
 
+  it('applies personal token tiers on top of the user role', async () => {
+    await app.platform.db.sql`UPDATE users SET email_verified = true WHERE id IN (${fx.users.member.id}, ${fx.users.viewer.id})`;
+    const pat = async (user: TestUser, tier: string) => {
+      const res = await user.request('POST', '/api/users/me/personal-tokens', { name: `pat-${tier}`, tier });
+      expect(res.status).toBe(201);
+      return res.body.value as string;
+    };
+    const memberRead = await pat(fx.users.member, 'read');
+    const memberWrite = await pat(fx.users.member, 'write');
+    const viewerWrite = await pat(fx.users.viewer, 'write');
+    expect((await app.request('GET', at('', 'production'), { token: memberRead })).status).toBe(200);
+    const readOnly = await app.request('POST', at('/toggle', 'production'), { token: memberRead });
+    expect(readOnly.status).toBe(403);
+    expect(readOnly.body.message).toMatch(/read-only/);
+    expect((await app.request('POST', at('/toggle', 'production'), { token: memberWrite })).status).toBe(200);
+    // A write-tier token never exceeds its owner's role.
+    const viewer = await app.request('POST', at('/toggle', 'production'), { token: viewerWrite });
+    expect(viewer.status).toBe(403);
+    expect(viewer.body.message).toBe("Forbidden: You need 'write' permission");
+    expect((await app.request('DELETE', at('', 'production'), { token: memberWrite })).status).toBe(403);
+  });
+
   it('applies project API token permissions and scopes them to their project', async () => {
     const readOnly = await projectToken(owner, fx.projectId, { read: true });
     const writer = await projectToken(owner, fx.projectId, { read: true, write: true });
@@ -586,7 +608,7 @@ describe('access control', () => {
     expect((await app.request('DELETE', at('', 'production'), { token: writer })).status).toBe(403);
     expect((await app.request('GET', at('', 'production'), { token: foreign })).status).toBe(404);
     expect((await app.request('GET', `/api/flags${query({ projectId: fx.projectId })}`, { token: foreign })).status).toBe(404);
-    const audit = await app.platform.db.sql`SELECT actor FROM audit_logs WHERE resource_id = ${toggled.body.id} AND action = 'flag.toggle'`;
+    const audit = await app.platform.db.sql`SELECT actor FROM audit_logs WHERE resource_id = ${toggled.body.id} AND action = 'flag.toggle' ORDER BY timestamp DESC LIMIT 1`;
     expect(audit[0].actor).toMatch(/^token:/);
   });
 });

@@ -148,10 +148,13 @@ export const FlagContentShape = {
   isPublic: z.boolean(),
 };
 
-export const FlagKeySchema = z.string().superRefine((key, ctx) => {
-  const problem = flagKeyProblem(key);
-  if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
-});
+export const FlagKeySchema = z
+  .string()
+  .superRefine((key, ctx) => {
+    const problem = flagKeyProblem(key);
+    if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+  })
+  .describe(`Pattern ${FLAG_KEY_PATTERN.source}; case-sensitive; not one of ${[...RESERVED_FLAG_KEYS].join(', ')}`);
 
 export const FlagCreateSchema = z
   .object({
