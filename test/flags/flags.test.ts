@@ -613,6 +613,21 @@ describe('access control', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents every flag route from the same schemas that validate it', async () => {
+    const res = await app.request('GET', '/api/openapi.json');
+    expect(res.status).toBe(200);
+    const paths = res.body.paths;
+    expect(Object.keys(paths)).toEqual(
+      expect.arrayContaining(['/api/flags', '/api/flags/{key}', '/api/flags/{key}/toggle', '/api/flags/{key}/history', '/api/flags/{key}/rollback/{version}']),
+    );
+    expect(Object.keys(paths['/api/flags/{key}']).sort()).toEqual(['delete', 'get', 'patch']);
+    const create = paths['/api/flags'].post.requestBody.content['application/json'].schema;
+    expect(create.additionalProperties).toBe(false);
+    expect(create.properties.key.description).toContain('Pattern');
+  });
+});
+
 describe('FlagService on the platform', () => {
   it('is the same mutation path for in-process writers (actor names recorded as given)', async () => {
     const flag = await createFlag();
