@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -64,7 +64,13 @@ export class JwtConfigError extends Error {}
 /** The shape of a JWK we accept as a retired verification key. */
 const PublicJwk = z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string().min(1), kid: z.string().min(1) }).passthrough();
 
+/** Verified tokens remembered per process (signature checks cost ~0.2-0.5 ms each on small cores). */
+const VERIFIED_MEMO_SIZE = 10_000;
+
 export class JwtCodec {
+  /** sha256(token) -> its verified claims; a signature never changes, expiry is rechecked on every hit. */
+  private readonly verified = new Map<string, ProjectJwtClaims>();
+
   private constructor(
     private readonly jose: Jose,
     readonly keyId: string,
@@ -119,6 +125,21 @@ export class JwtCodec {
    * algorithm, for another issuer or audience, expired, malformed, or of the other type.
    */
   async verify(token: string, expectedType: 'access' | 'refresh'): Promise<ProjectJwtClaims | null> {
+    const memoKey = createHash('sha256').update(token).digest('base64url');
+    const memo = this.verified.get(memoKey);
+    if (memo) {
+      if (memo.exp > Date.now() / 1000) return memo.type === expectedType ? memo : null;
+      this.verified.delete(memoKey);
+      return null;
+    }
+    const claims = await this.verifySignature(token);
+    if (!claims) return null;
+    if (this.verified.size >= VERIFIED_MEMO_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(memoKey, claims);
+    return claims.type === expectedType ? claims : null;
+  }
+
+  private async verifySignature(token: string): Promise<ProjectJwtClaims | null> {
     try {
       const { payload } = await this.jose.jwtVerify(
         token,
@@ -130,7 +151,7 @@ export class JwtCodec {
         { algorithms: [JWT_ALGORITHM], issuer: this.issuer, audience: this.audience, requiredClaims: ['sub', 'iat', 'exp', 'jti'] },
       );
       const claims = ClaimsSchema.safeParse(payload);
-      if (!claims.success || claims.data.type !== expectedType || claims.data.sub !== claims.data.tokenId) return null;
+      if (!claims.success || claims.data.sub !== claims.data.tokenId) return null;
       return claims.data;
     } catch {
       return null;

@@ -92,3 +92,17 @@ describe('JWT signing keys', () => {
     expect(await otherIssuer.verify(token, 'access')).toBeNull();
   });
 });
+
+describe('verified-token memo', () => {
+  it('remembers a verified token but still refuses it once expired, and keeps the type check', async () => {
+    const codec = await JwtCodec.create(options({ privateKeyPem: ed25519Pem() }), logger);
+    const token = await codec.sign({ ...claims(), exp: now() + 1 });
+    expect(await codec.verify(token, 'access')).not.toBeNull();
+    expect(await codec.verify(token, 'access')).not.toBeNull();
+    expect(await codec.verify(token, 'refresh')).toBeNull();
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await codec.verify(token, 'access')).toBeNull();
+    const forged = `${token.slice(0, -4)}AAAA`;
+    expect(await codec.verify(forged, 'access')).toBeNull();
+  });
+});
