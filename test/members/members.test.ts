@@ -172,6 +172,11 @@ describe('DELETE /api/projects/{id}/members/{memberId}', () => {
   it('lets anyone leave, except the last owner; only owners remove owners', async () => {
     const { project, owner, admin, member, viewer } = await projectWithRoles(app);
     expect((await viewer.request('DELETE', path(project.id, admin.id))).status).toBe(403);
+    // Membership changes by personal token need the admin tier, leaving included.
+    const writePat = await creds.personal(viewer, 'write');
+    const byWritePat = await app.request('DELETE', path(project.id, viewer.id), { token: writePat });
+    expect(byWritePat.status).toBe(403);
+    expect(byWritePat.body.message).toBe('Forbidden: personal access token lacks the admin tier');
     expect((await viewer.request('DELETE', path(project.id, viewer.id))).status).toBe(204);
     const [leave] = await auditEntries(app, project.id, 'member.remove');
     expect(leave.metadata).toEqual({ selfRemoval: true });

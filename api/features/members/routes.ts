@@ -68,6 +68,7 @@ export function memberRoutes(deps: { members: MemberService }): AnyRoute[] {
       summary: 'Remove a member (anyone may leave; the last owner cannot be removed)',
       tags: ['members'],
       auth: 'authenticated',
+      adminTier: true,
       status: 204,
       params: MemberParams,
       async handler(ctx) {
