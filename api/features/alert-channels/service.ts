@@ -1,3 +1,4 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { actingUser, type Principal } from '../../auth/principal';
 import { badRequest, forbidden, notFound, unauthorized } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
@@ -146,7 +147,12 @@ export class AlertChannelService {
   private async sendMail(channel: AlertChannelWithConfig, alert: OrgAlert) {
     if (channel.config.type !== 'email') return;
     for (const [i, to] of channel.config.recipients.entries()) {
-      await this.deps.mail.send(alertMail(alert, to), `alert-${channel.id}-${alert.id}-${i}`);
+      try {
+        await this.deps.mail.send(alertMail(alert, to), `alert-${channel.id}-${alert.id}-${i}`);
+      } catch (error) {
+        // The same alert again (a retried notify): that mail is already on its way.
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
     }
   }
 
