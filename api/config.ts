@@ -90,6 +90,8 @@ const envSchema = z.object({
     .string()
     .default('')
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+  /** Seed the 4,096-flag public demo service at start (CONTRACT 5); default: on the embedded profile only. */
+  DEMO_SEED: booleanFlag.optional(),
   /** Lets webhooks and alert channels target loopback/private hosts (tests, local demos). */
   ALLOW_PRIVATE_WEBHOOK_TARGETS: booleanFlag.optional(),
   SHUTDOWN_GRACE_MS: positiveInt.default(8000),

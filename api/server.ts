@@ -16,6 +16,9 @@ import { AccountStore } from './features/accounts/store';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
+import { createDemoFeature } from './features/demo/wiring';
+import type { DemoServiceRegistry } from './features/demo/registry';
+import { flagBatchRoutes } from './features/flags/batch-wiring';
 import { flagRoutes } from './features/flags/routes';
 import { FlagService } from './features/flags/service';
 import { FlagStore } from './features/flags/store';
@@ -59,6 +62,8 @@ export interface Platform {
   flagService: FlagService;
   /** Publishes committed flag changes to the bus and runs the registered outbox consumers. */
   outbox: OutboxRelay;
+  /** Which services are public demo services (spec 4.2): isDemoService / demoServiceIds (also isDemo / list). */
+  demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
   outbound: OutboundClient;
   /** Evaluation data plane (snapshots, streams, evaluation events); absent on worker/ingest-only processes. */
@@ -133,12 +138,15 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.
     const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, access: projectAccess, mail, outbound });
     outbox.register(eventDelivery.webhookConsumer);
+    // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
+    const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
+    onShutdown(() => demo.stop());
 
     // Evaluation data plane: snapshots from Postgres kept current by the flag-change bus, the lean
     // hot path in front of Express, streams, and the batched evaluation-event writer.
     const evaluation =
       config.ROLES.includes('control') || config.ROLES.includes('data')
-        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi })
+        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi, demo: demo.registry })
         : undefined;
     if (evaluation) {
       onShutdown(() => evaluation.stop());
@@ -162,7 +170,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...credentials.routes,
       // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.
       ...(evaluation?.routes.control ?? []),
-      ...flagRoutes({ flags: flagService, access: projectAccess }),
+      ...demo.routes,
+      // Before the flag routes: /api/flags/bulk, /export and /import must not be taken for /api/flags/:key.
+      ...flagBatchRoutes({ sql: db.sql, flags: flagService, access: projectAccess, logger, demo }),
+      ...flagRoutes({ flags: flagService, access: projectAccess, demoList: demo.list.handle }),
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
       ...eventDelivery.routes,
       ...triggerFeatureRoutes({ sql: db.sql, cache, access: projectAccess, flags: flagService, publicBaseUrl }),
@@ -190,6 +201,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       instanceId,
       flagService,
       outbox,
+      demo: demo.registry,
       outbound,
       routes: { control, data, ingest },
       evaluation,

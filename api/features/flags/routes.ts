@@ -2,9 +2,10 @@ import { z } from 'zod';
 import type { ProjectAccess } from '../../auth/access';
 import type { Capability } from '../../auth/permissions';
 import type { Principal } from '../../auth/principal';
-import { badRequest, HttpError, notFound } from '../../http/errors';
+import { badRequest, HttpError, notFound, unauthorized } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
+import type { DemoListHandler } from '../demo/list';
 import type { FlagService } from './service';
 import type { ListPosition } from './store';
 import { ENVIRONMENTS, FLAG_CHANGE_TYPES, FLAG_TYPES, type FlagRecord } from './types';
@@ -13,6 +14,8 @@ import { FlagCreateSchema, FlagPatchSchema } from './validation';
 export interface FlagRouteDeps {
   flags: FlagService;
   access: ProjectAccess;
+  /** Answers lists of a public demo service (spec 4.2 rules 1-3); undefined = not a demo list. */
+  demoList?: DemoListHandler;
 }
 
 export const LIST_DEFAULT_LIMIT = 50;
@@ -76,7 +79,7 @@ const RefQuery = z.object({
 const Version = z.coerce.number().int().positive();
 
 const ListQuery = z.object({
-  projectId: z.string().min(1).max(200),
+  projectId: z.string().min(1).max(200).optional().describe('Required, except when serviceId is a public demo service'),
   serviceId: z.string().min(1).max(200).optional(),
   environment: z.enum(ENVIRONMENTS).optional(),
   search: z.string().max(200).optional().describe('Case-insensitive substring of key or name'),
@@ -179,9 +182,9 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
     defineRoute({
       method: 'get',
       path: '/api/flags',
-      summary: 'List flags of a project (filters, offset or cursor paging, field projection)',
+      summary: 'List flags of a project (filters, offset or cursor paging, field projection; demo services: no auth, 4,096 per page, ETag)',
       tags: ['flags'],
-      auth: 'authenticated',
+      auth: 'public',
       query: ListQuery,
       response: z.object({
         flags: z.array(FlagRecordSchema.partial()),
@@ -192,7 +195,12 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
         nextCursor: z.string().nullable(),
         prevCursor: z.string().nullable(),
       }),
-      async handler({ principal, query }) {
+      async handler(ctx) {
+        const demoPage = await deps.demoList?.(ctx);
+        if (demoPage !== undefined) return demoPage;
+        const { principal, query } = ctx;
+        if (principal.type === 'anonymous') throw unauthorized();
+        if (!query.projectId) throw badRequest('Validation failed: query.projectId: Required', [{ path: 'query.projectId', message: 'Required' }]);
         await access.require(principal, query.projectId, 'flags:read');
         const limit = Math.min(query.limit ?? LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
         if (query.cursor && query.offset > 0) {

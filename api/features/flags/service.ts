@@ -3,6 +3,7 @@ import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, writeAudit, type AuditActor } from '../audit/writer';
 import { enqueueFlagEvent } from '../outbox/store';
+import { setEnabledInBatch, type EnabledChange } from './bulk-store';
 import type { FlagListFilter, FlagPage, FlagStore, ListPosition, WrittenFlag } from './store';
 import {
   ENVIRONMENTS,
@@ -154,6 +155,22 @@ export class FlagService {
       if (!target) throw notFound(`Version ${version} of flag "${ref.key}"`);
       return contentOf(target.snapshot);
     });
+  }
+
+  /**
+   * Sets `enabled` on many flags of one service and environment in ONE transaction (public demo
+   * grid writes): each changed flag still gets its version snapshot, flag.toggle audit entry and
+   * outbox event (set-based, see bulk-store.ts). Returns the existing flags by key, after the write.
+   */
+  async setEnabledMany(
+    actor: AuditActor,
+    target: { serviceId: string; environment: Environment },
+    changes: EnabledChange[],
+    opts: FlagWriteOptions = {},
+  ): Promise<Map<string, FlagRecord>> {
+    const result = await this.deps.sql.begin((tx) => setEnabledInBatch(tx, actor, target, changes, opts.metadata));
+    if (result.changed > 0) this.committed();
+    return result.flags;
   }
 
   async remove(actor: AuditActor, ref: FlagRef, expectedVersion?: number, opts: FlagWriteOptions = {}): Promise<void> {

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { defineRoute, type AnyRoute } from '../../http/route';
+import { ENVIRONMENTS } from '../flags/types';
+import type { DemoServiceRegistry } from './registry';
+
+/** CONTRACT 5: GET /api/demo lists the public demo services, without authentication. */
+export function demoRoutes(deps: { registry: DemoServiceRegistry }): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/demo',
+      summary: 'Public demo services and their environments (no authentication)',
+      tags: ['demo'],
+      auth: 'public',
+      response: z.object({
+        services: z.array(
+          z.object({
+            serviceId: z.string(),
+            environments: z.array(z.enum(ENVIRONMENTS)).describe('Environments the service has flags in'),
+          }),
+        ),
+      }),
+      async handler() {
+        return { services: await deps.registry.describe() };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,50 @@
+import type { Config } from '../../config';
+import type { AnyRoute } from '../../http/route';
+import type { Cache } from '../../infra/cache';
+import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
+import type { FlagService } from '../flags/service';
+import { DemoFlagList } from './list';
+import { DemoServiceRegistry } from './registry';
+import { demoRoutes } from './routes';
+import { seedDemoService } from './seed';
+import { DemoWriteThrottle } from './throttle';
+
+export interface DemoFeature {
+  /** Which services are demo services: `platform.demo` (evaluation, streams, bulk, list). */
+  registry: DemoServiceRegistry;
+  /** The demo case of GET /api/flags (passed to the flags routes). */
+  list: DemoFlagList;
+  throttle: DemoWriteThrottle;
+  routes: AnyRoute[];
+  stop(): Promise<void>;
+}
+
+/**
+ * The public demo service (spec 4.2, CONTRACT 5): seeds the 4,096-flag grid when configured to
+ * (DEMO_SEED, default on the embedded profile), loads the demo registry and starts the demo list
+ * cache's invalidation from the bus.
+ */
+export async function createDemoFeature(deps: { config: Config; sql: Sql; cache: Cache; logger: Logger; flags: FlagService }): Promise<DemoFeature> {
+  const { config, sql, cache, logger } = deps;
+  if (config.DEMO_SEED ?? config.embedded) await seedDemoService(sql, logger);
+  const registry = new DemoServiceRegistry({ sql, logger, configured: config.DEMO_SERVICE_IDS });
+  await registry.start();
+  const list = new DemoFlagList({ sql, flags: deps.flags, registry, cache, logger });
+  try {
+    await list.start();
+  } catch (error) {
+    registry.stop();
+    throw error;
+  }
+  return {
+    registry,
+    list,
+    throttle: new DemoWriteThrottle(cache),
+    routes: demoRoutes({ registry }),
+    async stop() {
+      registry.stop();
+      await list.stop();
+    },
+  };
+}
