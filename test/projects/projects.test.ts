@@ -290,3 +290,28 @@ describe('OpenAPI', () => {
     expect(doc.paths['/api/projects'].post.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
   });
 });
+
+describe('with real tokens issued by the API', () => {
+  it('an opaque read token reads its project; a personal token deletes only with owner actions', async () => {
+    const owner = await app.signup({ verified: true });
+    const project = await createProject(owner);
+    const other = await createProject(owner);
+    const projectToken = await owner.request('POST', `/api/projects/${project.id}/tokens`, { name: 'sdk', permissions: { read: true } });
+    expect(projectToken.status).toBe(201);
+    const read = await app.request('GET', `/api/projects/${project.id}`, { token: projectToken.body.value });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ id: project.id, role: null });
+    expect((await app.request('GET', `/api/projects/${other.id}`, { token: projectToken.body.value })).status).toBe(404);
+
+    const issue = async (allowOwnerActions: boolean) => {
+      const res = await owner.request('POST', '/api/users/me/personal-tokens', { name: `pat-${allowOwnerActions}`, tier: 'admin', allowOwnerActions });
+      expect(res.status).toBe(201);
+      return res.body.value as string;
+    };
+    const plain = await issue(false);
+    expect((await app.request('DELETE', `/api/projects/${project.id}`, { token: plain })).status).toBe(403);
+    expect((await app.request('POST', '/api/projects', { token: plain, body: { name: 'Via PAT' } })).status).toBe(201);
+    const withOwnerActions = await issue(true);
+    expect((await app.request('DELETE', `/api/projects/${project.id}`, { token: withOwnerActions })).status).toBe(204);
+  });
+});
