@@ -1,3 +1,4 @@
+import { AccountStore } from '../../api/features/accounts/store';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 
 let app: TestApp;
@@ -113,7 +114,6 @@ describe('session expiry', () => {
     const user = await app.signup();
     await app.platform.db.sql`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = ${user.id}`;
     expect((await user.request('GET', '/api/users/me')).status).toBe(401);
-    const { AccountStore } = await import('../../api/features/accounts/store');
     const purged = await new AccountStore(app.platform.db.sql).purgeExpired();
     expect(purged.sessions).toBeGreaterThanOrEqual(1);
     const [{ n }] = await app.platform.db.sql`SELECT count(*)::int AS n FROM sessions WHERE user_id = ${user.id}`;

@@ -4,23 +4,25 @@ import postgres from 'postgres';
 import { migrate } from '../../api/infra/migrate';
 import { bundleWorkflows } from '../../scripts/bundle-workflows';
 
-export const TEMPLATE_DB = 'flags_template';
+/** The migrated template of this jest run; a name per run so concurrent runs never collide. */
+export const templateDatabase = () => process.env.TEST_TEMPLATE_DB ?? 'flags_template';
 
 /**
  * Once per jest run: migrate a template database that every test file clones (cheap and
  * isolated), and bundle the workflows once so each test app's worker starts without webpack.
+ * Workers inherit the environment set here; test/support/global-teardown.ts drops the template.
  */
 export default async function globalSetup() {
   if (!process.env.DATABASE_URL || !process.env.REDIS_URL || !process.env.TEMPORAL_ADDRESS) {
     // Unit-only runs (pure logic) need none of this.
     return;
   }
+  process.env.TEST_TEMPLATE_DB = `flags_template_${process.pid}`;
   const admin = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${TEMPLATE_DB}'`);
-  await admin.unsafe(`DROP DATABASE IF EXISTS ${TEMPLATE_DB}`);
-  await admin.unsafe(`CREATE DATABASE ${TEMPLATE_DB}`);
+  await dropStaleTemplates(admin);
+  await admin.unsafe(`CREATE DATABASE ${templateDatabase()}`);
   await admin.end();
-  const template = postgres(withDatabase(process.env.DATABASE_URL, TEMPLATE_DB), { max: 1, onnotice: () => undefined });
+  const template = postgres(withDatabase(process.env.DATABASE_URL, templateDatabase()), { max: 1, onnotice: () => undefined });
   await migrate(template);
   await template.end();
 
@@ -29,6 +31,24 @@ export default async function globalSetup() {
   fs.mkdirSync(infraDir, { recursive: true });
   await bundleWorkflows(bundle);
   process.env.WORKFLOW_BUNDLE_PATH = bundle;
+}
+
+/** Templates (and test databases) left by runs whose process is gone, e.g. killed ones. */
+async function dropStaleTemplates(admin: postgres.Sql) {
+  const rows = await admin<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname ~ '^(flags_template|t)_[0-9]+'`;
+  for (const { datname } of rows) {
+    const pid = Number(/^(?:flags_template|t)_(\d+)/.exec(datname)?.[1]);
+    if (pid && !processAlive(pid)) await admin.unsafe(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function withDatabase(url: string, database: string): string {

@@ -6,7 +6,7 @@ import postgres from 'postgres';
 import { parseConfig } from '../../api/config';
 import { createLogger, type Logger } from '../../api/infra/logger';
 import { createPlatform, startRoles, type Platform, type RunningListeners } from '../../api/server';
-import { TEMPLATE_DB, withDatabase } from './global-setup';
+import { templateDatabase, withDatabase } from './global-setup';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -65,11 +65,15 @@ let counter = 0;
 export async function startTestApp(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestApp> {
   const infra = requireInfra();
   const suffix = `${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
+  // A replica of another app passes that app's DATABASE_URL: nothing to create or drop then.
+  const ownsDatabase = !env.DATABASE_URL;
   const dbName = `t_${suffix}`;
-  const admin = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`CREATE DATABASE ${dbName} TEMPLATE ${TEMPLATE_DB}`);
-  await admin.end();
-  const databaseUrl = withDatabase(infra.databaseUrl, dbName);
+  if (ownsDatabase) {
+    const admin = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
+    await admin.unsafe(`CREATE DATABASE ${dbName} TEMPLATE ${templateDatabase()}`);
+    await admin.end();
+  }
+  const databaseUrl = env.DATABASE_URL ?? withDatabase(infra.databaseUrl, dbName);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-test-'));
 
   const config = parseConfig({
@@ -147,7 +151,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     async stop(opts = {}) {
       await running.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
-      if (opts.keepDatabase || env.DATABASE_URL) return;
+      if (opts.keepDatabase || !ownsDatabase) return;
       const cleanup = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
       await cleanup.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
       await cleanup.end();

@@ -5,7 +5,7 @@ import postgres from 'postgres';
 import { createInvitationActivities } from '../../activities/invitations';
 import { invitationExpiry, invitationSettledSignal } from '../../workflows/invitation-expiry';
 import { eventually, requireInfra } from '../support/harness';
-import { TEMPLATE_DB, withDatabase } from '../support/global-setup';
+import { templateDatabase, withDatabase } from '../support/global-setup';
 
 /**
  * The 7-day invitation timer on Temporal's time-skipping test server, with the real activity
@@ -19,7 +19,7 @@ const infra = requireInfra();
 
 beforeAll(async () => {
   const admin = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`CREATE DATABASE ${dbName} TEMPLATE ${TEMPLATE_DB}`);
+  await admin.unsafe(`CREATE DATABASE ${dbName} TEMPLATE ${templateDatabase()}`);
   await admin.end();
   sql = postgres(withDatabase(infra.databaseUrl, dbName), { max: 4, onnotice: () => undefined });
   await sql`INSERT INTO users (id, email, name, password_hash) VALUES ('usr_wf', 'owner@example.com', 'Owner', 'x')`;
