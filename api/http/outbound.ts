@@ -191,11 +191,13 @@ export class OutboundClient {
   }
 
   /**
-   * Validates a user-supplied URL (scheme, form, and every address the host resolves to).
-   * Called when the URL is saved and again before each delivery.
+   * Validates a user-supplied URL (scheme, form and, unless private targets are allowed, every
+   * address the host resolves to). Called when the URL is saved and again before each delivery.
    */
   async assertAllowedUrl(raw: string): Promise<URL> {
     const url = parseTargetUrl(raw);
+    // Nothing to refuse: do not depend on DNS (the embedded profile may run offline).
+    if (this.allowPrivateTargets) return url;
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (net.isIP(host)) {
       this.assertAllowedAddress(host, url.hostname);

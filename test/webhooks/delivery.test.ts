@@ -130,6 +130,24 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
     expect(receiver.received(h.path)[0].headers['webhook-id']).toBe(rows[0].id);
   });
 
+  it('prunes finished deliveries older than the retention period, never pending ones', async () => {
+    const p = await createProject(app);
+    const h = await hook(p, 'retention');
+    const { sql } = app.platform.db;
+    const insert = (id: string, status: string, completedDaysAgo: number | null) => sql`
+      INSERT INTO outbound_deliveries (id, webhook_id, event, event_id, body, status, created_at, completed_at)
+      VALUES (${id}, ${h.id}, 'flag.toggled', ${id}, '{}', ${status}, now() - interval '40 days',
+              ${completedDaysAgo === null ? null : sql`now() - make_interval(days => ${completedDaysAgo})`})`;
+    await insert(`old-${h.id}`, 'delivered', 31);
+    await insert(`stuck-${h.id}`, 'pending', null);
+    await insert(`recent-${h.id}`, 'failed', 29);
+    const queue = new DeliveryQueue(app.platform.temporal, new DeliveryStore(sql));
+    await queue.enqueue({ target: { kind: 'webhook', webhookId: h.id }, event: 'flag.toggled', eventId: `evt_${randomBytes(4).toString('hex')}`, body: '{}' });
+    await eventually(async () => (await sql`SELECT 1 FROM outbound_deliveries WHERE id = ${`old-${h.id}`}`).length === 0);
+    const left = await sql`SELECT id FROM outbound_deliveries WHERE webhook_id = ${h.id} AND id LIKE ${'%-' + h.id} ORDER BY id`;
+    expect(left.map((r) => r.id)).toEqual([`recent-${h.id}`, `stuck-${h.id}`]);
+  });
+
   it('pages the delivery log newest first', async () => {
     const p = await createProject(app);
     const h = await hook(p, 'paged', { events: ['flag.toggled'] });

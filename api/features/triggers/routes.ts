@@ -20,7 +20,7 @@ const TriggerSchema = z.object({
   revokedAt: z.string().nullable(),
 });
 
-const KeyParams = z.object({ key: z.string().min(1).max(256) });
+const KeyParams = z.object({ key: z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters') });
 const environment = z.enum(ENVIRONMENTS);
 
 /** Spec 4.6 triggers: management needs flags rights on the service's project; execution needs only the URL. */

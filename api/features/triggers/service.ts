@@ -34,6 +34,8 @@ export interface TriggerExecution {
 }
 
 const TOKEN_PREFIX = 'fgt_';
+/** 32 random bytes, base64url. Anything else cannot be a token and is not looked up. */
+const TOKEN_PATTERN = /^fgt_[A-Za-z0-9_-]{43}$/;
 
 /**
  * Flag triggers (spec 2.8, 4.6): capability URLs that enable, disable or toggle one flag in one
@@ -108,7 +110,7 @@ export class TriggerService {
     const tokenHash = sha256Hex(token);
     // Counted per token before the lookup, so guessing costs a rate-limited request too.
     await this.deps.limiter.enforce(client.res, `trigger:${tokenHash}`, TRIGGER_RATE_LIMIT, 'trigger');
-    const trigger = token.startsWith(TOKEN_PREFIX) ? await this.deps.store.findActiveByTokenHash(this.deps.sql, tokenHash) : null;
+    const trigger = TOKEN_PATTERN.test(token) ? await this.deps.store.findActiveByTokenHash(this.deps.sql, tokenHash) : null;
     if (!trigger) throw notFound('Trigger');
     const ref: FlagRef = { key: trigger.flagKey, serviceId: trigger.serviceId, environment: trigger.environment };
     const before = await this.deps.flags.get(ref);

@@ -167,6 +167,12 @@ export class DeliveryStore {
     });
   }
 
+  /** Deletes finished deliveries (and their attempts) completed before the cutoff. */
+  async pruneFinishedBefore(cutoff: Date): Promise<number> {
+    const deleted = await this.sql`DELETE FROM outbound_deliveries WHERE completed_at IS NOT NULL AND completed_at < ${cutoff}`;
+    return deleted.count;
+  }
+
   async attempts(ids: string[]): Promise<Map<string, DeliveryAttempt[]>> {
     const byDelivery = new Map<string, DeliveryAttempt[]>(ids.map((id) => [id, []]));
     if (!ids.length) return byDelivery;
@@ -191,8 +197,14 @@ export class DeliveryStore {
   }
 }
 
+/** How long the delivery log keeps a finished delivery. */
+export const DELIVERY_RETENTION_DAYS = 30;
+const PRUNE_EVERY_MS = 3600_000;
+
 /** Hands deliveries to Temporal; once started, retries and backoff no longer depend on this process. */
 export class DeliveryQueue {
+  private lastPrune = 0;
+
   constructor(
     private readonly temporal: Temporal,
     readonly store: DeliveryStore,
@@ -204,6 +216,7 @@ export class DeliveryQueue {
    */
   async enqueue(d: NewDelivery): Promise<{ deliveryId: string; started: boolean }> {
     const deliveryId = deliveryIdFor(d.target, d.eventId);
+    this.pruneNowAndThen();
     const { delivery } = await this.store.create(deliveryId, d);
     if (delivery.status !== 'pending') return { deliveryId, started: false };
     try {
@@ -218,6 +231,16 @@ export class DeliveryQueue {
       if (error instanceof WorkflowExecutionAlreadyStartedError) return { deliveryId, started: false };
       throw error;
     }
+  }
+
+  /** Keeps the log bounded without a timer of its own: at most one sweep per hour per process, off the request path. */
+  private pruneNowAndThen() {
+    const now = Date.now();
+    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
+    this.lastPrune = now;
+    this.store.pruneFinishedBefore(new Date(now - DELIVERY_RETENTION_DAYS * 86_400_000)).catch(() => {
+      this.lastPrune = 0; // try again with the next delivery
+    });
   }
 
   /** Waits for the delivery's workflow to finish (or the timeout), then returns the stored record. */
