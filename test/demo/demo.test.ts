@@ -169,6 +169,19 @@ describe('demo list (GET /api/flags on a demo service)', () => {
     expect(after.headers.get('etag')).not.toBe(etag);
     expect(after.body.flags.find((f: { key: string }) => f.key === 'px-5')).toEqual({ key: 'px-5', enabled: true });
   });
+
+  it('drops the cached grid when a flag is created or deleted in the demo service', async () => {
+    const admin = await app.signup();
+    await app.platform.db.sql`INSERT INTO project_members (project_id, user_id, role) VALUES (${DEMO_SEED_IDS.project}, ${admin.id}, 'admin')`;
+    const params = { serviceId: DEMO, environment: 'staging', limit: 4096, fields: 'key' };
+    expect((await list(params)).body.total).toBe(4096);
+    const created = await admin.request('POST', '/api/flags', { key: 'extra-cell', serviceId: DEMO, environment: 'staging', isPublic: true });
+    expect(created.status).toBe(201);
+    await eventually(async () => (await list(params)).body.total === 4097);
+    const removed = await admin.request('DELETE', `/api/flags/extra-cell${query({ serviceId: DEMO, environment: 'staging' })}`);
+    expect(removed.status).toBe(204);
+    await eventually(async () => (await list(params)).body.total === 4096);
+  });
 });
 
 describe('demo writes (PATCH /api/flags/bulk on demo services)', () => {
@@ -234,15 +247,27 @@ describe('demo writes (PATCH /api/flags/bulk on demo services)', () => {
     expect((await demoPatch([cell(301, true)], ip)).status).toBe(200);
   });
 
-  it('holds the throttle in the shared cache, so a second replica refuses the same IP', async () => {
+  it('holds the throttle in the shared cache, and a write on one replica changes the other replica\'s list', async () => {
     const replica = await startTestApp({ DATABASE_URL: app.databaseUrl, REDIS_KEY_PREFIX: app.platform.config.REDIS_KEY_PREFIX, TRUST_PROXY: '1' });
     try {
+      // The replica knows the seeded demo service from the database.
+      expect(replica.platform.demo.isDemoService(DEMO)).toBe(true);
+      const listPath = `/api/flags${query({ serviceId: DEMO, environment: 'production', limit: 4096, fields: 'key,enabled' })}`;
+      const cached = await replica.request('GET', listPath);
+      const etag = cached.headers.get('etag')!;
+      expect(cached.body.flags.find((f: { key: string }) => f.key === 'px-310')).toEqual({ key: 'px-310', enabled: false });
+
       const ip = freshIp();
       expect((await demoPatch([cell(310, true)], ip)).status).toBe(200);
       const second = await replica.request('PATCH', '/api/flags/bulk', { body: { flags: [cell(311, true)] }, headers: ip });
       expect(second.status).toBe(429);
-      // The replica knows the seeded demo service from the database.
-      expect(replica.platform.demo.isDemoService(DEMO)).toBe(true);
+
+      const changed = await eventually(async () => {
+        const res = await replica.request('GET', listPath, { headers: { 'if-none-match': etag } });
+        return res.status === 200 ? res : undefined;
+      }, 5_000);
+      expect(changed.body.flags.find((f: { key: string }) => f.key === 'px-310')).toEqual({ key: 'px-310', enabled: true });
+      expect(changed.body.flags.find((f: { key: string }) => f.key === 'px-311')).toEqual({ key: 'px-311', enabled: false });
     } finally {
       await replica.stop({ keepDatabase: true });
     }
