@@ -9,6 +9,9 @@ import type { OpenApiCatalog } from './openapi';
 import type { RateLimiter } from './rate-limit';
 import { mountRoutes, type AnyRoute, type RequestContext } from './route';
 
+/** Paths whose segment is itself a credential (trigger URLs, invitation links): logged without it. */
+const CAPABILITY_PATH = /^(\/api\/(?:triggers|invitations)\/)[^/]+/;
+
 export interface HttpAppOptions {
   name: 'control' | 'data' | 'ingest';
   logger: Logger;
@@ -43,7 +46,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
       genReqId: (req) => (req as Request).requestId,
       customProps: (req) => ({ ip: (req as Request).clientIp }),
       serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: String(req.url).split('?')[0] }),
+        req: (req) => ({ id: req.id, method: req.method, url: String(req.url).split('?')[0].replace(CAPABILITY_PATH, '$1[redacted]') }),
         res: (res) => ({ statusCode: res.statusCode }),
       },
       autoLogging: { ignore: (req) => req.url === '/api/health' },

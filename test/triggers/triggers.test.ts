@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../api/infra/logger';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, createWebhook, expectStatus, opaqueToken, personalToken, qs, startReceiver, uniquePath, type Project, type Receiver } from '../webhooks/support';
 
@@ -9,9 +11,16 @@ let app: TestApp;
 let receiver: Receiver;
 let p: Project;
 let other: Project;
+const logLines: string[] = [];
+const logSink = new Writable({
+  write(chunk, _enc, done) {
+    logLines.push(chunk.toString());
+    done();
+  },
+});
 
 beforeAll(async () => {
-  app = await startTestApp({ PUBLIC_BASE_URL: BASE });
+  app = await startTestApp({ PUBLIC_BASE_URL: BASE }, { logger: createLogger('info', logSink) });
   receiver = await startReceiver();
   p = await createProject(app);
   other = await createProject(app);
@@ -250,6 +259,17 @@ describe('executing a trigger', () => {
     expect(withBody.status).toBe(200);
     const withCookie = await app.request('POST', new URL(t.url).pathname, { cookie: p.viewer.cookie });
     expect(withCookie.status).toBe(200);
+  });
+
+  it('keeps the token out of the request logs', async () => {
+    const key = newKey('logs');
+    await createFlag(p.owner, p.serviceId, key);
+    const t = await createTrigger(key, 'enable');
+    expect((await execute(t.url)).status).toBe(200);
+    const logs = logLines.join('');
+    expect(logs).toContain('/api/triggers/[redacted]');
+    expect(logs).not.toContain(t.token);
+    expect(logs).not.toContain(t.token.slice(4));
   });
 
   it('answers 404 for unknown, malformed and revoked tokens', async () => {
