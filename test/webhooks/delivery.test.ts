@@ -101,6 +101,24 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
     expect((await deliveriesOf(p, paused.id)).deliveries).toEqual([]);
   });
 
+  it('delivers one event per flag for bulk create, update and delete', async () => {
+    const p = await createProject(app);
+    const h = await hook(p, 'bulk');
+    const keys = [0, 1, 2].map((i) => `bulk-${i}-${randomBytes(2).toString('hex')}`);
+    const item = (key: string) => ({ key, serviceId: p.serviceId, environment: 'staging' });
+    expectStatus(await p.owner.request('POST', '/api/flags/bulk', { flags: keys.map((key) => ({ ...item(key), type: 'boolean' })) }), 201, 'bulk create');
+    expectStatus(await p.owner.request('PATCH', '/api/flags/bulk', { flags: keys.map((key) => ({ ...item(key), updates: { description: 'bulk' } })) }), 200, 'bulk update');
+    expectStatus(await p.owner.request('DELETE', '/api/flags/bulk', { flags: keys.map(item) }), 200, 'bulk delete');
+    await eventually(async () => receiver.received(h.path).length >= 9, 30_000);
+    await sleep(1500);
+    const got = receiver.received(h.path);
+    expect(got).toHaveLength(9);
+    for (const [event, key] of keys.flatMap((key) => ['flag.created', 'flag.updated', 'flag.deleted'].map((e) => [e, key]))) {
+      expect(got.filter((d) => d.body.event === event && d.body.data.flagKey === key)).toHaveLength(1);
+    }
+    expect(got.every((d) => d.svcSignatureValid && d.body.data.environment === 'staging')).toBe(true);
+  });
+
   it('handles the same outbox event twice with a single delivery (consumer idempotency)', async () => {
     const p = await createProject(app);
     const h = await hook(p, 'dup');
