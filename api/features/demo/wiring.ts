@@ -4,6 +4,7 @@ import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { FlagService } from '../flags/service';
+import { ENVIRONMENTS } from '../flags/types';
 import { DemoFlagList } from './list';
 import { DemoServiceRegistry } from './registry';
 import { demoRoutes } from './routes';
@@ -37,6 +38,7 @@ export async function createDemoFeature(deps: { config: Config; sql: Sql; cache:
     registry.stop();
     throw error;
   }
+  list.warmUp(ENVIRONMENTS);
   return {
     registry,
     list,
