@@ -318,6 +318,16 @@ describe('DELETE /api/flags/bulk', () => {
   });
 });
 
+describe('configured demo services', () => {
+  it('are demo services for every rule, but GET /api/demo lists only those that exist', async () => {
+    expect(app.platform.demo.isDemoService(CONFIGURED_DEMO)).toBe(true);
+    expect(app.platform.demo.demoServiceIds()).toEqual([CONFIGURED_DEMO]);
+    const res = await app.request('GET', '/api/demo');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ services: [] });
+  });
+});
+
 describe('routing', () => {
   it('keeps /api/flags/bulk apart from /api/flags/:key', async () => {
     const res = await owner.request('GET', `/api/flags/bulk${query({ serviceId: fx.serviceId })}`);
