@@ -2,8 +2,19 @@ import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError, createContextKey, createContextValues, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type ConnectRouterOptions,
+  type HandlerContext,
+  type ServiceImpl,
+} from '@connectrpc/connect';
+import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
+import type { Request, Response } from 'express';
+import type { Logger } from '../../infra/logger';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, tooManyRequests } from '../../http/errors';
@@ -38,6 +49,7 @@ export const GRPC_WEB_PREFIX = '/api/grpc-web';
 export interface ConnectDeps {
   evaluation: EvaluationService;
   hub: StreamHub;
+  logger: Logger;
 }
 
 function toConnectError(error: unknown): unknown {
@@ -275,32 +287,39 @@ function anyFlag(r: EvaluationResult, type: FlagType | undefined): AnyFlag {
   return { ...base, value: { case: 'objectValue', value: jsonToValue(v) } };
 }
 
+type Adapter = (req: Request, res: Response) => void;
+
+/**
+ * A node handler for one protocol family under a path prefix (what connectNodeAdapter does),
+ * reporting failures through our logger; a client that went away mid-stream is not a failure.
+ */
+function createAdapter(impl: ServiceImpl<typeof EvaluationServiceDesc>, prefix: string, options: ConnectRouterOptions, source: EvaluationSource, logger: Logger): Adapter {
+  const router = createConnectRouter({ readMaxBytes: BODY_LIMITS.evaluation, ...options });
+  router.service(EvaluationServiceDesc, impl);
+  const handlers = new Map(router.handlers.map((h) => [prefix + h.requestPath, h]));
+  return (req, res) => {
+    const handler = handlers.get(req.path);
+    if (handler === undefined) {
+      res.status(404).json({ error: 'Not Found', message: `No RPC ${req.path}` });
+      return;
+    }
+    const principal = (req as IncomingMessage & { principal?: Principal }).principal ?? ANONYMOUS;
+    const values = createContextValues().set(kPrincipal, principal).set(kSource, source);
+    handler(universalRequestFromNodeRequest(req, res, undefined, values))
+      .then((response) => universalResponseToNodeResponse(response, res))
+      .catch((reason) => {
+        if (res.destroyed || ConnectError.from(reason).code === Code.Aborted) return;
+        logger.error({ err: reason, rpc: handler.method.name }, 'rpc failed');
+      });
+  };
+}
+
 /** The Connect and gRPC-Web adapters, as Express routes (one per prefix). */
 export function connectRoutes(deps: ConnectDeps): AnyRoute[] {
   const impl = evaluationServiceImpl(deps);
-  const contextValues = (source: EvaluationSource) => (req: unknown) =>
-    createContextValues()
-      .set(kPrincipal, (req as IncomingMessage & { principal?: Principal }).principal ?? ANONYMOUS)
-      .set(kSource, source);
-  const connect = connectNodeAdapter({
-    routes: (router) => router.service(EvaluationServiceDesc, impl),
-    requestPathPrefix: CONNECT_PREFIX,
-    connect: true,
-    grpc: false,
-    grpcWeb: false,
-    readMaxBytes: BODY_LIMITS.evaluation,
-    contextValues: contextValues('connect'),
-  });
-  const grpcWeb = connectNodeAdapter({
-    routes: (router) => router.service(EvaluationServiceDesc, impl),
-    requestPathPrefix: GRPC_WEB_PREFIX,
-    connect: false,
-    grpc: false,
-    grpcWeb: true,
-    readMaxBytes: BODY_LIMITS.evaluation,
-    contextValues: contextValues('grpc-web'),
-  });
-  const mount = (prefix: string, adapter: ReturnType<typeof connectNodeAdapter>, what: string): AnyRoute =>
+  const connect = createAdapter(impl, CONNECT_PREFIX, { connect: true, grpc: false, grpcWeb: false }, 'connect', deps.logger);
+  const grpcWeb = createAdapter(impl, GRPC_WEB_PREFIX, { connect: false, grpc: false, grpcWeb: true }, 'grpc-web', deps.logger);
+  const mount = (prefix: string, adapter: Adapter, what: string): AnyRoute =>
     defineRoute({
       method: 'post',
       path: `${prefix}/${EvaluationServiceDesc.typeName}/:method`,

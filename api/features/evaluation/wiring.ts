@@ -100,7 +100,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
       maxStreamBufferBytes: 1024 * 1024,
     }),
     ...connectJsonRoutes({ evaluation }),
-    ...connectRoutes({ evaluation, hub }),
+    ...connectRoutes({ evaluation, hub, logger }),
     ...ofrepRoutes(),
   ];
   const control = [
