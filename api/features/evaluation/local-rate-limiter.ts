@@ -46,12 +46,13 @@ export class LocalRateLimiter {
   /** Takes one unit from `bucket`; never waits. */
   consume(bucket: string, limit: number, now = Date.now()): RateDecision {
     let b = this.buckets.get(bucket);
-    if (b === undefined || (now >= b.windowEnd && b.pending === 0 && b.inFlight === 0)) {
+    if (b === undefined) {
       b = { shared: 0, pending: 0, inFlight: 0, windowEnd: now + this.opts.windowSeconds * 1000 };
       this.buckets.set(bucket, b);
     } else if (now >= b.windowEnd) {
-      // The window ended while hits were unsynced: those belong to the old window.
+      // A new window: hits of the old one (synced or not) no longer count anywhere.
       b.shared = 0;
+      b.pending = 0;
       b.windowEnd = now + this.opts.windowSeconds * 1000;
     }
     b.pending++;
