@@ -157,8 +157,6 @@ describe('POST /api/flags/evaluate', () => {
     const cases: [unknown, string][] = [
       [{ serviceId: fx.serviceId }, 'body.flagKey'],
       [{ flagKey: 'x', serviceId: fx.serviceId, environment: 'qa' }, 'body.environment'],
-      [{ flagKey: 'x', serviceId: fx.serviceId, context: [] }, 'body.context'],
-      [{ flagKey: 'x', serviceId: fx.serviceId, context: { targetingKey: 5 } }, 'body.context.targetingKey'],
       [{ flagKey: 'x', serviceId: fx.serviceId, extra: true }, 'body'],
     ];
     for (const [body, path] of cases) {
@@ -167,6 +165,12 @@ describe('POST /api/flags/evaluate', () => {
       expect(res.body.error).toBe('Bad Request');
       expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
     }
+    // A context that is not an object is an evaluation error, as in the engine (CONTRACT 4).
+    const flag = await createFlag(fx.owner, fx.serviceId, { enabled: true, defaultValue: true });
+    await untilEvaluated(app, { flagKey: flag.key, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken });
+    const arrayContext = await app.request('POST', '/api/flags/evaluate', { token: fx.readToken, body: { flagKey: flag.key, serviceId: fx.serviceId, defaultValue: 'd', context: [] } });
+    expect(arrayContext.status).toBe(200);
+    expect(arrayContext.body).toMatchObject({ value: 'd', reason: 'ERROR', errorCode: 'INVALID_CONTEXT' });
     const empty = await app.request('POST', '/api/flags/evaluate', { token: fx.readToken });
     expect(empty.status).toBe(400);
     const text = await app.request('POST', '/api/flags/evaluate', { token: fx.readToken, rawBody: 'flagKey=x', headers: { 'content-type': 'text/plain' } });

@@ -25,7 +25,7 @@ import type { Environment } from '../flags/types';
 import { EvaluationService as EvaluationServiceDesc, type AnyFlag } from '../../gen/flags/v1/evaluation_pb';
 import { PERSONAL_TOKEN_REFUSAL, personalTokenRefused, type ServiceGrant } from './access';
 import type { EvaluationContext, EvaluationResult, FlagType } from './engine/index';
-import { ContextSchema } from './schemas';
+import { ContextSchema, contextOf } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 import type { StreamHub, StreamMessage, Subscriber } from './streams';
 import type { EvaluationSource } from './recorder';
@@ -401,7 +401,7 @@ export function connectJsonRoutes(deps: { evaluation: EvaluationService }): AnyR
         const grant = await evaluation.grant(ctx.principal, body.serviceId);
         evaluation.checkVisible(grant, environment, [body.flagKey]);
         spendOrThrow(evaluation, ctx, body.serviceId);
-        const [r] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], body.context ?? {}, {
+        const [r] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), {
           source: 'connect',
           startedAt,
           bodyBytes: Number(ctx.req.headers['content-length'] ?? 0),
@@ -437,10 +437,10 @@ export function connectJsonRoutes(deps: { evaluation: EvaluationService }): AnyR
         if (body.flagKeys && body.flagKeys.length > 0) {
           evaluation.checkVisible(grant, environment, body.flagKeys);
           spendOrThrow(evaluation, ctx, body.serviceId);
-          results = evaluation.evaluateKeys(grant, environment, body.flagKeys.map((flagKey) => ({ flagKey })), body.context ?? {}, call);
+          results = evaluation.evaluateKeys(grant, environment, body.flagKeys.map((flagKey) => ({ flagKey })), contextOf(body.context), call);
         } else {
           spendOrThrow(evaluation, ctx, body.serviceId);
-          results = evaluation.evaluateVisible(grant, environment, body.context ?? {}, call);
+          results = evaluation.evaluateVisible(grant, environment, contextOf(body.context), call);
         }
         const env = grant.service.environments[environment];
         const flags: Record<string, unknown> = {};

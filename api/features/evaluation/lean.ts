@@ -12,7 +12,7 @@ import type { Environment } from '../flags/types';
 import { personalTokenRefused } from './access';
 import type { LocalRateLimiter } from './local-rate-limiter';
 import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget } from './ofrep';
-import { EvaluateBody, OfrepBody, validateBody } from './schemas';
+import { EvaluateBody, OfrepBody, contextOf, validateBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, restResult, round3, type CallInfo, type EvaluationService } from './service';
 
 /**
@@ -129,7 +129,7 @@ async function evaluateRest(deps: LeanDeps, ex: Exchange, principal: Principal, 
   const t3 = performance.now();
   limitDecision(ex, evaluation.consumeServiceBudget(body.serviceId), 'service', deps.limiter.windowSeconds);
   const t4 = performance.now();
-  const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], body.context ?? {}, call(ex));
+  const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), call(ex));
   const t5 = performance.now();
   const out = restResult(result);
   if (wantsDebug(ex.query)) {
@@ -151,7 +151,7 @@ async function evaluateOfrep(deps: LeanDeps, ex: Exchange, principal: Principal,
   const grant = evaluation.grantNow(principal, target.serviceId) ?? (await evaluation.grant(principal, target.serviceId));
   evaluation.checkVisible(grant, target.environment, [key]);
   limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
-  const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], body.context ?? {}, call(ex));
+  const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(body.context), call(ex));
   if (result.reason === 'ERROR') {
     const failure = ofrepFailure(result);
     return send(ex, failure.status, JSON.stringify(failure.body));
@@ -168,7 +168,10 @@ async function evaluateOfrepBulk(deps: LeanDeps, ex: Exchange, principal: Princi
   const evaluation = deps.evaluation;
   const grant = evaluation.grantNow(principal, target.serviceId) ?? (await evaluation.grant(principal, target.serviceId));
   limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
-  const context = body.context ?? {};
+  const context = contextOf(body.context);
+  if (typeof context !== 'object' || context === null || Array.isArray(context)) {
+    throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
+  }
   const snapshot = grant.service.environments[target.environment];
   // The answer depends on the visible flags and on the context: both go into the ETag.
   const etag = `W/"${createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context)).digest('hex').slice(0, 24)}"`;

@@ -10,7 +10,7 @@ import { spendOrThrow } from './connect';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofrep';
-import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema } from './schemas';
+import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf } from './schemas';
 import { DEFAULT_ENVIRONMENT, restResult, round3, type EvaluationService } from './service';
 import type { EvaluationStore } from './store';
 import { sseFrame, sseSubscriber, type StreamHub, type StreamMessage } from './streams';
@@ -115,7 +115,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
         const t1 = performance.now();
         spendOrThrow(evaluation, ctx, body.serviceId);
         const t2 = performance.now();
-        const results = evaluation.evaluateKeys(grant, environment, flags, body.context ?? {}, {
+        const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
           source: 'rest',
           startedAt: t0,
           bodyBytes: Number(ctx.req.headers['content-length'] ?? 0),

@@ -1,12 +1,22 @@
 import { z, type ZodTypeAny } from 'zod';
 import { badRequest, type FieldProblem, type HttpError } from '../../http/errors';
 import { ENVIRONMENTS } from '../flags/types';
+import type { EvaluationContext } from './engine/index';
 
-/** Evaluation context (spec 2.2): `targetingKey` plus any string-keyed attributes. */
+/**
+ * Evaluation context (spec 2.2): an object with `targetingKey` (string) plus any attributes.
+ * It is handed to the engine as sent, so every protocol answers exactly what the engine does:
+ * a context that is not an object evaluates to ERROR / INVALID_CONTEXT, a targetingKey that
+ * is not a non-empty string counts as missing (CONTRACT 4, test/evaluation/cases.json).
+ */
 export const ContextSchema = z
-  .object({ targetingKey: z.string().max(1024).optional() })
-  .passthrough()
-  .describe('Evaluation context: targetingKey plus arbitrary attributes');
+  .unknown()
+  .describe('Evaluation context: an object with targetingKey (string) plus any attributes; anything else evaluates to ERROR / INVALID_CONTEXT');
+
+/** The context of a request: `{}` when absent, otherwise exactly what was sent (null included). */
+export function contextOf(value: unknown): EvaluationContext {
+  return (value === undefined ? {} : value) as EvaluationContext;
+}
 
 const FlagKey = z.string().min(1).max(256);
 const ServiceId = z.string().min(1).max(128);
