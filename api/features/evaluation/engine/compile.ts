@@ -1,0 +1,117 @@
+import { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, createBucketPrefix, rolloutThreshold, type BucketPrefix } from './bucket';
+import { CompiledCondition, compileCondition } from './operators';
+import type { Condition, FlagDefinition, FlagType } from './types';
+
+/** Why part of a stored flag was set aside at compile time; the flag itself still evaluates. */
+export interface CompileIssue {
+  /** Index in `targeting`, or undefined for a problem with the variants. */
+  ruleIndex: number | undefined;
+  ruleId: string | undefined;
+  message: string;
+}
+
+export interface CompiledRule {
+  readonly id: string;
+  readonly conditions: readonly CompiledCondition[];
+  readonly value: unknown;
+  /** Keys whose rollout bucket is below this are inside the rollout; BUCKET_COUNT means everyone. */
+  readonly rolloutThreshold: number;
+  /** False when the stored rule could not be compiled: it never matches. */
+  readonly usable: boolean;
+}
+
+export interface CompiledVariant {
+  readonly name: string;
+  readonly value: unknown;
+  /** Sum of the weights of this variant and all before it. */
+  readonly cumulativeWeight: number;
+}
+
+export interface CompiledFlag {
+  readonly key: string;
+  readonly type: FlagType;
+  readonly enabled: boolean;
+  readonly defaultValue: unknown;
+  readonly rules: readonly CompiledRule[];
+  /** Empty unless the stored variants have a positive total weight. */
+  readonly variants: readonly CompiledVariant[];
+  readonly totalVariantWeight: number;
+  readonly rolloutPrefix: BucketPrefix;
+  readonly variantPrefix: BucketPrefix;
+  readonly issues: readonly CompileIssue[];
+}
+
+/**
+ * Prepares a stored flag for evaluation: operands parsed, regexes compiled, weights cumulated.
+ * Never throws: a rule that cannot compile is kept as never-matching and reported in `issues`;
+ * malformed variants are ignored the same way.
+ */
+export function compileFlag(definition: FlagDefinition): CompiledFlag {
+  const issues: CompileIssue[] = [];
+  const key = typeof definition.key === 'string' ? definition.key : String(definition.key);
+  const targeting: unknown[] = Array.isArray(definition.targeting) ? definition.targeting : [];
+  const rules = targeting.map((rule, index) => compileRule(rule, index, issues));
+  const { variants, totalWeight } = compileVariants(definition.variants, issues);
+  return {
+    key,
+    type: definition.type,
+    enabled: definition.enabled === true,
+    defaultValue: definition.defaultValue,
+    rules,
+    variants,
+    totalVariantWeight: totalWeight,
+    rolloutPrefix: createBucketPrefix(ROLLOUT_SALT, key),
+    variantPrefix: createBucketPrefix(VARIANT_SALT, key),
+    issues,
+  };
+}
+
+function compileRule(stored: unknown, index: number, issues: CompileIssue[]): CompiledRule {
+  const rule = (typeof stored === 'object' && stored !== null ? stored : {}) as Record<string, unknown>;
+  const id = typeof rule.id === 'string' ? rule.id : String(index);
+  const unusable = (message: string): CompiledRule => {
+    issues.push({ ruleIndex: index, ruleId: id, message });
+    return { id, conditions: [], value: rule.value, rolloutThreshold: 0, usable: false };
+  };
+  if (stored !== rule) return unusable('rule must be an object');
+  if (!Array.isArray(rule.conditions)) return unusable('conditions must be an array');
+  const conditions: CompiledCondition[] = [];
+  for (const condition of rule.conditions as Condition[]) {
+    const compiled = compileCondition(condition);
+    if (typeof compiled === 'string') return unusable(compiled);
+    conditions.push(compiled);
+  }
+  const percentage = rule.rolloutPercentage;
+  let threshold = BUCKET_COUNT;
+  if (percentage !== undefined && percentage !== null) {
+    if (typeof percentage !== 'number' || !Number.isFinite(percentage)) {
+      return unusable('rolloutPercentage must be a number');
+    }
+    threshold = rolloutThreshold(percentage);
+  }
+  return { id, conditions, value: rule.value, rolloutThreshold: threshold, usable: true };
+}
+
+function compileVariants(
+  stored: unknown,
+  issues: CompileIssue[],
+): { variants: CompiledVariant[]; totalWeight: number } {
+  if (!Array.isArray(stored)) return { variants: [], totalWeight: 0 };
+  const variants: CompiledVariant[] = [];
+  let totalWeight = 0;
+  for (const entry of stored as unknown[]) {
+    const variant = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+    const { name, weight } = variant;
+    if (typeof name !== 'string' || typeof weight !== 'number' || !Number.isFinite(weight) || weight < 0) {
+      issues.push({
+        ruleIndex: undefined,
+        ruleId: undefined,
+        message: `variant ${JSON.stringify(name)} ignored: needs a string name and a finite, non-negative weight`,
+      });
+      continue;
+    }
+    totalWeight += weight;
+    variants.push({ name, value: variant.value, cumulativeWeight: totalWeight });
+  }
+  return totalWeight > 0 ? { variants, totalWeight } : { variants: [], totalWeight: 0 };
+}

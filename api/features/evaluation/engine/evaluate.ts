@@ -1,0 +1,140 @@
+import { BUCKET_COUNT, bucketWithPrefix } from './bucket';
+import type { CompiledFlag, CompiledVariant } from './compile';
+import { conditionHolds, type CompiledCondition } from './operators';
+import type { ErrorCode, EvaluationContext, EvaluationResult, FlagType, Reason } from './types';
+import { typeOfValue, valueMatchesType } from './value-types';
+
+// Bound once at load: under esbuild (tsx) every use of an imported binding is a getter call,
+// which shows in this hot path's profile.
+const FULL_ROLLOUT = BUCKET_COUNT;
+const bucketOf = bucketWithPrefix;
+const holds = conditionHolds;
+const isOfType = valueMatchesType;
+
+export interface EvaluateOptions {
+  /** The type the caller asked for (typed endpoints); a value of another type is a TYPE_MISMATCH. */
+  expectedType?: FlagType;
+}
+
+/**
+ * Evaluates a compiled flag for a context. The order is the contract's:
+ * 1. no flag: the request's default, ERROR, FLAG_NOT_FOUND;
+ * 2. flag disabled: the flag's defaultValue, DEFAULT, `disabled: true`;
+ * 3. first rule whose conditions all hold and whose rollout holds the targeting key: the
+ *    rule's value, TARGETING_MATCH, `ruleId` (a partial rollout never holds a context without
+ *    a targeting key);
+ * 4. variants with a positive total weight: the variant at the key's variant bucket, VARIANT
+ *    (a context without a targeting key gets the request's default, ERROR,
+ *    TARGETING_KEY_MISSING, since there is nothing to bucket);
+ * 5. otherwise the flag's defaultValue, DEFAULT.
+ * A value that is not of the flag's declared type, or of `expectedType` when given, becomes
+ * the request's default with ERROR and TYPE_MISMATCH. A context that is not an object is
+ * INVALID_CONTEXT. A targeting key that is not a non-empty string counts as missing.
+ * Never throws.
+ */
+export function evaluate(
+  flag: CompiledFlag | undefined,
+  flagKey: string,
+  context: EvaluationContext,
+  requestDefault: unknown,
+  opts?: EvaluateOptions,
+): EvaluationResult {
+  if (flag === undefined) {
+    return errorResult(flagKey, requestDefault, 'FLAG_NOT_FOUND', `flag "${flagKey}" not found`);
+  }
+  const expectedType = opts === undefined ? undefined : opts.expectedType;
+  if (!flag.enabled) {
+    return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, true, requestDefault, expectedType);
+  }
+  if (typeof context !== 'object' || context === null || Array.isArray(context)) {
+    return errorResult(flagKey, requestDefault, 'INVALID_CONTEXT', 'context must be an object');
+  }
+  const rawKey = Object.hasOwn(context, 'targetingKey') ? context.targetingKey : undefined;
+  const targetingKey = typeof rawKey === 'string' && rawKey.length > 0 ? rawKey : undefined;
+
+  const rules = flag.rules;
+  let rolloutBucket = -1;
+  for (let i = 0; i < rules.length; i++) {
+    const rule = rules[i];
+    if (!rule.usable || !allConditionsHold(rule.conditions, context)) continue;
+    if (rule.rolloutThreshold < FULL_ROLLOUT) {
+      if (targetingKey === undefined) continue;
+      if (rolloutBucket < 0) rolloutBucket = bucketOf(flag.rolloutPrefix, targetingKey);
+      if (rolloutBucket >= rule.rolloutThreshold) continue;
+    }
+    return typedResult(flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType);
+  }
+
+  if (flag.variants.length > 0) {
+    if (targetingKey === undefined) {
+      return errorResult(flagKey, requestDefault, 'TARGETING_KEY_MISSING', 'variants need a targetingKey in the context');
+    }
+    const variant = variantAt(flag, bucketOf(flag.variantPrefix, targetingKey));
+    return typedResult(flag, flagKey, variant.value, 'VARIANT', variant.name, undefined, undefined, requestDefault, expectedType);
+  }
+
+  return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, undefined, requestDefault, expectedType);
+}
+
+function allConditionsHold(conditions: readonly CompiledCondition[], context: Record<string, unknown>): boolean {
+  for (let i = 0; i < conditions.length; i++) {
+    if (!holds(conditions[i], context)) return false;
+  }
+  return true;
+}
+
+/** The variant whose share of the cumulated weights contains the bucket's point. */
+function variantAt(flag: CompiledFlag, bucket: number): CompiledVariant {
+  const variants = flag.variants;
+  const point = (bucket / FULL_ROLLOUT) * flag.totalVariantWeight;
+  for (let i = 0; i < variants.length - 1; i++) {
+    if (point < variants[i].cumulativeWeight) return variants[i];
+  }
+  return variants[variants.length - 1];
+}
+
+function typedResult(
+  flag: CompiledFlag,
+  flagKey: string,
+  value: unknown,
+  reason: Reason,
+  variant: string | undefined,
+  ruleId: string | undefined,
+  disabled: true | undefined,
+  requestDefault: unknown,
+  expectedType: FlagType | undefined,
+): EvaluationResult {
+  if (!isOfType(flag.type, value)) {
+    return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, flag.type, 'the flag type'));
+  }
+  if (expectedType !== undefined && !isOfType(expectedType, value)) {
+    return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, expectedType, 'the requested type'));
+  }
+  return {
+    flagKey,
+    value,
+    reason,
+    variant,
+    errorCode: undefined,
+    errorMessage: undefined,
+    disabled,
+    ruleId,
+  };
+}
+
+function mismatchMessage(value: unknown, type: string, what: string): string {
+  return `value of type ${typeOfValue(value) ?? String(value)} does not match ${what} ${type}`;
+}
+
+function errorResult(flagKey: string, requestDefault: unknown, errorCode: ErrorCode, errorMessage: string): EvaluationResult {
+  return {
+    flagKey,
+    value: requestDefault,
+    reason: 'ERROR',
+    variant: undefined,
+    errorCode,
+    errorMessage,
+    disabled: undefined,
+    ruleId: undefined,
+  };
+}

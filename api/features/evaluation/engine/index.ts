@@ -1,0 +1,29 @@
+/** The evaluation engine: pure functions from a stored flag and a context to a result. */
+export {
+  FLAG_TYPES,
+  type Condition,
+  type ErrorCode,
+  type EvaluationContext,
+  type EvaluationResult,
+  type FlagDefinition,
+  type FlagType,
+  type Reason,
+  type TargetingRule,
+  type Variant,
+} from './types';
+export {
+  OPERATORS,
+  MAX_MATCH_INPUT_LENGTH,
+  MAX_PATTERN_LENGTH,
+  checkRegexSafety,
+  compareSemver,
+  isOperator,
+  parseSemver,
+  validateCondition,
+  type Operator,
+  type Semver,
+} from './operators';
+export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, rolloutThreshold } from './bucket';
+export { compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
+export { evaluate, type EvaluateOptions } from './evaluate';
+export { valueMatchesType } from './value-types';

@@ -1,0 +1,66 @@
+/**
+ * Shapes shared by the evaluation engine and its protocol adapters (REST, OFREP, Connect).
+ * The engine is pure: it never performs I/O and never throws on stored data.
+ */
+
+export const FLAG_TYPES = ['boolean', 'string', 'number', 'object'] as const;
+export type FlagType = (typeof FLAG_TYPES)[number];
+
+export interface Condition {
+  property: string;
+  /** One of OPERATORS; typed as string because stored data may predate or violate validation. */
+  operator: string;
+  value?: unknown;
+}
+
+export interface TargetingRule {
+  id: string;
+  conditions: Condition[];
+  value: unknown;
+  /** 0..100 with 0.001 resolution; absent or >= 100 means every matching context. */
+  rolloutPercentage?: number;
+}
+
+export interface Variant {
+  name: string;
+  value: unknown;
+  weight: number;
+}
+
+/** The evaluable subset of a stored flag. */
+export interface FlagDefinition {
+  key: string;
+  type: FlagType;
+  enabled: boolean;
+  defaultValue: unknown;
+  variants: Variant[];
+  targeting: TargetingRule[];
+}
+
+export type EvaluationContext = { targetingKey?: string } & Record<string, unknown>;
+
+/**
+ * REST reasons. A disabled flag reports DEFAULT here and sets `disabled` on the result,
+ * which the OFREP adapter maps to its DISABLED reason.
+ */
+export type Reason = 'TARGETING_MATCH' | 'DEFAULT' | 'VARIANT' | 'ERROR';
+
+export type ErrorCode =
+  | 'FLAG_NOT_FOUND'
+  | 'TYPE_MISMATCH'
+  | 'PARSE_ERROR'
+  | 'TARGETING_KEY_MISSING'
+  | 'INVALID_CONTEXT'
+  | 'GENERAL';
+
+/** Every field is always present on results from `evaluate`; absent ones hold undefined. */
+export interface EvaluationResult {
+  flagKey: string;
+  value: unknown;
+  reason: Reason;
+  variant?: string;
+  errorCode?: ErrorCode;
+  errorMessage?: string;
+  disabled?: boolean;
+  ruleId?: string;
+}
