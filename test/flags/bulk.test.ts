@@ -99,6 +99,14 @@ describe('POST /api/flags/bulk', () => {
     expect(res.body).toEqual({ success: true, total: 1, succeeded: 1, failed: 0 });
   });
 
+  it('keeps the error envelope on an all-failed ?summary=true request', async () => {
+    const res = await owner.request('DELETE', '/api/flags/bulk?summary=true', {
+      flags: [{ key: uniqueKey('missing'), serviceId: fx.serviceId, environment: 'development' }],
+    });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ success: false, total: 1, succeeded: 0, failed: 1, error: 'Not Found', message: 'All 1 items failed' });
+  });
+
   it('refuses more than 100 items, an empty list and unknown body fields with 400 and creates nothing', async () => {
     const prefix = uniqueKey('limit');
     const items = Array.from({ length: 101 }, (_, i) => ({ key: `${prefix}-${i}`, serviceId: fx.serviceId, environment: 'development' }));
@@ -123,7 +131,7 @@ describe('POST /api/flags/bulk', () => {
     const res = await owner.request('POST', '/api/flags/bulk?summary=true', { flags: items });
     // Past the limit check; every item then fails alone (the configured demo service does not exist here).
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ success: false, total: 101, succeeded: 0, failed: 101 });
+    expect(res.body).toEqual({ success: false, total: 101, succeeded: 0, failed: 101, error: 'Not Found', message: 'All 101 items failed' });
   });
 
   it('needs a credential, CSRF for sessions, and write permission per item', async () => {
@@ -216,7 +224,7 @@ describe('PATCH /api/flags/bulk', () => {
 
     const summary = await owner.request('PATCH', '/api/flags/bulk?summary=true', { flags: items.slice(2, 4) });
     expect(summary.status).toBe(400);
-    expect(summary.body).toEqual({ success: false, total: 2, succeeded: 0, failed: 2 });
+    expect(summary.body).toEqual({ success: false, total: 2, succeeded: 0, failed: 2, error: 'Bad Request', message: 'All 2 items failed' });
   });
 
   it('needs authentication and CSRF, and write permission per item (no demo service involved)', async () => {

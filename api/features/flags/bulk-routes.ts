@@ -101,7 +101,8 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
     const body: Record<string, unknown> = summaryOnly
       ? { success: outcome.success, total: outcome.total, succeeded: outcome.succeeded, failed: outcome.failed }
       : { ...outcome };
-    if (!summaryOnly && outcome.succeeded === 0 && outcome.failed > 0) {
+    // An error status always carries the envelope, even in summary form.
+    if (outcome.succeeded === 0 && outcome.failed > 0) {
       Object.assign(body, { error: STATUS_CODES[status] ?? 'Error', message: `All ${outcome.failed} items failed` });
     }
     return reply(status, body);
