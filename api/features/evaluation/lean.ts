@@ -1,19 +1,19 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Authenticator } from '../../auth/authenticator';
-import type { Principal } from '../../auth/principal';
+import { bearerToken, type Authenticator } from '../../auth/authenticator';
+import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { clientIp } from '../../http/client-ip';
 import { HttpError, payloadTooLarge, tooManyRequests, unsupportedMediaType, badRequest } from '../../http/errors';
 import type { RateDecision } from '../../http/rate-limit';
 import { BODY_LIMITS } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { Environment } from '../flags/types';
-import { personalTokenRefused } from './access';
+import { personalTokenRefused, type ServiceGrant } from './access';
 import type { LocalRateLimiter } from './local-rate-limiter';
 import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget } from './ofrep';
 import { EvaluateBody, OfrepBody, contextOf, validateBody } from './schemas';
-import { DEFAULT_ENVIRONMENT, restResult, round3, type CallInfo, type EvaluationService } from './service';
+import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, type EvaluationService } from './service';
 
 /**
  * The lean path: the hottest data-plane routes served straight from node:http, in front of
@@ -88,21 +88,58 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
       rate: undefined,
       bodyBytes: 0,
     };
-    handle(deps, ex).catch((error) => fail(deps, ex, error));
+    begin(deps, ex);
     return true;
   };
 }
 
-async function handle(deps: LeanDeps, ex: Exchange): Promise<void> {
-  const { req } = ex;
-  const t0 = ex.startedAt;
-  limit(deps, ex, `ip:${clientIp(req, deps.trustProxy)}`, deps.perIpLimit, 'IP address');
-  const principal: Principal = await deps.authenticator.authenticate(req as never);
-  if (principal.type === 'personal_access_token') throw personalTokenRefused();
-  if (principal.type === 'project_api_token') limit(deps, ex, `token:${principal.tokenId}`, deps.perTokenLimit, 'API token');
-  const rateLimitMs = performance.now() - t0;
+/*
+ * The steps run as plain callbacks, not one async function: the only asynchronous steps are
+ * a bearer lookup (memory after the first use) and reading the body, and every promise costs
+ * on this path (the process has promise hooks on: the Temporal client's AsyncLocalStorage).
+ */
+function begin(deps: LeanDeps, ex: Exchange): void {
+  try {
+    limit(deps, ex, `ip:${clientIp(ex.req, deps.trustProxy)}`, deps.perIpLimit, 'IP address');
+    const principal = authenticate(deps, ex.req);
+    if (principal instanceof Promise) principal.then((p) => afterAuth(deps, ex, p), (error) => fail(deps, ex, error));
+    else afterAuth(deps, ex, principal);
+  } catch (error) {
+    fail(deps, ex, error);
+  }
+}
 
-  const raw = await readJson(req, ex);
+/** The caller, without a promise when there is no credential at all. */
+function authenticate(deps: LeanDeps, req: IncomingMessage): Principal | Promise<Principal> {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const token = bearerToken(header);
+    if (token !== undefined) return deps.authenticator.resolveBearer(token);
+  }
+  if (req.headers.cookie !== undefined) return deps.authenticator.authenticate(req as never);
+  return ANONYMOUS;
+}
+
+function afterAuth(deps: LeanDeps, ex: Exchange, principal: Principal): void {
+  try {
+    if (principal.type === 'personal_access_token') throw personalTokenRefused();
+    if (principal.type === 'project_api_token') limit(deps, ex, `token:${principal.tokenId}`, deps.perTokenLimit, 'API token');
+    const rateLimitMs = performance.now() - ex.startedAt;
+    readJson(ex.req, ex, (error, raw) => {
+      if (error) return fail(deps, ex, error);
+      try {
+        const done = dispatch(deps, ex, principal, raw, rateLimitMs);
+        if (done !== undefined) done.catch((e) => fail(deps, ex, e));
+      } catch (e) {
+        fail(deps, ex, e);
+      }
+    });
+  } catch (error) {
+    fail(deps, ex, error);
+  }
+}
+
+function dispatch(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, rateLimitMs: number): Promise<void> | undefined {
   const t1 = performance.now();
   if (ex.kind === 'rest') return evaluateRest(deps, ex, principal, raw, t1, rateLimitMs);
   if (ex.ofrepKey !== undefined) {
@@ -118,73 +155,104 @@ async function handle(deps: LeanDeps, ex: Exchange): Promise<void> {
   return evaluateOfrepBulk(deps, ex, principal, raw);
 }
 
-async function evaluateRest(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, t1: number, rateLimitMs: number) {
-  const body = validateBody(EvaluateBody, raw);
-  if (body instanceof HttpError) throw body;
+/** The grant, synchronously when no I/O is needed (the common case). */
+function withGrant(deps: LeanDeps, principal: Principal, serviceId: string, then: (grant: ServiceGrant) => void): Promise<void> | undefined {
+  const grant = deps.evaluation.grantNow(principal, serviceId);
+  if (grant !== undefined) {
+    then(grant);
+    return undefined;
+  }
+  return deps.evaluation.grant(principal, serviceId).then(then);
+}
+
+const EVALUATE_FIELDS = new Set(['flagKey', 'serviceId', 'environment', 'defaultValue', 'context']);
+
+/** The common valid body, checked without zod; anything unusual goes to zod for the exact 400. */
+function quickEvaluateBody(raw: unknown): EvaluateBody | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  for (const key in raw) if (!EVALUATE_FIELDS.has(key)) return undefined;
+  const { flagKey, serviceId, environment } = raw as Record<string, unknown>;
+  if (typeof flagKey !== 'string' || flagKey.length < 1 || flagKey.length > 256) return undefined;
+  if (typeof serviceId !== 'string' || serviceId.length < 1 || serviceId.length > 128) return undefined;
+  if (environment !== undefined && !isEnvironment(environment)) return undefined;
+  return raw as EvaluateBody;
+}
+
+function evaluateRest(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, t1: number, rateLimitMs: number): Promise<void> | undefined {
+  let body = quickEvaluateBody(raw);
+  if (body === undefined) {
+    const checked = validateBody(EvaluateBody, raw);
+    if (checked instanceof HttpError) throw checked;
+    body = checked;
+  }
+  const valid = body;
   const t2 = performance.now();
-  const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+  const environment: Environment = valid.environment ?? DEFAULT_ENVIRONMENT;
   const evaluation = deps.evaluation;
-  const grant = evaluation.grantNow(principal, body.serviceId) ?? (await evaluation.grant(principal, body.serviceId));
-  evaluation.checkVisible(grant, environment, [body.flagKey]);
-  const t3 = performance.now();
-  limitDecision(ex, evaluation.consumeServiceBudget(body.serviceId), 'service', deps.limiter.windowSeconds);
-  const t4 = performance.now();
-  const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), call(ex));
-  const t5 = performance.now();
-  const out = restResult(result);
-  if (wantsDebug(ex.query)) {
-    out._debug = {
-      timings: { rateLimit: round3(rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
-      cacheHit: grant.cacheHit,
-      totalMs: round3(t5 - ex.startedAt),
-    };
-  }
-  send(ex, 200, JSON.stringify(out));
-}
-
-async function evaluateOfrep(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, key: string) {
-  const target = ofrepTarget(ex.req.headers);
-  if (target instanceof HttpError) throw target;
-  const body = validateBody(OfrepBody, raw ?? {});
-  if (body instanceof HttpError) throw body;
-  const evaluation = deps.evaluation;
-  const grant = evaluation.grantNow(principal, target.serviceId) ?? (await evaluation.grant(principal, target.serviceId));
-  evaluation.checkVisible(grant, target.environment, [key]);
-  limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
-  const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(body.context), call(ex));
-  if (result.reason === 'ERROR') {
-    const failure = ofrepFailure(result);
-    return send(ex, failure.status, JSON.stringify(failure.body));
-  }
-  const entry = grant.service.environments[target.environment].get(key);
-  send(ex, 200, JSON.stringify(ofrepSuccess(result, entry ? { flagVersion: entry.record.version } : {})));
-}
-
-async function evaluateOfrepBulk(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown) {
-  const target = ofrepTarget(ex.req.headers);
-  if (target instanceof HttpError) throw target;
-  const body = validateBody(OfrepBody, raw ?? {});
-  if (body instanceof HttpError) throw body;
-  const evaluation = deps.evaluation;
-  const grant = evaluation.grantNow(principal, target.serviceId) ?? (await evaluation.grant(principal, target.serviceId));
-  limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
-  const context = contextOf(body.context);
-  if (typeof context !== 'object' || context === null || Array.isArray(context)) {
-    throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
-  }
-  const snapshot = grant.service.environments[target.environment];
-  // The answer depends on the visible flags and on the context: both go into the ETag.
-  const etag = `W/"${createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context)).digest('hex').slice(0, 24)}"`;
-  const extra = { ETag: etag, 'Cache-Control': 'private, no-cache' };
-  const ifNoneMatch = ex.req.headers['if-none-match'];
-  if (etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) return send(ex, 304, '', extra);
-  const results = evaluation.evaluateVisible(grant, target.environment, context, call(ex));
-  const flags = results.map((r) => {
-    if (r.reason === 'ERROR') return ofrepFailure(r).body;
-    const entry = snapshot.get(r.flagKey);
-    return ofrepSuccess(r, entry ? { flagVersion: entry.record.version } : {});
+  return withGrant(deps, principal, valid.serviceId, (grant) => {
+    evaluation.checkVisible(grant, environment, [valid.flagKey]);
+    const t3 = performance.now();
+    limitDecision(ex, evaluation.consumeServiceBudget(valid.serviceId), 'service', deps.limiter.windowSeconds);
+    const t4 = performance.now();
+    const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: valid.flagKey, defaultValue: valid.defaultValue }], contextOf(valid.context), call(ex));
+    const t5 = performance.now();
+    const out = restResult(result);
+    if (ex.query !== '' && wantsDebug(ex.query)) {
+      out._debug = {
+        timings: { rateLimit: round3(rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
+        cacheHit: grant.cacheHit,
+        totalMs: round3(t5 - ex.startedAt),
+      };
+    }
+    send(ex, 200, JSON.stringify(out));
   });
-  send(ex, 200, JSON.stringify({ flags }), extra);
+}
+
+function evaluateOfrep(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, key: string): Promise<void> | undefined {
+  const target = ofrepTarget(ex.req.headers);
+  if (target instanceof HttpError) throw target;
+  const body = validateBody(OfrepBody, raw ?? {});
+  if (body instanceof HttpError) throw body;
+  const evaluation = deps.evaluation;
+  return withGrant(deps, principal, target.serviceId, (grant) => {
+    evaluation.checkVisible(grant, target.environment, [key]);
+    limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
+    const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(body.context), call(ex));
+    if (result.reason === 'ERROR') {
+      const failure = ofrepFailure(result);
+      return send(ex, failure.status, JSON.stringify(failure.body));
+    }
+    const entry = grant.service.environments[target.environment].get(key);
+    send(ex, 200, JSON.stringify(ofrepSuccess(result, entry ? { flagVersion: entry.record.version } : {})));
+  });
+}
+
+function evaluateOfrepBulk(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown): Promise<void> | undefined {
+  const target = ofrepTarget(ex.req.headers);
+  if (target instanceof HttpError) throw target;
+  const body = validateBody(OfrepBody, raw ?? {});
+  if (body instanceof HttpError) throw body;
+  const evaluation = deps.evaluation;
+  return withGrant(deps, principal, target.serviceId, (grant) => {
+    limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
+    const context = contextOf(body.context);
+    if (typeof context !== 'object' || context === null || Array.isArray(context)) {
+      throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
+    }
+    const snapshot = grant.service.environments[target.environment];
+    // The answer depends on the visible flags and on the context: both go into the ETag.
+    const etag = `W/"${createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context)).digest('hex').slice(0, 24)}"`;
+    const extra = { ETag: etag, 'Cache-Control': 'private, no-cache' };
+    const ifNoneMatch = ex.req.headers['if-none-match'];
+    if (etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) return send(ex, 304, '', extra);
+    const results = evaluation.evaluateVisible(grant, target.environment, context, call(ex));
+    const flags = results.map((r) => {
+      if (r.reason === 'ERROR') return ofrepFailure(r).body;
+      const entry = snapshot.get(r.flagKey);
+      return ofrepSuccess(r, entry ? { flagVersion: entry.record.version } : {});
+    });
+    send(ex, 200, JSON.stringify({ flags }), extra);
+  });
 }
 
 function call(ex: Exchange): CallInfo {
@@ -207,39 +275,46 @@ function limitDecision(ex: Exchange, d: RateDecision, what: string, windowSecond
 }
 
 /** The JSON body (undefined when there is none), with the evaluation size limit of spec 8. */
-function readJson(req: IncomingMessage, ex: Exchange): Promise<unknown> {
+function readJson(req: IncomingMessage, ex: Exchange, done: (error: HttpError | undefined, body?: unknown) => void): void {
   const length = req.headers['content-length'];
   const declared = length === undefined ? undefined : Number(length);
   const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (!chunked && (declared === undefined || declared === 0)) return Promise.resolve(undefined);
+  if (!chunked && (declared === undefined || declared === 0)) return done(undefined, undefined);
   const type = req.headers['content-type'];
-  if (type === undefined || !JSON_TYPE.test(type)) return Promise.reject(unsupportedMediaType());
+  if (type === undefined || !JSON_TYPE.test(type)) return done(unsupportedMediaType());
   const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return Promise.reject(new HttpError(415, 'Unsupported body encoding'));
-  if (declared !== undefined && declared > BODY_LIMIT) return Promise.reject(payloadTooLarge(BODY_LIMIT));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > BODY_LIMIT) {
-        req.off('data', onData);
-        reject(payloadTooLarge(BODY_LIMIT));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('error', () => reject(new HttpError(400, 'Request aborted')));
-    req.once('end', () => {
-      ex.bodyBytes = size;
-      const text = chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8');
-      try {
-        resolve(JSON.parse(text));
-      } catch {
-        reject(badRequest('Malformed JSON body'));
-      }
-    });
+  if (encoding !== undefined && encoding !== 'identity') return done(new HttpError(415, 'Unsupported body encoding'));
+  if (declared !== undefined && declared > BODY_LIMIT) return done(payloadTooLarge(BODY_LIMIT));
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
+  let size = 0;
+  let finished = false;
+  const finish = (error: HttpError | undefined, body?: unknown) => {
+    if (finished) return;
+    finished = true;
+    done(error, body);
+  };
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > BODY_LIMIT) {
+      req.off('data', onData);
+      return finish(payloadTooLarge(BODY_LIMIT));
+    }
+    if (first === undefined) first = chunk;
+    else (chunks ??= [first]).push(chunk);
+  };
+  req.on('data', onData);
+  req.once('error', () => finish(new HttpError(400, 'Request aborted')));
+  req.once('end', () => {
+    ex.bodyBytes = size;
+    const buffer = chunks !== undefined ? Buffer.concat(chunks) : first;
+    let body: unknown;
+    try {
+      body = buffer === undefined ? undefined : JSON.parse(buffer.toString('utf8'));
+    } catch {
+      return finish(badRequest('Malformed JSON body'));
+    }
+    finish(undefined, body);
   });
 }
 

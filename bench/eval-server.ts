@@ -1,0 +1,130 @@
+/**
+ * The server side of `npm run bench:eval` (started by bench/eval.ts as a child process, pinned
+ * to its own core). One Node process hosts, side by side:
+ *   - the platform's control and data listeners (the real data plane, lean path included),
+ *   - a bare node:http route and a bare Express 5 route answering a constant JSON body,
+ * so every variant runs in the same process model. Talks to its parent over IPC.
+ *
+ * Backends: the ones named by DATABASE_URL / REDIS_URL / TEMPORAL_ADDRESS / CLICKHOUSE_URL (a
+ * fresh database `bench_<pid>` is created on the Postgres server and dropped at the end), or the
+ * embedded profile when none is set. Rate limits are raised far above the load (the documented
+ * way to benchmark: RATE_LIMIT_PER_IP, RATE_LIMIT_PER_TOKEN, RATE_LIMIT_PER_SERVICE).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import postgres from 'postgres';
+import { parseConfig } from '../api/config';
+import { createLogger } from '../api/infra/logger';
+import { createPlatform, startRoles } from '../api/server';
+
+const RAISED_LIMIT = String(1_000_000_000);
+
+async function listen(server: http.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function main() {
+  let body = Buffer.from('{}');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-bench-'));
+  let benchDatabase: string | undefined;
+  let databaseUrl = process.env.DATABASE_URL;
+  if (databaseUrl) {
+    benchDatabase = `bench_${process.pid}`;
+    const admin = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
+    await admin.unsafe(`CREATE DATABASE ${benchDatabase}`);
+    await admin.end();
+    const u = new URL(databaseUrl);
+    u.pathname = `/${benchDatabase}`;
+    databaseUrl = u.toString();
+  }
+  const config = parseConfig({
+    ...process.env,
+    NODE_ENV: 'test',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    REDIS_KEY_PREFIX: `bench:${process.pid}:`,
+    CLICKHOUSE_DATABASE: `bench_${process.pid}`,
+    TEMPORAL_TASK_QUEUE: `bench-${process.pid}`,
+    PORT: '0',
+    DATA_PORT: '0',
+    INGEST_PORT: '0',
+    ROLES: 'control,data',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    SCRYPT_COST_LOG2: '12',
+    DEMO_SEED: 'true',
+    RATE_LIMIT_PER_IP: RAISED_LIMIT,
+    RATE_LIMIT_PER_TOKEN: RAISED_LIMIT,
+    RATE_LIMIT_PER_SERVICE: RAISED_LIMIT,
+  });
+  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL));
+  const running = await startRoles(platform, config.ROLES);
+
+  // Bare node:http: read the body, answer the constant.
+  const bare = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
+      res.end(body);
+    });
+  });
+  bare.keepAliveTimeout = 5_000;
+  // Bare Express 5: one route, default settings, no body parser.
+  const app = express();
+  app.post('/bare', (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.type('application/json').send(body);
+    });
+  });
+  const expressServer = http.createServer(app);
+  expressServer.keepAliveTimeout = 5_000;
+  const barePort = await listen(bare);
+  const expressPort = await listen(expressServer);
+
+  const stop = async () => {
+    bare.closeAllConnections();
+    expressServer.closeAllConnections();
+    await new Promise((r) => bare.close(r));
+    await new Promise((r) => expressServer.close(r));
+    await running.stop();
+    if (benchDatabase && process.env.DATABASE_URL) {
+      const admin = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => undefined });
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${benchDatabase} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+
+  process.on('message', (message: { type: string; body?: string }) => {
+    if (message.type === 'body') {
+      body = Buffer.from(message.body ?? '{}');
+      process.send!({ type: 'body-set' });
+    } else if (message.type === 'cpu') {
+      process.send!({ type: 'cpu', usage: process.cpuUsage(), at: performance.now() });
+    } else if (message.type === 'memory') {
+      process.send!({ type: 'memory', usage: process.memoryUsage(), streams: platform.evaluation?.hub.size ?? 0 });
+    } else if (message.type === 'stop') {
+      stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    }
+  });
+  process.send!({
+    type: 'ready',
+    control: running.urls.control,
+    data: running.urls.data,
+    bare: `http://127.0.0.1:${barePort}`,
+    express: `http://127.0.0.1:${expressPort}`,
+  });
+}
+
+main().catch((error) => {
+  console.error('bench server failed:', error);
+  process.exit(1);
+});
