@@ -33,12 +33,14 @@ function fakeAnalytics(failures: number) {
     database: 'x',
     close: async () => undefined,
     client: {
-      insert: async ({ values }: { values: Record<string, unknown>[] }) => {
+      insert: async ({ values }: { values: AsyncIterable<Record<string, unknown>> }) => {
+        const rows: Record<string, unknown>[] = [];
+        for await (const row of values) rows.push(row);
         if (left > 0) {
           left--;
           throw new Error('insert failed');
         }
-        batches.push(values);
+        batches.push(rows);
       },
     },
   } as unknown as Analytics;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { Analytics } from '../../../analytics/client';
 import type { Logger } from '../../infra/logger';
 
@@ -47,6 +48,8 @@ export interface RecorderStats {
 }
 
 const TABLE = 'evaluation_events';
+/** Rows serialized per event-loop turn: a big batch never blocks requests for long. */
+const ROWS_PER_TURN = 500;
 const HASHES_KEPT = 50_000;
 
 /**
@@ -128,7 +131,7 @@ export class EvaluationRecorder {
       this.buffer = batch === this.buffer ? [] : this.buffer.slice(batch.length);
       this.inFlight = batch.length;
       try {
-        await this.insertWithRetry(batch.map((e) => this.toRow(e)));
+        await this.insertWithRetry(batch);
         this.counters.written += batch.length;
         this.lastFlushAt = new Date().toISOString();
       } catch (error) {
@@ -142,10 +145,10 @@ export class EvaluationRecorder {
     }
   }
 
-  private async insertWithRetry(rows: Record<string, unknown>[]): Promise<void> {
+  private async insertWithRetry(batch: EvaluationEvent[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.opts.analytics.client.insert({ table: TABLE, values: rows, format: 'JSONEachRow' });
+        await this.opts.analytics.client.insert({ table: TABLE, values: this.rows(batch), format: 'JSONEachRow' });
         this.healthy = true;
         return;
       } catch (error) {
@@ -156,6 +159,29 @@ export class EvaluationRecorder {
         await new Promise((r) => setTimeout(r, this.opts.retryBaseMs * 2 ** (attempt - 1)));
       }
     }
+  }
+
+  /**
+   * The batch as a stream of rows, ROWS_PER_TURN at a time with a setImmediate between turns,
+   * so requests keep being served while a large batch is serialized.
+   */
+  private rows(batch: EvaluationEvent[]): Readable {
+    let next = 0;
+    let scheduled = false;
+    const stream: Readable = new Readable({
+      objectMode: true,
+      read: () => {
+        if (scheduled) return;
+        scheduled = true;
+        setImmediate(() => {
+          scheduled = false;
+          const end = Math.min(next + ROWS_PER_TURN, batch.length);
+          for (; next < end; next++) stream.push(this.toRow(batch[next]));
+          if (next >= batch.length) stream.push(null);
+        });
+      },
+    });
+    return stream;
   }
 
   private toRow(e: EvaluationEvent): Record<string, unknown> {
