@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { bearerToken, type Authenticator } from '../../auth/authenticator';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { clientIp } from '../../http/client-ip';
-import { HttpError, payloadTooLarge, tooManyRequests, unsupportedMediaType, badRequest } from '../../http/errors';
+import { HttpError, payloadTooLarge, serviceUnavailable, tooManyRequests, unsupportedMediaType, badRequest } from '../../http/errors';
 import type { RateDecision } from '../../http/rate-limit';
 import { BODY_LIMITS } from '../../http/route';
 import type { Logger } from '../../infra/logger';
@@ -12,7 +12,9 @@ import type { Environment } from '../flags/types';
 import { personalTokenRefused, type ServiceGrant } from './access';
 import type { LocalRateLimiter } from './local-rate-limiter';
 import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget } from './ofrep';
-import { EvaluateBody, OfrepBody, contextOf, validateBody } from './schemas';
+import { StreamQuery } from './routes';
+import { EvaluateBody, OfrepBody, contextOf, validateBody, validateQuery } from './schemas';
+import { openSse, type StreamHub } from './streams';
 import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, type EvaluationService } from './service';
 
 /**
@@ -21,6 +23,8 @@ import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, 
  *   POST /api/flags/evaluate                    (REST single evaluation)
  *   POST /api/ofrep/v1/evaluate/flags/{key}     (OFREP single)
  *   POST /api/ofrep/v1/evaluate/flags           (OFREP bulk, ETag / If-None-Match)
+ *   GET  /api/flags/stream, /api/connect/stream  (SSE: an open stream holds no Express or
+ *                                                 per-request logger state, see bench:streams)
  * and hands every other request to Express untouched. It does everything the Express chain
  * does for these routes, in the same order and with the same answers: request id, per-IP
  * limit, authentication (401 for a bad bearer), personal-token refusal, per-token limit,
@@ -32,6 +36,9 @@ import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, 
  */
 export interface LeanDeps {
   evaluation: EvaluationService;
+  hub: StreamHub;
+  /** An SSE client whose unsent output exceeds this is disconnected (it reconnects and replays). */
+  maxStreamBufferBytes: number;
   authenticator: Authenticator;
   limiter: LocalRateLimiter;
   perIpLimit: number;
@@ -40,9 +47,10 @@ export interface LeanDeps {
   logger: Logger;
 }
 
-type Kind = 'rest' | 'ofrep' | 'ofrep-bulk';
+type Kind = 'rest' | 'ofrep' | 'ofrep-bulk' | 'stream';
 
 const REST_PATH = '/api/flags/evaluate';
+const STREAM_PATHS = new Set(['/api/flags/stream', '/api/connect/stream']);
 const OFREP_BULK_PATH = '/api/ofrep/v1/evaluate/flags';
 const OFREP_PREFIX = '/api/ofrep/v1/evaluate/flags/';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -64,13 +72,16 @@ interface Exchange {
 
 export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
-    if (req.method !== 'POST') return false;
     const url = req.url ?? '';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     let kind: Kind;
     let ofrepKey: string | undefined;
-    if (path === REST_PATH) kind = 'rest';
+    if (req.method === 'GET') {
+      if (!STREAM_PATHS.has(path)) return false;
+      kind = 'stream';
+    } else if (req.method !== 'POST') return false;
+    else if (path === REST_PATH) kind = 'rest';
     else if (path === OFREP_BULK_PATH) kind = 'ofrep-bulk';
     else if (path.startsWith(OFREP_PREFIX) && path.length > OFREP_PREFIX.length && path.indexOf('/', OFREP_PREFIX.length) === -1) {
       kind = 'ofrep';
@@ -125,6 +136,11 @@ function afterAuth(deps: LeanDeps, ex: Exchange, principal: Principal): void {
     if (principal.type === 'personal_access_token') throw personalTokenRefused();
     if (principal.type === 'project_api_token') limit(deps, ex, `token:${principal.tokenId}`, deps.perTokenLimit, 'API token');
     const rateLimitMs = performance.now() - ex.startedAt;
+    if (ex.kind === 'stream') {
+      const done = openStream(deps, ex, principal);
+      if (done !== undefined) done.catch((e) => fail(deps, ex, e));
+      return;
+    }
     readJson(ex.req, ex, (error, raw) => {
       if (error) return fail(deps, ex, error);
       try {
@@ -153,6 +169,25 @@ function dispatch(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unkno
     return evaluateOfrep(deps, ex, principal, raw, key);
   }
   return evaluateOfrepBulk(deps, ex, principal, raw);
+}
+
+/** GET /api/flags/stream and /api/connect/stream: validated like a route, then an SSE response. */
+function openStream(deps: LeanDeps, ex: Exchange, principal: Principal): Promise<void> | undefined {
+  const query = validateQuery(StreamQuery, Object.fromEntries(new URLSearchParams(ex.query)));
+  if (query instanceof HttpError) throw query;
+  return withGrant(deps, principal, query.serviceId, (grant) => {
+    if (deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
+    const lastEventId = ex.req.headers['last-event-id'];
+    openSse(deps.hub, ex.req, ex.res, {
+      service: grant.service,
+      visibility: grant.visibility,
+      environment: query.environment,
+      clientId: query.clientId,
+      lastEventId: (typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined) ?? query.lastEventId,
+      headers: commonHeaders(ex),
+      maxBufferedBytes: deps.maxStreamBufferBytes,
+    });
+  });
 }
 
 /** The grant, synchronously when no I/O is needed (the common case). */
@@ -328,13 +363,12 @@ function fail(deps: LeanDeps, ex: Exchange, error: unknown) {
   const extra: Record<string, string> = {};
   if (http.status === 429 && ex.rate) extra['Retry-After'] = String(Math.max(1, ex.rate.reset - Math.floor(Date.now() / 1000)));
   if (http.status === 413) extra.Connection = 'close';
-  const body = ex.kind === 'rest' ? http.toBody() : ofrepError(http, ex.kind === 'ofrep' ? ex.ofrepKey : undefined);
+  const body = ex.kind === 'rest' || ex.kind === 'stream' ? http.toBody() : ofrepError(http, ex.kind === 'ofrep' ? ex.ofrepKey : undefined);
   send(ex, http.status, JSON.stringify(body), extra);
 }
 
-function send(ex: Exchange, status: number, body: string, extra?: Record<string, string>) {
-  const { res } = ex;
-  if (res.headersSent || res.destroyed) return;
+/** X-Request-Id and the RateLimit-* headers of the tightest budget. */
+function commonHeaders(ex: Exchange): Record<string, string | number> {
   const headers: Record<string, string | number> = { 'X-Request-Id': ex.requestId };
   const rate = ex.rate;
   if (rate !== undefined) {
@@ -342,6 +376,13 @@ function send(ex: Exchange, status: number, body: string, extra?: Record<string,
     headers['RateLimit-Remaining'] = rate.remaining;
     headers['RateLimit-Reset'] = rate.reset;
   }
+  return headers;
+}
+
+function send(ex: Exchange, status: number, body: string, extra?: Record<string, string>) {
+  const { res } = ex;
+  if (res.headersSent || res.destroyed) return;
+  const headers = commonHeaders(ex);
   if (extra !== undefined) Object.assign(headers, extra);
   if (status === 304) {
     res.writeHead(304, headers);

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { ProjectAccess } from '../../auth/access';
 import { roleGrants, scopesGrant, tierAllowsCapability, type Capability } from '../../auth/permissions';
 import type { Principal } from '../../auth/principal';
-import { badRequest, forbidden, notFound, serviceUnavailable, unauthorized } from '../../http/errors';
-import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
+import { badRequest, forbidden, notFound, unauthorized } from '../../http/errors';
+import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
 import { spendOrThrow } from './connect';
 import type { ContextRing } from './contexts';
@@ -13,18 +13,15 @@ import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofre
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf } from './schemas';
 import { DEFAULT_ENVIRONMENT, restResult, round3, type EvaluationService } from './service';
 import type { EvaluationStore } from './store';
-import { sseFrame, sseSubscriber, type StreamHub, type StreamMessage } from './streams';
 
 /** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
 export const BATCH_BODY_LIMIT = 512 * 1024;
 
 export interface EvaluationRouteDeps {
   evaluation: EvaluationService;
-  hub: StreamHub;
   /** Public address of the data plane for /api/sdk-config; the request's own origin when unset. */
   publicDataUrl?: string;
   limits: { perIp: number; perToken: number; perService: number; windowSeconds: number };
-  maxStreamBufferBytes: number;
 }
 
 /** REST single evaluation, for the OpenAPI document only: lean.ts serves it. */
@@ -41,51 +38,40 @@ export const restEvaluateDoc: AnyRoute = defineRoute({
   handler: servedByLeanPath,
 });
 
-const StreamQuery = z.object({
+export const StreamQuery = z.object({
   serviceId: z.string().min(1).max(128),
   environment: z.enum(ENVIRONMENTS).optional().describe('Every environment when absent'),
   clientId: z.string().max(128).optional(),
   lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),
 });
 
+/** The SSE routes, for the OpenAPI document only: lean.ts serves them (no Express state per open stream). */
+export const streamDocs: AnyRoute[] = [
+  defineRoute({
+    method: 'get',
+    path: '/api/flags/stream',
+    summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
+    tags: ['streams'],
+    auth: 'public',
+    sdk: true,
+    query: StreamQuery.omit({ clientId: true }),
+    handler: servedByLeanPath,
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/connect/stream',
+    summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
+    tags: ['streams'],
+    auth: 'public',
+    sdk: true,
+    query: StreamQuery,
+    handler: servedByLeanPath,
+  }),
+];
+
 /** Routes served on both listeners (CONTRACT 1: evaluation and SDK routes). */
 export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
-  const { evaluation, hub } = deps;
-
-  async function openStream(ctx: RequestContext<unknown, z.infer<typeof StreamQuery>, unknown>) {
-    const { serviceId, environment, clientId } = ctx.query;
-    const grant = await evaluation.grant(ctx.principal, serviceId);
-    if (hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
-    const { req, res } = ctx;
-    const lastEventId = req.get('last-event-id') ?? ctx.query.lastEventId;
-    res.status(200);
-    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.setHeader('Cache-Control', 'no-cache, no-transform');
-    res.setHeader('Connection', 'keep-alive');
-    res.setHeader('X-Accel-Buffering', 'no');
-    req.socket.setTimeout(0);
-    req.socket.setNoDelay(true);
-    req.socket.setKeepAlive(true, 30_000);
-    // All synchronous from here: no change can slip between the replay and the subscription.
-    const cursor = hub.cursor(serviceId);
-    const connected: StreamMessage = {
-      type: 'connected',
-      id: cursor,
-      serviceId,
-      environment: environment ?? null,
-      timestamp: new Date().toISOString(),
-      ...(clientId ? { clientId } : {}),
-    };
-    let head = 'retry: 3000\n';
-    // On a resume the client keeps its Last-Event-ID until a replayed change moves it on.
-    head += lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected);
-    if (lastEventId) for (const message of hub.replay(grant.service, environment, grant.visibility, lastEventId)) head += sseFrame(message);
-    res.write(head);
-    const remove = hub.add(sseSubscriber(res, { serviceId, environment, visibility: grant.visibility }, deps.maxStreamBufferBytes));
-    req.on('close', remove);
-    res.on('close', remove);
-    return HANDLED;
-  }
+  const { evaluation } = deps;
 
   return [
     defineRoute({
@@ -131,26 +117,6 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
         }
         return out;
       },
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/api/flags/stream',
-      summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
-      tags: ['streams'],
-      auth: 'public',
-      sdk: true,
-      query: StreamQuery.omit({ clientId: true }),
-      handler: openStream,
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/api/connect/stream',
-      summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
-      tags: ['streams'],
-      auth: 'public',
-      sdk: true,
-      query: StreamQuery,
-      handler: openStream,
     }),
     defineRoute({
       method: 'get',

@@ -79,3 +79,11 @@ export function validateBody<S extends ZodTypeAny>(schema: S, input: unknown): z
   const problems: FieldProblem[] = parsed.error.issues.map((issue) => ({ path: ['body', ...issue.path].join('.'), message: issue.message }));
   return badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
 }
+
+/** Query validation with the route builder's 400 shape (paths `query.<field>`). */
+export function validateQuery<S extends ZodTypeAny>(schema: S, input: unknown): z.infer<S> | HttpError {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const problems: FieldProblem[] = parsed.error.issues.map((issue) => ({ path: ['query', ...issue.path].join('.'), message: issue.message }));
+  return badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+}

@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../infra/logger';
 import { ENVIRONMENTS, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import type { ServiceSnapshot, SnapshotChange, SnapshotStore, Visibility } from './snapshots';
@@ -265,9 +265,9 @@ export function sseFrame(message: StreamMessage): string {
   return `id: ${message.id}\ndata: ${JSON.stringify(message)}\n\n`;
 }
 
-/** An SSE subscriber writing to an Express response; it closes itself when the client falls too far behind. */
+/** An SSE subscriber writing to a response; it closes itself when the client falls too far behind. */
 export function sseSubscriber(
-  res: Response,
+  res: ServerResponse,
   target: { serviceId: string; environment: Environment | undefined; visibility: Visibility },
   maxBufferedBytes: number,
 ): Subscriber {
@@ -287,4 +287,48 @@ export function sseSubscriber(
       if (!res.writableEnded) res.end();
     },
   };
+}
+
+export interface SseOpen {
+  service: ServiceSnapshot;
+  visibility: Visibility;
+  environment: Environment | undefined;
+  clientId: string | undefined;
+  lastEventId: string | undefined;
+  /** Headers every answer carries (request id, rate limits). */
+  headers: Record<string, string | number>;
+  maxBufferedBytes: number;
+}
+
+/**
+ * Starts an SSE response: `connected` (with the resume id), the replay after Last-Event-ID,
+ * then live changes. All synchronous, so no change can slip between replay and subscription.
+ */
+export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerResponse, o: SseOpen): void {
+  res.writeHead(200, {
+    ...o.headers,
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache, no-transform',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  });
+  req.socket.setTimeout(0);
+  req.socket.setNoDelay(true);
+  req.socket.setKeepAlive(true, 30_000);
+  const serviceId = o.service.id;
+  const connected: StreamMessage = {
+    type: 'connected',
+    id: hub.cursor(serviceId),
+    serviceId,
+    environment: o.environment ?? null,
+    timestamp: new Date().toISOString(),
+    ...(o.clientId ? { clientId: o.clientId } : {}),
+  };
+  let head = 'retry: 3000\n';
+  // On a resume the client keeps its Last-Event-ID until a replayed change moves it on.
+  head += o.lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected);
+  if (o.lastEventId) for (const message of hub.replay(o.service, o.environment, o.visibility, o.lastEventId)) head += sseFrame(message);
+  res.write(head);
+  const remove = hub.add(sseSubscriber(res, { serviceId, environment: o.environment, visibility: o.visibility }, o.maxBufferedBytes));
+  res.once('close', remove);
 }

@@ -19,7 +19,7 @@ import { createLeanHandler } from './lean';
 import { LocalRateLimiter } from './local-rate-limiter';
 import { ofrepBulkDoc, ofrepRoutes, ofrepSingleDoc } from './ofrep';
 import { EvaluationRecorder } from './recorder';
-import { evaluationControlRoutes, evaluationRoutes, restEvaluateDoc } from './routes';
+import { evaluationControlRoutes, evaluationRoutes, restEvaluateDoc, streamDocs } from './routes';
 import { EvaluationService } from './service';
 import { SnapshotStore } from './snapshots';
 import { EvaluationStore } from './store';
@@ -94,10 +94,8 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const shared: AnyRoute[] = [
     ...evaluationRoutes({
       evaluation,
-      hub,
       publicDataUrl: config.PUBLIC_DATA_URL,
       limits: { perIp: config.RATE_LIMIT_PER_IP, perToken: config.RATE_LIMIT_PER_TOKEN, perService: config.RATE_LIMIT_PER_SERVICE, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS },
-      maxStreamBufferBytes: 1024 * 1024,
     }),
     ...connectJsonRoutes({ evaluation }),
     ...connectRoutes({ evaluation, hub, logger }),
@@ -108,10 +106,12 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts, store, access: deps.projectAccess }),
   ];
   // Served by the lean path, documented like every other route.
-  for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc]) deps.openapi.register(doc);
+  for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc, ...streamDocs]) deps.openapi.register(doc);
 
   const front = createLeanHandler({
     evaluation,
+    hub,
+    maxStreamBufferBytes: 1024 * 1024,
     authenticator: deps.authenticator,
     limiter,
     perIpLimit: config.RATE_LIMIT_PER_IP,

@@ -1,0 +1,131 @@
+/**
+ * `npm run bench:streams`: 10,000 open SSE streams on one data-plane process (issue 4: they
+ * must not exhaust memory). Starts bench/eval-server.ts (same profile rules as bench:eval),
+ * opens BENCH_STREAMS (default 10,000) anonymous streams on the demo service, and reports the
+ * server's RSS and heap before and after, per stream; then makes one demo write and measures
+ * how long until every stream got its `flag-update`; then closes all streams and checks the
+ * server forgot them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 10_000);
+const PARALLEL = 500;
+
+interface Memory {
+  usage: NodeJS.MemoryUsage;
+  streams: number;
+}
+
+function startServer(): Promise<{ child: ChildProcess; urls: { control: string; data: string } }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'eval-server.ts')], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: process.env,
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    child.on('message', (m: { type: string; control: string; data: string }) => {
+      if (m.type === 'ready') resolve({ child, urls: m });
+    });
+  });
+}
+
+function ask<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve) => {
+    const on = (m: { type: string }) => {
+      if (m.type === type) {
+        child.off('message', on);
+        resolve(m as T);
+      }
+    };
+    child.on('message', on);
+    child.send({ type });
+  });
+}
+
+interface Stream {
+  req: http.ClientRequest;
+  gotUpdate: Promise<number>;
+}
+
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+
+function open(url: string, flagKey: string): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    let onUpdate: (at: number) => void = () => undefined;
+    const gotUpdate = new Promise<number>((r) => {
+      onUpdate = r;
+    });
+    const req = http.get(url, { agent, headers: { accept: 'text/event-stream' } }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
+      res.setEncoding('utf8');
+      let connected = false;
+      res.on('data', (chunk: string) => {
+        if (!connected && chunk.includes('"type":"connected"')) {
+          connected = true;
+          resolve({ req, gotUpdate });
+        }
+        if (chunk.includes(`"flagKey":"${flagKey}"`)) onUpdate(performance.now());
+      });
+    });
+    req.on('error', reject);
+  });
+}
+
+const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+
+async function main() {
+  const { child, urls } = await startServer();
+  try {
+    const demo = (await (await fetch(`${urls.control}/api/demo`)).json()) as { services: { serviceId: string }[] };
+    const serviceId = demo.services[0].serviceId;
+    const streamUrl = `${urls.data}/api/flags/stream?serviceId=${serviceId}&environment=development`;
+    await new Promise((r) => setTimeout(r, 1_000));
+    const before = await ask<Memory>(child, 'memory');
+    const flagKey = 'px-2024';
+    const streams: Stream[] = [];
+    const t0 = performance.now();
+    while (streams.length < STREAMS) {
+      const n = Math.min(PARALLEL, STREAMS - streams.length);
+      streams.push(...(await Promise.all(Array.from({ length: n }, () => open(streamUrl, flagKey)))));
+    }
+    const openMs = performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 2_000));
+    const after = await ask<Memory>(child, 'memory');
+    console.log(`opened ${streams.length} SSE streams in ${(openMs / 1000).toFixed(1)} s; server counts ${after.streams} open`);
+    console.log(`server RSS ${mb(before.usage.rss)} -> ${mb(after.usage.rss)} (+${mb(after.usage.rss - before.usage.rss)}, ${((after.usage.rss - before.usage.rss) / streams.length / 1024).toFixed(1)} KB per stream)`);
+    console.log(`server heap ${mb(before.usage.heapUsed)} -> ${mb(after.usage.heapUsed)} (+${mb(after.usage.heapUsed - before.usage.heapUsed)})`);
+
+    const writeAt = performance.now();
+    const write = await fetch(`${urls.control}/api/flags/bulk`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ flags: [{ key: flagKey, serviceId, environment: 'development', updates: { enabled: true } }] }),
+    });
+    if (write.status >= 300) throw new Error(`demo write failed: ${write.status} ${await write.text()}`);
+    const arrivals = (await Promise.all(streams.map((s) => s.gotUpdate))).map((t) => t - writeAt).sort((a, b) => a - b);
+    console.log(
+      `one demo write reached all ${arrivals.length} streams: p50 ${arrivals[Math.floor(arrivals.length / 2)].toFixed(0)} ms, p99 ${arrivals[Math.floor(arrivals.length * 0.99)].toFixed(0)} ms, last ${arrivals[arrivals.length - 1].toFixed(0)} ms after the write`,
+    );
+    for (const s of streams) s.req.destroy();
+    const deadline = Date.now() + 20_000;
+    let left = after.streams;
+    while (left > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      left = (await ask<Memory>(child, 'memory')).streams;
+    }
+    console.log(`after closing: server counts ${left} open streams`);
+  } finally {
+    child.send({ type: 'stop' });
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
