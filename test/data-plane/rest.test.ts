@@ -144,6 +144,30 @@ describe('POST /api/flags/evaluate', () => {
     expect(badToken.status).toBe(401);
   });
 
+  it('accepts opaque and JWT project tokens with read, and refuses them at once after revocation', async () => {
+    const flag = await createFlag(fx.owner, fx.serviceId, { enabled: true, defaultValue: true });
+    await untilEvaluated(app, { flagKey: flag.key, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken });
+    const jwt = await fx.owner.request('POST', `/api/projects/${fx.projectId}/tokens`, { name: 'sdk-jwt', scopes: ['read'] });
+    const opaque = await fx.owner.request('POST', `/api/projects/${fx.projectId}/tokens`, { name: 'sdk-opaque', permissions: { read: true } });
+    expect([jwt.status, opaque.status]).toEqual([201, 201]);
+    const secrets = [jwt.body.accessToken as string, opaque.body.value as string];
+    const body = { flagKey: flag.key, serviceId: fx.serviceId };
+    for (const listener of LISTENERS) {
+      for (const token of secrets) {
+        const res = await app.request('POST', '/api/flags/evaluate', { listener, token, body });
+        expect(res.status).toBe(200);
+        expect(res.body.value).toBe(true);
+      }
+    }
+    const list = await fx.owner.request('GET', `/api/projects/${fx.projectId}/tokens`);
+    for (const t of list.body.tokens as { id: string; name: string }[]) {
+      if (t.name === 'sdk-jwt' || t.name === 'sdk-opaque') expect((await fx.owner.request('DELETE', `/api/projects/${fx.projectId}/tokens/${t.id}`)).status).toBe(204);
+    }
+    for (const listener of LISTENERS) {
+      for (const token of secrets) expect((await app.request('POST', '/api/flags/evaluate', { listener, token, body })).status).toBe(401);
+    }
+  });
+
   it('refuses personal access tokens on both listeners with 403 FORBIDDEN', async () => {
     const pat = await personalToken(app, fx.owner, 'admin');
     for (const listener of LISTENERS) {
