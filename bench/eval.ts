@@ -20,7 +20,9 @@
  * `source scripts/test-infra.sh up`: the production profile), the embedded profile otherwise.
  *
  * Environment: BENCH_DURATION (seconds per run, default 8), BENCH_CONNECTIONS (default 50),
- * BENCH_ONLY (comma-separated scenario names), BENCH_SERVER_NODE_ARGS (extra node flags for the
+ * BENCH_ONLY (comma-separated scenario names), BENCH_EVENTS=memory (evaluation events stay in the
+ * writer's buffer instead of going into the in-process chDB: the request path as on the production
+ * profile, where ClickHouse is another machine), BENCH_SERVER_NODE_ARGS (extra node flags for the
  * server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -241,7 +243,10 @@ async function main() {
       ...(demo ? [{ name: 'demo 4096', url: `${urls.data}/api/flags/evaluate/batch`, headers: json, body: demoBody }] : []),
     ].filter((s) => !ONLY || ONLY.includes(s.name));
 
-    console.log(`bench:eval  ${DURATION}s per run, ${CONNECTIONS} connections, server ${pinned ? 'on CPU 0, autocannon on CPU 1' : 'unpinned'}`);
+    console.log(
+      `bench:eval  ${DURATION}s per run, ${CONNECTIONS} connections, server ${pinned ? 'on CPU 0, autocannon on CPU 1' : 'unpinned'}, ` +
+        `evaluation events ${process.env.BENCH_EVENTS === 'memory' ? 'kept in memory' : 'written to ClickHouse'}`,
+    );
     console.log(`body: ${answer.length} bytes (${answer})`);
     const rows: Row[] = [];
     for (const s of scenarios) {

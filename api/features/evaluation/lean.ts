@@ -11,7 +11,7 @@ import type { Logger } from '../../infra/logger';
 import type { Environment } from '../flags/types';
 import { personalTokenRefused, type ServiceGrant } from './access';
 import type { LocalRateLimiter } from './local-rate-limiter';
-import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget } from './ofrep';
+import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget, type OfrepTarget } from './ofrep';
 import { StreamQuery } from './routes';
 import { EvaluateBody, OfrepBody, contextOf, validateBody, validateQuery } from './schemas';
 import { openSse, type StreamHub } from './streams';
@@ -57,8 +57,14 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const JSON_TYPE = /^application\/(?:[^;\s]+\+)?json\s*(?:;|$)/i;
 const BODY_LIMIT = BODY_LIMITS.evaluation;
 
-/** Per-request state threaded through the steps (one object, no closures). */
+/**
+ * Per-request state threaded through the steps. The steps are plain functions and the body
+ * listeners are module-level functions that find their exchange on the request, so a request
+ * allocates this object and no closures: every promise and closure costs on this path (the
+ * process runs with promise hooks on, through the Temporal client's AsyncLocalStorage).
+ */
 interface Exchange {
+  deps: LeanDeps;
   kind: Kind;
   req: IncomingMessage;
   res: ServerResponse;
@@ -67,8 +73,16 @@ interface Exchange {
   query: string;
   ofrepKey: string | undefined;
   rate: RateDecision | undefined;
+  principal: Principal;
+  rateLimitMs: number;
   bodyBytes: number;
+  first: Buffer | undefined;
+  chunks: Buffer[] | undefined;
+  bodyDone: boolean;
 }
+
+const EXCHANGE = Symbol('lean exchange');
+type WithExchange = IncomingMessage & { [EXCHANGE]?: Exchange };
 
 export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
@@ -89,6 +103,7 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
     } else return false;
     const incoming = req.headers['x-request-id'];
     const ex: Exchange = {
+      deps,
       kind,
       req,
       res,
@@ -97,24 +112,25 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
       query: q === -1 ? '' : url.slice(q + 1),
       ofrepKey,
       rate: undefined,
+      principal: ANONYMOUS,
+      rateLimitMs: 0,
       bodyBytes: 0,
+      first: undefined,
+      chunks: undefined,
+      bodyDone: false,
     };
-    begin(deps, ex);
+    begin(ex);
     return true;
   };
 }
 
-/*
- * The steps run as plain callbacks, not one async function: the only asynchronous steps are
- * a bearer lookup (memory after the first use) and reading the body, and every promise costs
- * on this path (the process has promise hooks on: the Temporal client's AsyncLocalStorage).
- */
-function begin(deps: LeanDeps, ex: Exchange): void {
+function begin(ex: Exchange): void {
+  const { deps } = ex;
   try {
     limit(deps, ex, `ip:${clientIp(ex.req, deps.trustProxy)}`, deps.perIpLimit, 'IP address');
     const principal = authenticate(deps, ex.req);
-    if (principal instanceof Promise) principal.then((p) => afterAuth(deps, ex, p), (error) => fail(deps, ex, error));
-    else afterAuth(deps, ex, principal);
+    if (principal instanceof Promise) principal.then((p) => afterAuth(ex, p), (error) => fail(deps, ex, error));
+    else afterAuth(ex, principal);
   } catch (error) {
     fail(deps, ex, error);
   }
@@ -131,33 +147,42 @@ function authenticate(deps: LeanDeps, req: IncomingMessage): Principal | Promise
   return ANONYMOUS;
 }
 
-function afterAuth(deps: LeanDeps, ex: Exchange, principal: Principal): void {
+function afterAuth(ex: Exchange, principal: Principal): void {
+  const { deps } = ex;
   try {
     if (principal.type === 'personal_access_token') throw personalTokenRefused();
     if (principal.type === 'project_api_token') limit(deps, ex, `token:${principal.tokenId}`, deps.perTokenLimit, 'API token');
-    const rateLimitMs = performance.now() - ex.startedAt;
-    if (ex.kind === 'stream') {
-      const done = openStream(deps, ex, principal);
-      if (done !== undefined) done.catch((e) => fail(deps, ex, e));
-      return;
-    }
-    readJson(ex.req, ex, (error, raw) => {
-      if (error) return fail(deps, ex, error);
-      try {
-        const done = dispatch(deps, ex, principal, raw, rateLimitMs);
-        if (done !== undefined) done.catch((e) => fail(deps, ex, e));
-      } catch (e) {
-        fail(deps, ex, e);
-      }
-    });
+    ex.principal = principal;
+    ex.rateLimitMs = performance.now() - ex.startedAt;
+    if (ex.kind === 'stream') return settle(ex, openStream(ex));
+    const problem = checkBodyHeaders(ex.req);
+    if (problem === null) return afterBody(ex, undefined);
+    if (problem !== undefined) throw problem;
+    (ex.req as WithExchange)[EXCHANGE] = ex;
+    ex.req.on('data', onBodyData);
+    ex.req.once('end', onBodyEnd);
+    ex.req.once('error', onBodyError);
   } catch (error) {
     fail(deps, ex, error);
   }
 }
 
-function dispatch(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, rateLimitMs: number): Promise<void> | undefined {
+function afterBody(ex: Exchange, raw: unknown): void {
+  try {
+    settle(ex, dispatch(ex, raw));
+  } catch (error) {
+    fail(ex.deps, ex, error);
+  }
+}
+
+/** A step that went asynchronous (a service loaded on first use, a session lookup) reports its failure too. */
+function settle(ex: Exchange, done: Promise<void> | undefined): void {
+  if (done !== undefined) done.catch((error) => fail(ex.deps, ex, error));
+}
+
+function dispatch(ex: Exchange, raw: unknown): Promise<void> | undefined {
   const t1 = performance.now();
-  if (ex.kind === 'rest') return evaluateRest(deps, ex, principal, raw, t1, rateLimitMs);
+  if (ex.kind === 'rest') return evaluateRest(ex, raw, t1);
   if (ex.ofrepKey !== undefined) {
     let key: string;
     try {
@@ -166,38 +191,88 @@ function dispatch(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unkno
       throw badRequest('The flag key in the path is not valid percent-encoding');
     }
     ex.ofrepKey = key;
-    return evaluateOfrep(deps, ex, principal, raw, key);
+    return evaluateOfrep(ex, raw, key);
   }
-  return evaluateOfrepBulk(deps, ex, principal, raw);
+  return evaluateOfrepBulk(ex, raw);
+}
+
+/**
+ * Body headers decide before any byte is read: null for no body, undefined to read one, or the
+ * error (415 not JSON, 415 compressed, 413 declared over the 64 KB evaluation limit of spec 8).
+ */
+function checkBodyHeaders(req: IncomingMessage): HttpError | null | undefined {
+  const length = req.headers['content-length'];
+  const declared = length === undefined ? undefined : Number(length);
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (!chunked && (declared === undefined || declared === 0)) return null;
+  const type = req.headers['content-type'];
+  if (type === undefined || !JSON_TYPE.test(type)) return unsupportedMediaType();
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return new HttpError(415, 'Unsupported body encoding');
+  if (declared !== undefined && declared > BODY_LIMIT) return payloadTooLarge(BODY_LIMIT);
+  return undefined;
+}
+
+function onBodyData(this: WithExchange, chunk: Buffer): void {
+  const ex = this[EXCHANGE]!;
+  if (ex.bodyDone) return;
+  ex.bodyBytes += chunk.length;
+  if (ex.bodyBytes > BODY_LIMIT) {
+    ex.bodyDone = true;
+    fail(ex.deps, ex, payloadTooLarge(BODY_LIMIT));
+    return;
+  }
+  if (ex.first === undefined) ex.first = chunk;
+  else (ex.chunks ??= [ex.first]).push(chunk);
+}
+
+function onBodyEnd(this: WithExchange): void {
+  const ex = this[EXCHANGE]!;
+  if (ex.bodyDone) return;
+  ex.bodyDone = true;
+  const buffer = ex.chunks !== undefined ? Buffer.concat(ex.chunks) : ex.first;
+  ex.first = undefined;
+  ex.chunks = undefined;
+  let raw: unknown;
+  try {
+    raw = buffer === undefined ? undefined : JSON.parse(buffer.toString('utf8'));
+  } catch {
+    fail(ex.deps, ex, badRequest('Malformed JSON body'));
+    return;
+  }
+  afterBody(ex, raw);
+}
+
+function onBodyError(this: WithExchange): void {
+  const ex = this[EXCHANGE]!;
+  if (ex.bodyDone) return;
+  ex.bodyDone = true;
+  fail(ex.deps, ex, new HttpError(400, 'Request aborted'));
 }
 
 /** GET /api/flags/stream and /api/connect/stream: validated like a route, then an SSE response. */
-function openStream(deps: LeanDeps, ex: Exchange, principal: Principal): Promise<void> | undefined {
+function openStream(ex: Exchange): Promise<void> | undefined {
   const query = validateQuery(StreamQuery, Object.fromEntries(new URLSearchParams(ex.query)));
   if (query instanceof HttpError) throw query;
-  return withGrant(deps, principal, query.serviceId, (grant) => {
-    if (deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
+  const open = (grant: ServiceGrant) => {
+    if (ex.deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
     const lastEventId = ex.req.headers['last-event-id'];
-    openSse(deps.hub, ex.req, ex.res, {
+    openSse(ex.deps.hub, ex.req, ex.res, {
       service: grant.service,
       visibility: grant.visibility,
       environment: query.environment,
       clientId: query.clientId,
       lastEventId: (typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined) ?? query.lastEventId,
       headers: commonHeaders(ex),
-      maxBufferedBytes: deps.maxStreamBufferBytes,
+      maxBufferedBytes: ex.deps.maxStreamBufferBytes,
     });
-  });
-}
-
-/** The grant, synchronously when no I/O is needed (the common case). */
-function withGrant(deps: LeanDeps, principal: Principal, serviceId: string, then: (grant: ServiceGrant) => void): Promise<void> | undefined {
-  const grant = deps.evaluation.grantNow(principal, serviceId);
+  };
+  const grant = ex.deps.evaluation.grantNow(ex.principal, query.serviceId);
   if (grant !== undefined) {
-    then(grant);
+    open(grant);
     return undefined;
   }
-  return deps.evaluation.grant(principal, serviceId).then(then);
+  return ex.deps.evaluation.grant(ex.principal, query.serviceId).then(open);
 }
 
 const EVALUATE_FIELDS = new Set(['flagKey', 'serviceId', 'environment', 'defaultValue', 'context']);
@@ -213,81 +288,105 @@ function quickEvaluateBody(raw: unknown): EvaluateBody | undefined {
   return raw as EvaluateBody;
 }
 
-function evaluateRest(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, t1: number, rateLimitMs: number): Promise<void> | undefined {
+function evaluateRest(ex: Exchange, raw: unknown, t1: number): Promise<void> | undefined {
   let body = quickEvaluateBody(raw);
   if (body === undefined) {
     const checked = validateBody(EvaluateBody, raw);
     if (checked instanceof HttpError) throw checked;
     body = checked;
   }
-  const valid = body;
   const t2 = performance.now();
-  const environment: Environment = valid.environment ?? DEFAULT_ENVIRONMENT;
-  const evaluation = deps.evaluation;
-  return withGrant(deps, principal, valid.serviceId, (grant) => {
-    evaluation.checkVisible(grant, environment, [valid.flagKey]);
-    const t3 = performance.now();
-    limitDecision(ex, evaluation.consumeServiceBudget(valid.serviceId), 'service', deps.limiter.windowSeconds);
-    const t4 = performance.now();
-    const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: valid.flagKey, defaultValue: valid.defaultValue }], contextOf(valid.context), call(ex));
-    const t5 = performance.now();
-    const out = restResult(result);
-    if (ex.query !== '' && wantsDebug(ex.query)) {
-      out._debug = {
-        timings: { rateLimit: round3(rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
-        cacheHit: grant.cacheHit,
-        totalMs: round3(t5 - ex.startedAt),
-      };
-    }
-    send(ex, 200, JSON.stringify(out));
-  });
+  const grant = ex.deps.evaluation.grantNow(ex.principal, body.serviceId);
+  if (grant !== undefined) {
+    restWithGrant(ex, body, grant, t1, t2);
+    return undefined;
+  }
+  const valid = body;
+  return ex.deps.evaluation.grant(ex.principal, body.serviceId).then((g) => restWithGrant(ex, valid, g, t1, t2));
 }
 
-function evaluateOfrep(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown, key: string): Promise<void> | undefined {
+function restWithGrant(ex: Exchange, body: EvaluateBody, grant: ServiceGrant, t1: number, t2: number): void {
+  const { deps } = ex;
+  const evaluation = deps.evaluation;
+  const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+  evaluation.checkVisible(grant, environment, [body.flagKey]);
+  const t3 = performance.now();
+  limitDecision(ex, evaluation.consumeServiceBudget(body.serviceId), 'service', deps.limiter.windowSeconds);
+  const t4 = performance.now();
+  const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), call(ex));
+  const t5 = performance.now();
+  const out = restResult(result);
+  if (ex.query !== '' && wantsDebug(ex.query)) {
+    out._debug = {
+      timings: { rateLimit: round3(ex.rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
+      cacheHit: grant.cacheHit,
+      totalMs: round3(t5 - ex.startedAt),
+    };
+  }
+  send(ex, 200, JSON.stringify(out));
+}
+
+function evaluateOfrep(ex: Exchange, raw: unknown, key: string): Promise<void> | undefined {
   const target = ofrepTarget(ex.req.headers);
   if (target instanceof HttpError) throw target;
   const body = validateBody(OfrepBody, raw ?? {});
   if (body instanceof HttpError) throw body;
-  const evaluation = deps.evaluation;
-  return withGrant(deps, principal, target.serviceId, (grant) => {
-    evaluation.checkVisible(grant, target.environment, [key]);
-    limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
-    const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(body.context), call(ex));
-    if (result.reason === 'ERROR') {
-      const failure = ofrepFailure(result);
-      return send(ex, failure.status, JSON.stringify(failure.body));
-    }
-    const entry = grant.service.environments[target.environment].get(key);
-    send(ex, 200, JSON.stringify(ofrepSuccess(result, entry ? { flagVersion: entry.record.version } : {})));
-  });
+  const grant = ex.deps.evaluation.grantNow(ex.principal, target.serviceId);
+  if (grant !== undefined) {
+    ofrepWithGrant(ex, target, body.context, key, grant);
+    return undefined;
+  }
+  return ex.deps.evaluation.grant(ex.principal, target.serviceId).then((g) => ofrepWithGrant(ex, target, body.context, key, g));
 }
 
-function evaluateOfrepBulk(deps: LeanDeps, ex: Exchange, principal: Principal, raw: unknown): Promise<void> | undefined {
+function ofrepWithGrant(ex: Exchange, target: OfrepTarget, context: unknown, key: string, grant: ServiceGrant): void {
+  const { deps } = ex;
+  const evaluation = deps.evaluation;
+  evaluation.checkVisible(grant, target.environment, [key]);
+  limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
+  const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(context), call(ex));
+  if (result.reason === 'ERROR') {
+    const failure = ofrepFailure(result);
+    return send(ex, failure.status, JSON.stringify(failure.body));
+  }
+  const entry = grant.service.environments[target.environment].get(key);
+  send(ex, 200, JSON.stringify(ofrepSuccess(result, entry ? { flagVersion: entry.record.version } : {})));
+}
+
+function evaluateOfrepBulk(ex: Exchange, raw: unknown): Promise<void> | undefined {
   const target = ofrepTarget(ex.req.headers);
   if (target instanceof HttpError) throw target;
   const body = validateBody(OfrepBody, raw ?? {});
   if (body instanceof HttpError) throw body;
+  const grant = ex.deps.evaluation.grantNow(ex.principal, target.serviceId);
+  if (grant !== undefined) {
+    bulkWithGrant(ex, target, body.context, grant);
+    return undefined;
+  }
+  return ex.deps.evaluation.grant(ex.principal, target.serviceId).then((g) => bulkWithGrant(ex, target, body.context, g));
+}
+
+function bulkWithGrant(ex: Exchange, target: OfrepTarget, rawContext: unknown, grant: ServiceGrant): void {
+  const { deps } = ex;
   const evaluation = deps.evaluation;
-  return withGrant(deps, principal, target.serviceId, (grant) => {
-    limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
-    const context = contextOf(body.context);
-    if (typeof context !== 'object' || context === null || Array.isArray(context)) {
-      throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
-    }
-    const snapshot = grant.service.environments[target.environment];
-    // The answer depends on the visible flags and on the context: both go into the ETag.
-    const etag = `W/"${createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context)).digest('hex').slice(0, 24)}"`;
-    const extra = { ETag: etag, 'Cache-Control': 'private, no-cache' };
-    const ifNoneMatch = ex.req.headers['if-none-match'];
-    if (etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) return send(ex, 304, '', extra);
-    const results = evaluation.evaluateVisible(grant, target.environment, context, call(ex));
-    const flags = results.map((r) => {
-      if (r.reason === 'ERROR') return ofrepFailure(r).body;
-      const entry = snapshot.get(r.flagKey);
-      return ofrepSuccess(r, entry ? { flagVersion: entry.record.version } : {});
-    });
-    send(ex, 200, JSON.stringify({ flags }), extra);
+  limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
+  const context = contextOf(rawContext);
+  if (typeof context !== 'object' || context === null || Array.isArray(context)) {
+    throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
+  }
+  const snapshot = grant.service.environments[target.environment];
+  // The answer depends on the visible flags and on the context: both go into the ETag.
+  const etag = `W/"${createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context)).digest('hex').slice(0, 24)}"`;
+  const extra = { ETag: etag, 'Cache-Control': 'private, no-cache' };
+  const ifNoneMatch = ex.req.headers['if-none-match'];
+  if (etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) return send(ex, 304, '', extra);
+  const results = evaluation.evaluateVisible(grant, target.environment, context, call(ex));
+  const flags = results.map((r) => {
+    if (r.reason === 'ERROR') return ofrepFailure(r).body;
+    const entry = snapshot.get(r.flagKey);
+    return ofrepSuccess(r, entry ? { flagVersion: entry.record.version } : {});
   });
+  send(ex, 200, JSON.stringify({ flags }), extra);
 }
 
 function call(ex: Exchange): CallInfo {
@@ -307,50 +406,6 @@ function limitDecision(ex: Exchange, d: RateDecision, what: string, windowSecond
   const current = ex.rate;
   if (current === undefined || d.remaining / d.limit < current.remaining / current.limit) ex.rate = d;
   if (!d.allowed) throw tooManyRequests(`Rate limit exceeded: ${d.limit} requests per ${windowSeconds} seconds per ${what}`);
-}
-
-/** The JSON body (undefined when there is none), with the evaluation size limit of spec 8. */
-function readJson(req: IncomingMessage, ex: Exchange, done: (error: HttpError | undefined, body?: unknown) => void): void {
-  const length = req.headers['content-length'];
-  const declared = length === undefined ? undefined : Number(length);
-  const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (!chunked && (declared === undefined || declared === 0)) return done(undefined, undefined);
-  const type = req.headers['content-type'];
-  if (type === undefined || !JSON_TYPE.test(type)) return done(unsupportedMediaType());
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return done(new HttpError(415, 'Unsupported body encoding'));
-  if (declared !== undefined && declared > BODY_LIMIT) return done(payloadTooLarge(BODY_LIMIT));
-  let first: Buffer | undefined;
-  let chunks: Buffer[] | undefined;
-  let size = 0;
-  let finished = false;
-  const finish = (error: HttpError | undefined, body?: unknown) => {
-    if (finished) return;
-    finished = true;
-    done(error, body);
-  };
-  const onData = (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > BODY_LIMIT) {
-      req.off('data', onData);
-      return finish(payloadTooLarge(BODY_LIMIT));
-    }
-    if (first === undefined) first = chunk;
-    else (chunks ??= [first]).push(chunk);
-  };
-  req.on('data', onData);
-  req.once('error', () => finish(new HttpError(400, 'Request aborted')));
-  req.once('end', () => {
-    ex.bodyBytes = size;
-    const buffer = chunks !== undefined ? Buffer.concat(chunks) : first;
-    let body: unknown;
-    try {
-      body = buffer === undefined ? undefined : JSON.parse(buffer.toString('utf8'));
-    } catch {
-      return finish(badRequest('Malformed JSON body'));
-    }
-    finish(undefined, body);
-  });
 }
 
 function fail(deps: LeanDeps, ex: Exchange, error: unknown) {

@@ -52,7 +52,12 @@ export function ofrepError(error: HttpError, key: string | undefined): Record<st
   return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: error.message, ...body };
 }
 
-export function ofrepTarget(headers: Record<string, string | string[] | undefined>): { serviceId: string; environment: Environment } | HttpError {
+export interface OfrepTarget {
+  serviceId: string;
+  environment: Environment;
+}
+
+export function ofrepTarget(headers: Record<string, string | string[] | undefined>): OfrepTarget | HttpError {
   const serviceId = single(headers['x-service-id']);
   if (!serviceId) return new HttpError(400, 'The X-Service-Id header is required');
   const env = single(headers['x-environment']);
