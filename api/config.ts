@@ -76,8 +76,8 @@ const envSchema = z.object({
   /** Hot-path rate-limit counters are added to the shared cache this often. */
   EVAL_RATE_LIMIT_SYNC_MS: positiveInt.default(250),
   /** Evaluation events: rows per ClickHouse insert, longest wait of a partial batch, events held in memory. */
-  EVAL_EVENTS_BATCH_SIZE: positiveInt.default(20_000),
-  EVAL_EVENTS_FLUSH_MS: positiveInt.default(1_000),
+  EVAL_EVENTS_BATCH_SIZE: positiveInt.default(100_000),
+  EVAL_EVENTS_FLUSH_MS: positiveInt.default(5_000),
   EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(200_000),
   /** SSE / EventStream heartbeat interval and the Last-Event-ID replay window per service. */
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),

@@ -204,7 +204,8 @@ function stopServer(child: ChildProcess): Promise<void> {
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main() {
-  const pinned = pinSelf(1);
+  // BENCH_PIN=0 leaves scheduling to the OS (the server's helper threads may then use CPU 1 too).
+  const pinned = process.env.BENCH_PIN !== '0' && pinSelf(1);
   const { child, urls } = await startServer(pinned);
   try {
     const { serviceId, flagKey, token, demo } = await setUp(urls);

@@ -50,6 +50,12 @@ export interface ServiceGrant {
 
 const MEMBERSHIP_TTL_MS = 5_000;
 
+// Denials are shared functions, so a grant allocates no closure (it is built per request).
+const hiddenFlag = () => notFound('Flag');
+const hiddenService = () => notFound('Service');
+const needsRead = () => forbidden("You need 'read' permission");
+const needsCredential = () => unauthorized();
+
 /**
  * Who may evaluate what (spec 4.1, 5.3): public flags need no credential; every other flag
  * needs a project API token of the service's project with `read`, or a session of a project
@@ -82,22 +88,22 @@ export class EvaluationAccess {
       throw notFound('Service');
     }
     const demo = this.deps.demo.isDemo(serviceId);
-    if (demo) return { service, visibility: 'all', demo, denial: () => notFound('Flag'), cacheHit };
+    if (demo) return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit };
     switch (principal.type) {
       case 'project_api_token': {
-        if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo, denial: () => notFound('Service'), cacheHit };
+        if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit };
         if (!scopesGrant(principal.scopes, 'flags:read')) {
-          return { service, visibility: 'public', demo, denial: () => forbidden("You need 'read' permission"), cacheHit };
+          return { service, visibility: 'public', demo, denial: needsRead, cacheHit };
         }
-        return { service, visibility: 'all', demo, denial: () => notFound('Flag'), cacheHit };
+        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit };
       }
       case 'session': {
         const role = await this.roleOf(principal.user.id, service.projectId);
-        if (role === null) return { service, visibility: 'public', demo, denial: () => notFound('Service'), cacheHit };
-        return { service, visibility: 'all', demo, denial: () => notFound('Flag'), cacheHit };
+        if (role === null) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit };
+        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit };
       }
       default:
-        return { service, visibility: 'public', demo, denial: () => unauthorized(), cacheHit };
+        return { service, visibility: 'public', demo, denial: needsCredential, cacheHit };
     }
   }
 
@@ -106,13 +112,13 @@ export class EvaluationAccess {
     if (principal.type === 'session' || principal.type === 'personal_access_token') return undefined;
     const service = this.deps.snapshots.get(serviceId);
     if (service === undefined) return undefined;
-    if (this.deps.demo.isDemo(serviceId)) return { service, visibility: 'all', demo: true, denial: () => notFound('Flag'), cacheHit: true };
-    if (principal.type === 'anonymous') return { service, visibility: 'public', demo: false, denial: () => unauthorized(), cacheHit: true };
-    if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo: false, denial: () => notFound('Service'), cacheHit: true };
+    if (this.deps.demo.isDemo(serviceId)) return { service, visibility: 'all', demo: true, denial: hiddenFlag, cacheHit: true };
+    if (principal.type === 'anonymous') return { service, visibility: 'public', demo: false, denial: needsCredential, cacheHit: true };
+    if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo: false, denial: hiddenService, cacheHit: true };
     if (!scopesGrant(principal.scopes, 'flags:read')) {
-      return { service, visibility: 'public', demo: false, denial: () => forbidden("You need 'read' permission"), cacheHit: true };
+      return { service, visibility: 'public', demo: false, denial: needsRead, cacheHit: true };
     }
-    return { service, visibility: 'all', demo: false, denial: () => notFound('Flag'), cacheHit: true };
+    return { service, visibility: 'all', demo: false, denial: hiddenFlag, cacheHit: true };
   }
 
   private async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {

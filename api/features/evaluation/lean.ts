@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { bearerToken, type Authenticator } from '../../auth/authenticator';
@@ -82,6 +82,11 @@ interface Exchange {
 }
 
 const EXCHANGE = Symbol('lean exchange');
+
+/** Request ids: a random per-process prefix and a counter (unique, and cheaper than a UUID per request). */
+const ID_PREFIX = randomBytes(6).toString('hex');
+let idCounter = 0;
+const nextRequestId = () => `${ID_PREFIX}-${(++idCounter).toString(36)}`;
 type WithExchange = IncomingMessage & { [EXCHANGE]?: Exchange };
 
 export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
@@ -108,7 +113,7 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
       req,
       res,
       startedAt: performance.now(),
-      requestId: typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID(),
+      requestId: typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId(),
       query: q === -1 ? '' : url.slice(q + 1),
       ofrepKey,
       rate: undefined,
