@@ -258,7 +258,11 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
         limit: z.coerce.number().int().min(1).max(1000).default(100),
         since: z
           .string()
-          .refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO date')
+          .max(64)
+          .refine((s) => {
+            const ms = Date.parse(s);
+            return ms >= 0 && ms < 253402300800000;
+          }, 'must be an ISO date between 1970 and 9999')
           .optional(),
       }),
       response: z.object({ evaluations: z.array(EvaluationEntry), count: z.number(), limit: z.number() }),
