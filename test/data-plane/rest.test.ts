@@ -140,6 +140,10 @@ describe('POST /api/flags/evaluate', () => {
     expect(writeOnly.body.message).toBe("Forbidden: You need 'read' permission");
     const unknownService = await app.request('POST', '/api/flags/evaluate', { token: fx.readToken, body: { flagKey: flag.key, serviceId: 'svc_nope' } });
     expect(unknownService.status).toBe(404);
+    // An id Postgres cannot even hold (NUL) is just an unknown service, never a 500.
+    const nul = await app.request('POST', '/api/flags/evaluate/batch', { token: fx.readToken, body: { serviceId: 'svc\u0000x', flags: [{ key: 'a' }] } });
+    expect(nul.status).toBe(404);
+    expect((await fx.viewer.request('GET', '/api/contexts?serviceId=svc%00x')).status).toBe(404);
     const badToken = await app.request('POST', '/api/flags/evaluate', { token: 'fgr_not_a_real_token', body: { flagKey: flag.key, serviceId: fx.serviceId } });
     expect(badToken.status).toBe(401);
   });

@@ -71,6 +71,8 @@ export class EvaluationStore {
   }
 
   async service(serviceId: string): Promise<ServiceRow | null> {
+    // Postgres text cannot hold NUL: such an id names nothing (and must not become a driver error).
+    if (serviceId.includes('\u0000')) return null;
     const [row] = await this.sql<{ id: string; project_id: string }[]>`SELECT id, project_id FROM services WHERE id = ${serviceId}`;
     return row ? { id: row.id, projectId: row.project_id } : null;
   }
@@ -81,6 +83,7 @@ export class EvaluationStore {
   }
 
   async flagsOfService(serviceId: string): Promise<FlagRecord[]> {
+    if (serviceId.includes('\u0000')) return [];
     const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE service_id = ${serviceId}`;
     return rows.map(toRecord);
   }
@@ -98,6 +101,7 @@ export class EvaluationStore {
   }
 
   async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
+    if (projectId.includes('\u0000')) return null;
     const [row] = await this.sql<{ role: ProjectRole }[]>`
       SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`;
     return row?.role ?? null;
