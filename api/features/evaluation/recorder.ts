@@ -50,6 +50,8 @@ export interface RecorderStats {
 const TABLE = 'evaluation_events';
 /** Rows serialized per event-loop turn: a big batch never blocks requests for long. */
 const ROWS_PER_TURN = 500;
+/** One insert is one string in chDB's connection (and one HTTP body to a server): keep it well under V8's string limit. */
+const MAX_ROWS_PER_INSERT = 200_000;
 const HASHES_KEPT = 50_000;
 
 /**
@@ -127,7 +129,8 @@ export class EvaluationRecorder {
 
   private async drain(): Promise<void> {
     while (this.buffer.length > 0) {
-      const batch = this.buffer.length <= this.opts.batchSize ? this.buffer : this.buffer.slice(0, this.opts.batchSize);
+      const size = Math.min(this.opts.batchSize, MAX_ROWS_PER_INSERT);
+      const batch = this.buffer.length <= size ? this.buffer : this.buffer.slice(0, size);
       this.buffer = batch === this.buffer ? [] : this.buffer.slice(batch.length);
       this.inFlight = batch.length;
       try {
