@@ -54,6 +54,12 @@ describe.each(PROTOCOLS)('EvaluationService over %s', (protocol) => {
     client = createClient(EvaluationService, transport(protocol));
   });
 
+  it('serves the control listener as well as the data listener', async () => {
+    const control = createClient(EvaluationService, transport(protocol, 'control'));
+    const res = await control.resolveString({ flagKey: keys.str, serviceId: fx.serviceId, context: { targetingKey: 'u' } }, auth(fx.readToken));
+    expect(res).toMatchObject({ value: 'green', reason: 'VARIANT', variant: 'only' });
+  });
+
   it('resolves each type with reasons and variants', async () => {
     const base = { serviceId: fx.serviceId, environment: 'development' };
     const bool = await client.resolveBoolean({ ...base, flagKey: keys.bool, context: { targetingKey: 'u', beta: true } }, auth(fx.readToken));
