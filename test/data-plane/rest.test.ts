@@ -238,6 +238,28 @@ describe('POST /api/flags/evaluate', () => {
   });
 });
 
+describe('CORS on SDK routes', () => {
+  it('answers preflights and lets other origins read answers (errors included), without credentials', async () => {
+    const preflight = await app.request('OPTIONS', '/api/flags/evaluate', {
+      listener: 'data',
+      headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/Authorization/);
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
+    const denied = await app.request('POST', '/api/flags/evaluate/batch', { listener: 'data', headers: { origin: 'https://shop.example' }, body: { serviceId: 'svc_x', flags: [{ key: 'a' }] } });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('access-control-allow-origin')).toBe('*');
+    expect(denied.headers.get('access-control-expose-headers')).toMatch(/RateLimit-Remaining/);
+    // Dashboard routes get no CORS.
+    const dashboard = await app.request('GET', '/api/evaluations', { headers: { origin: 'https://shop.example' } });
+    expect(dashboard.headers.get('access-control-allow-origin')).toBeNull();
+    const dashboardPreflight = await app.request('OPTIONS', '/api/evaluations', { headers: { origin: 'https://shop.example' } });
+    expect(dashboardPreflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
 describe('POST /api/flags/evaluate/batch', () => {
   it('evaluates up to 100 flags, accepting `key` for `flagKey`', async () => {
     const a = await createFlag(fx.owner, fx.serviceId, { enabled: true, defaultValue: true });

@@ -25,7 +25,8 @@ import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, 
  *   POST /api/ofrep/v1/evaluate/flags           (OFREP bulk, ETag / If-None-Match)
  *   GET  /api/flags/stream, /api/connect/stream  (SSE: an open stream holds no Express or
  *                                                 per-request logger state, see bench:streams)
- * and hands every other request to Express untouched. It does everything the Express chain
+ * and hands every other request to Express untouched (answering CORS preflights of SDK routes
+ * and adding CORS headers to their answers on the way). It does everything the Express chain
  * does for these routes, in the same order and with the same answers: request id, per-IP
  * limit, authentication (401 for a bad bearer), personal-token refusal, per-token limit,
  * JSON body of at most 64 KB (413/415/400), validation (400 with details), access (401/403/404),
@@ -54,6 +55,25 @@ const STREAM_PATHS = new Set(['/api/flags/stream', '/api/connect/stream']);
 const OFREP_BULK_PATH = '/api/ofrep/v1/evaluate/flags';
 const OFREP_PREFIX = '/api/ofrep/v1/evaluate/flags/';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * CORS for the evaluation and SDK routes: any origin, without credentials (a browser never sends
+ * the dashboard cookie cross-origin to them; SDKs use bearer tokens or public flags). Set here,
+ * before Express, so error answers from the Express chain (401, 429 ...) carry them too.
+ */
+const SDK_PATH = /^\/api\/(?:flags\/evaluate(?:\/batch)?|flags\/stream|ofrep\/|connect\/|grpc-web\/|sdk-config$)/;
+const isSdkPath = (path: string) => SDK_PATH.test(path);
+const CORS_HEADERS: Record<string, string> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers':
+    'ETag, X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, Grpc-Status, Grpc-Message, Grpc-Status-Details-Bin',
+};
+const CORS_PREFLIGHT_HEADERS: Record<string, string> = {
+  'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',
+  'Access-Control-Allow-Headers':
+    'Authorization, Content-Type, X-Service-Id, X-Environment, X-Request-Id, If-None-Match, Last-Event-ID, Connect-Protocol-Version, Connect-Timeout-Ms, X-Grpc-Web, X-User-Agent, Grpc-Timeout',
+  'Access-Control-Max-Age': '600',
+};
 const JSON_TYPE = /^application\/(?:[^;\s]+\+)?json\s*(?:;|$)/i;
 const BODY_LIMIT = BODY_LIMITS.evaluation;
 
@@ -94,6 +114,15 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
     const url = req.url ?? '';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
+    if (req.headers.origin !== undefined && isSdkPath(path)) {
+      // Browsers on other origins (a page on {base_url} calling {data_url}) may call SDK routes.
+      if (req.method === 'OPTIONS') {
+        res.writeHead(204, { ...CORS_HEADERS, ...CORS_PREFLIGHT_HEADERS });
+        res.end();
+        return true;
+      }
+      for (const name in CORS_HEADERS) res.setHeader(name, CORS_HEADERS[name]);
+    }
     let kind: Kind;
     let ofrepKey: string | undefined;
     if (req.method === 'GET') {
