@@ -255,7 +255,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
       });
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;
-      const server = createListener(listener);
+      const server = createListener(listener, config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config[LISTENER_PORT[name]], config.HOST, () => resolve());
@@ -294,8 +294,17 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
 }
 
 /** Node's HTTP server with bounded header and body timings, and parser errors in our envelope. */
-function createListener(app: http.RequestListener): http.Server {
-  const server = http.createServer({ maxHeaderSize: 16 * 1024, requestTimeout: 30_000, headersTimeout: 15_000 }, app);
+function createListener(app: http.RequestListener, headersTimeout: number, requestTimeout: number): http.Server {
+  const server = http.createServer(
+    {
+      maxHeaderSize: 16 * 1024,
+      headersTimeout,
+      requestTimeout: Math.max(requestTimeout, headersTimeout),
+      // Node checks the timeouts on this interval; keep it well under the shortest one.
+      connectionsCheckingInterval: Math.min(5_000, Math.ceil(headersTimeout / 4)),
+    },
+    app,
+  );
   server.keepAliveTimeout = 5_000;
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable || (error as { code?: string }).code === 'ECONNRESET') return socket.destroy();
