@@ -19,8 +19,10 @@ echo "== jest"
 results="$(mktemp)"
 jest_status=0
 npx jest --ci --json --outputFile="$results" "$@" || jest_status=$?
-passed=$(node -e 'const r=require(process.argv[1]);console.log(r.numPassedTests)' "$results" 2>/dev/null || echo 0)
-failed=$(node -e 'const r=require(process.argv[1]);console.log(r.numFailedTests + r.numRuntimeErrorTestSuites)' "$results" 2>/dev/null || echo 1)
+# The results file has no .json extension, so read it as JSON rather than require() it.
+count() { node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));console.log('"$1"')' "$results" 2>/dev/null || echo "$2"; }
+passed=$(count 'r.numPassedTests' 0)
+failed=$(count 'r.numFailedTests + r.numRuntimeErrorTestSuites' 1)
 
 smoke_status=0; schema_status=0
 if [ "$#" -eq 0 ]; then
