@@ -360,11 +360,19 @@ function restWithGrant(ex: Exchange, body: EvaluateBody, grant: ServiceGrant, t1
   send(ex, 200, JSON.stringify(out));
 }
 
+/** An OFREP request body: any JSON object (or none); zod only for the exact 400 otherwise. */
+function ofrepBody(raw: unknown): { context?: unknown } {
+  if (raw === undefined) return {};
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) return raw as { context?: unknown };
+  const checked = validateBody(OfrepBody, raw);
+  if (checked instanceof HttpError) throw checked;
+  return checked;
+}
+
 function evaluateOfrep(ex: Exchange, raw: unknown, key: string): Promise<void> | undefined {
   const target = ofrepTarget(ex.req.headers);
   if (target instanceof HttpError) throw target;
-  const body = validateBody(OfrepBody, raw ?? {});
-  if (body instanceof HttpError) throw body;
+  const body = ofrepBody(raw);
   const grant = ex.deps.evaluation.grantNow(ex.principal, target.serviceId);
   if (grant !== undefined) {
     ofrepWithGrant(ex, target, body.context, key, grant);
@@ -390,8 +398,7 @@ function ofrepWithGrant(ex: Exchange, target: OfrepTarget, context: unknown, key
 function evaluateOfrepBulk(ex: Exchange, raw: unknown): Promise<void> | undefined {
   const target = ofrepTarget(ex.req.headers);
   if (target instanceof HttpError) throw target;
-  const body = validateBody(OfrepBody, raw ?? {});
-  if (body instanceof HttpError) throw body;
+  const body = ofrepBody(raw);
   const grant = ex.deps.evaluation.grantNow(ex.principal, target.serviceId);
   if (grant !== undefined) {
     bulkWithGrant(ex, target, body.context, grant);
