@@ -36,9 +36,10 @@ export ST_SESSION="$(awk '$6 == "flags_session" {print $7}' "$work/jar")"
 export ST_CSRF=$(curl -sf -H "Cookie: flags_session=$ST_SESSION" "$base/api/csrf-token" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token))')
 
 # Logout would end the session every other operation uses; it has its own integration tests.
+# One worker: with two, Schemathesis occasionally fails with an internal hypothesis error.
 schemathesis --config-file test/schemathesis.toml run "$base/api/openapi.json" \
   --checks not_a_server_error,response_schema_conformance,ignored_auth \
   --exclude-path /api/auth/logout --exclude-path-regex "stream|EventStream" \
-  --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-30}" --workers 2 --no-color \
+  --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-30}" --workers 1 --no-color \
   --seed 20261121 --request-timeout 20 \
   --suppress-health-check all --phases "${SCHEMATHESIS_PHASES:-coverage,fuzzing}" --report junit --report-dir "${SCHEMATHESIS_REPORT_DIR:-$work/report}"
