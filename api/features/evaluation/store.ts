@@ -1,48 +1,7 @@
 import type { ProjectRole } from '../../auth/principal';
 import type { Sql } from '../../infra/postgres';
-import type { Environment, FlagRecord, FlagTargetingRule, FlagType, FlagVariant } from '../flags/types';
-
-interface FlagRow {
-  id: string;
-  project_id: string;
-  service_id: string;
-  environment: Environment;
-  key: string;
-  name: string;
-  description: string;
-  type: FlagType;
-  enabled: boolean;
-  default_value: unknown;
-  tags: string[];
-  variants: FlagVariant[];
-  targeting: FlagTargetingRule[];
-  is_public: boolean;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
-}
-
-function toRecord(row: FlagRow): FlagRecord {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    serviceId: row.service_id,
-    environment: row.environment,
-    key: row.key,
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    enabled: row.enabled,
-    defaultValue: row.default_value,
-    tags: row.tags,
-    variants: row.variants,
-    targeting: row.targeting,
-    isPublic: row.is_public,
-    version: row.version,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
+import { toFlagRecord, type FlagRow } from '../flags/store';
+import type { Environment, FlagRecord } from '../flags/types';
 
 export interface ServiceRow {
   id: string;
@@ -79,19 +38,19 @@ export class EvaluationStore {
 
   async allFlags(): Promise<FlagRecord[]> {
     const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags`;
-    return rows.map(toRecord);
+    return rows.map(toFlagRecord);
   }
 
   async flagsOfService(serviceId: string): Promise<FlagRecord[]> {
     if (serviceId.includes('\u0000')) return [];
     const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE service_id = ${serviceId}`;
-    return rows.map(toRecord);
+    return rows.map(toFlagRecord);
   }
 
   async flagsByIds(ids: string[]): Promise<FlagRecord[]> {
     if (ids.length === 0) return [];
     const rows = await this.sql<FlagRow[]>`SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE id = ANY(${ids})`;
-    return rows.map(toRecord);
+    return rows.map(toFlagRecord);
   }
 
   async flagStamps(): Promise<FlagStamp[]> {

@@ -12,7 +12,8 @@ import type {
   FlagVersionRecord,
 } from './types';
 
-interface FlagRow {
+/** A `flags` row as postgres.js returns it; toFlagRecord turns it into the API shape. */
+export interface FlagRow {
   id: string;
   project_id: string;
   service_id: string;
