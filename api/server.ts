@@ -39,7 +39,7 @@ import { createLogger, type Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { projectPath } from './infra/paths';
 import { openDatabase, type Database } from './infra/postgres';
-import { openTemporal, type Temporal } from './infra/temporal';
+import { detachedTemporal, openTemporal, type Temporal } from './infra/temporal';
 
 const APP_VERSION: string = JSON.parse(fs.readFileSync(projectPath('package.json'), 'utf8')).version;
 
@@ -101,14 +101,12 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const analyticsApplied = await migrateAnalytics(analytics);
     if (analyticsApplied.length) logger.info({ applied: analyticsApplied }, 'analytics migrations applied');
 
-    const temporal = await openTemporal({
-      address: config.TEMPORAL_ADDRESS,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      cliPath: config.TEMPORAL_CLI_PATH,
-      dataDir: config.dataDir,
-      logger,
-    });
+    // Only the control plane (starts workflows) and the worker (runs them) talk to Temporal.
+    const usesTemporal = config.ROLES.includes('control') || config.ROLES.includes('worker');
+    const temporalOptions = { namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE };
+    const temporal = usesTemporal
+      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, logger })
+      : detachedTemporal(temporalOptions);
     onShutdown(() => temporal.close());
 
     const instanceId = randomUUID();

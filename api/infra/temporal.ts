@@ -12,6 +12,8 @@ export interface Temporal {
   taskQueue: string;
   /** Set when this process started its own dev server (embedded profile). */
   devServer: boolean;
+  /** False in processes that do not use Temporal at all (see detachedTemporal). */
+  connected: boolean;
   close(): Promise<void>;
 }
 
@@ -45,10 +47,30 @@ export async function openTemporal(opts: TemporalOptions): Promise<Temporal> {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     devServer: Boolean(child),
+    connected: true,
     async close() {
       await connection.close();
       if (child) await stopChild(child);
     },
+  };
+}
+
+/**
+ * For processes that run neither the control plane nor the worker (a lone data plane or
+ * ingest listener): they never start workflows, and a Temporal connection would slow their
+ * hot path (it switches on process-wide promise tracking). Any use is a wiring bug and fails loudly.
+ */
+export function detachedTemporal(opts: Pick<TemporalOptions, 'namespace' | 'taskQueue'>): Temporal {
+  return {
+    get client(): Client {
+      throw new Error('Temporal is not opened in a process without the control or worker role');
+    },
+    address: '',
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    devServer: false,
+    connected: false,
+    close: async () => undefined,
   };
 }
 

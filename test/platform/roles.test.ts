@@ -105,3 +105,25 @@ describe('data plane and ingest listeners', () => {
     }
   });
 });
+
+describe('a lone data-plane process', () => {
+  let data: TestApp;
+  beforeAll(async () => {
+    data = await startTestApp({ ROLES: 'data' });
+  });
+  afterAll(() => data?.stop());
+
+  it('serves the data plane without connecting to Temporal', async () => {
+    expect(Object.keys(data.running.urls)).toEqual(['data']);
+    expect(data.platform.temporal.connected).toBe(false);
+    expect(() => data.platform.temporal.client).toThrow(/not opened/);
+    const admin = await data.request('GET', '/api/health/admin', { listener: 'data' });
+    expect(admin.status).toBe(200);
+    expect(admin.body.workflows).toMatchObject({ working: true, used: false });
+    const evaluation = await data.request('POST', '/api/flags/evaluate', {
+      listener: 'data',
+      body: { flagKey: 'nope', serviceId: 'svc_missing', environment: 'development', defaultValue: false, context: {} },
+    });
+    expect(evaluation.status).toBeLessThan(500);
+  });
+});
