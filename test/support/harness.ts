@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import postgres from 'postgres';
 import { parseConfig } from '../../api/config';
 import { createLogger, type Logger } from '../../api/infra/logger';
@@ -34,6 +35,8 @@ export interface TestApp {
   databaseUrl: string;
   request<T = any>(method: string, urlPath: string, opts?: RequestOptions): Promise<TestResponse<T>>;
   signup(opts?: { name?: string; email?: string; verified?: boolean }): Promise<TestUser>;
+  /** The server's last error-level log lines (when no logger was passed): what a failing test should print. */
+  errorLog(): string[];
   /** keepDatabase: for a second replica sharing another app's database. */
   stop(opts?: { keepDatabase?: boolean }): Promise<void>;
 }
@@ -57,6 +60,19 @@ export function requireInfra(): { databaseUrl: string; redisUrl: string; tempora
 }
 
 let counter = 0;
+
+/** Keeps the last error lines in memory instead of printing them between jest's output. */
+function errorSink() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      lines.splice(0, Math.max(0, lines.length - 50));
+      done();
+    },
+  });
+  return { lines, stream };
+}
 
 /**
  * A full platform on ephemeral ports against the real Postgres (a fresh clone of the migrated
@@ -95,7 +111,9 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
     ...env,
   });
-  const platform = await createPlatform(config, opts.logger ?? createLogger(config.LOG_LEVEL));
+  const errors = errorSink();
+  const logger = opts.logger ?? (process.env.TEST_LOG_LEVEL ? createLogger(config.LOG_LEVEL) : createLogger('error', errors.stream));
+  const platform = await createPlatform(config, logger);
   const running = await startRoles(platform, config.ROLES);
   const urls = running.urls as TestApp['urls'];
 
@@ -148,6 +166,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     databaseUrl,
     request,
     signup,
+    errorLog: () => [...errors.lines],
     async stop(opts = {}) {
       await running.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
