@@ -305,7 +305,9 @@ function createListener(app: http.RequestListener, headersTimeout: number, reque
   );
   server.keepAliveTimeout = 5_000;
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable || (error as { code?: string }).code === 'ECONNRESET') return socket.destroy();
+    // Like Node's own handler: never write an error over a response already under way.
+    const inFlight = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
+    if (!socket.writable || error.code === 'ECONNRESET' || inFlight?.headersSent) return socket.destroy();
     const [status, text, message] =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'Request Header Fields Too Large', 'Request headers exceed 16 KB']
