@@ -8,8 +8,11 @@ import { SESSION_COOKIE, type SessionManager } from './sessions';
 export interface BearerResolver {
   /** Cheap syntactic test: does this token belong to this resolver? */
   accepts(token: string): boolean;
-  /** The principal, or null when the token is unknown, expired or revoked (401). */
-  resolve(token: string): Promise<Principal | null>;
+  /**
+   * The principal, or null when the token is unknown, expired or revoked (401). A resolver may
+   * answer synchronously from its memo: the evaluation hot path then allocates no promise.
+   */
+  resolve(token: string): Principal | null | Promise<Principal | null>;
 }
 
 /**
@@ -50,12 +53,17 @@ export class Authenticator {
     return ANONYMOUS;
   }
 
-  async resolveBearer(token: string): Promise<Principal> {
+  /** Synchronous when the resolver answered from its memo; throws (or rejects with) 401 otherwise. */
+  resolveBearer(token: string): Principal | Promise<Principal> {
     const resolver = this.resolvers.find((r) => r.accepts(token));
-    const principal = resolver ? await resolver.resolve(token) : null;
-    if (!principal) throw unauthorized('Invalid, expired or revoked token');
-    return principal;
+    const principal = resolver ? resolver.resolve(token) : null;
+    return principal instanceof Promise ? principal.then(acceptedBearer) : acceptedBearer(principal);
   }
+}
+
+function acceptedBearer(principal: Principal | null): Principal {
+  if (!principal) throw unauthorized('Invalid, expired or revoked token');
+  return principal;
 }
 
 export function bearerToken(header: string | undefined): string | undefined {

@@ -138,24 +138,28 @@ export class ProjectTokenService {
     return issued.pair;
   }
 
-  /** Bearer resolution for `fgr_` secrets: hash, look up (memoised briefly), then expiry. */
-  async resolveOpaque(secret: string): Promise<ProjectTokenPrincipal | null> {
+  /**
+   * Bearer resolution for `fgr_` secrets: hash, look up (memoised briefly), then expiry. A memo
+   * hit answers synchronously, so the evaluation hot path waits on nothing.
+   */
+  resolveOpaque(secret: string): ProjectTokenPrincipal | null | Promise<ProjectTokenPrincipal | null> {
     if (!OPAQUE_TOKEN_PATTERN.test(secret)) return null;
     const hash = sha256Hex(secret);
-    let entry = this.deps.opaqueCache.get(hash);
-    if (!entry) {
-      const row = await this.deps.store.findActiveBySecretHash(hash);
-      // The index found it by hash; compare again in constant time so no path compares secrets naively.
-      if (!row?.secret_hash || !timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return null;
-      entry = {
-        principal: { type: 'project_api_token', tokenId: row.id, tokenType: 'opaque', projectId: row.project_id, scopes: row.scopes, createdBy: row.created_by },
-        expiresAtMs: row.expires_at?.getTime() ?? null,
-      };
-      this.deps.opaqueCache.set(hash, entry);
-      this.deps.store.touch(row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record token use'));
-    }
-    if (entry.expiresAtMs !== null && entry.expiresAtMs <= Date.now()) return null;
-    return entry.principal;
+    const entry = this.deps.opaqueCache.get(hash);
+    return entry ? unexpired(entry) : this.loadOpaque(hash);
+  }
+
+  private async loadOpaque(hash: string): Promise<ProjectTokenPrincipal | null> {
+    const row = await this.deps.store.findActiveBySecretHash(hash);
+    // The index found it by hash; compare again in constant time so no path compares secrets naively.
+    if (!row?.secret_hash || !timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return null;
+    const entry: CachedOpaqueToken = {
+      principal: { type: 'project_api_token', tokenId: row.id, tokenType: 'opaque', projectId: row.project_id, scopes: row.scopes, createdBy: row.created_by },
+      expiresAtMs: row.expires_at?.getTime() ?? null,
+    };
+    this.deps.opaqueCache.set(hash, entry);
+    this.deps.store.touch(row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record token use'));
+    return unexpired(entry);
   }
 
   /** Bearer resolution for JWT access tokens: signature, iss/aud/exp, type, then the revocation list. */
@@ -236,4 +240,8 @@ async function auditToken(
     after: action === 'token.create' ? record : null,
     metadata: { tokenType: row.token_type, ...metadata },
   });
+}
+
+function unexpired(entry: CachedOpaqueToken): ProjectTokenPrincipal | null {
+  return entry.expiresAtMs !== null && entry.expiresAtMs <= Date.now() ? null : entry.principal;
 }
