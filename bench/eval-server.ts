@@ -15,6 +15,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import express from 'express';
 import postgres from 'postgres';
 import { parseConfig } from '../api/config';
@@ -105,12 +106,18 @@ async function main() {
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
 
+  // Event-loop stalls in the server during a run: tells a slow tail caused here from one caused by the generator or the machine.
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   process.on('message', (message: { type: string; body?: string }) => {
     if (message.type === 'body') {
       body = Buffer.from(message.body ?? '{}');
       process.send!({ type: 'body-set' });
     } else if (message.type === 'cpu') {
       process.send!({ type: 'cpu', usage: process.cpuUsage(), at: performance.now() });
+    } else if (message.type === 'loop-delay') {
+      process.send!({ type: 'loop-delay', p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 });
+      loopDelay.reset();
     } else if (message.type === 'memory') {
       process.send!({ type: 'memory', usage: process.memoryUsage(), streams: platform.evaluation?.hub.size ?? 0 });
     } else if (message.type === 'stop') {
