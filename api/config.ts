@@ -78,7 +78,7 @@ const envSchema = z.object({
   /** Evaluation events: rows per ClickHouse insert, longest wait of a partial batch, events held in memory. */
   EVAL_EVENTS_BATCH_SIZE: positiveInt.default(100_000),
   EVAL_EVENTS_FLUSH_MS: positiveInt.default(5_000),
-  EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(200_000),
+  EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(300_000),
   /** SSE / EventStream heartbeat interval and the Last-Event-ID replay window per service. */
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   STREAM_REPLAY_MAX_EVENTS: positiveInt.default(5_000),

@@ -1,4 +1,8 @@
-import type { Analytics } from '../../analytics/client';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openAnalytics, type Analytics } from '../../analytics/client';
+import { migrateAnalytics } from '../../analytics/migrate';
 import { ContextRing } from '../../api/features/evaluation/contexts';
 import { LocalRateLimiter } from '../../api/features/evaluation/local-rate-limiter';
 import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent } from '../../api/features/evaluation/recorder';
@@ -33,9 +37,14 @@ function fakeAnalytics(failures: number) {
     database: 'x',
     close: async () => undefined,
     client: {
-      insert: async ({ values }: { values: AsyncIterable<Record<string, unknown>> }) => {
-        const rows: Record<string, unknown>[] = [];
-        for await (const row of values) rows.push(row);
+      insert: async ({ values, columns, format }: { values: AsyncIterable<string>; columns: string[]; format: string }) => {
+        expect(format).toBe('TabSeparated');
+        let text = '';
+        for await (const chunk of values) text += chunk;
+        const rows = text
+          .split('\n')
+          .slice(0, -1)
+          .map((line) => Object.fromEntries(line.split('\t').map((field, i) => [columns[i], field])));
         if (left > 0) {
           left--;
           throw new Error('insert failed');
@@ -82,7 +91,7 @@ describe('EvaluationRecorder', () => {
     const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 100, flushIntervalMs: 60_000, maxBuffered: 100, maxAttempts: 1, retryBaseMs: 1 });
     recorder.record(event(1, 'gone'));
     recorder.record(event(2, 'kept'));
-    recorder.discard((e) => e.flagKey === 'gone');
+    recorder.discard({ projectIds: new Set(['p']), flagKey: 'gone' });
     await recorder.flush();
     expect(batches[0].map((r) => r.flag_key)).toEqual(['kept']);
   });
@@ -147,5 +156,36 @@ describe('ContextRing', () => {
     for (let i = 0; i < 10; i++) ring.push(entry(i, 20));
     expect(ring.length).toBe(2);
     expect(ring.summaries('s').map((g) => g.attributes.n).sort()).toEqual([8, 9]);
+  });
+});
+
+describe('EvaluationRecorder into chDB', () => {
+  it('stores awkward strings exactly (TabSeparated escaping) and millisecond timestamps', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'recorder-chdb-'));
+    // One chDB path per process (as the harness): a database of our own inside it.
+    const analytics = await openAnalytics({ database: `recorder_${process.pid}`, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    try {
+      await migrateAnalytics(analytics);
+      const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });
+      // Recent (the table's TTL drops rows older than 90 days), with 1- and 3-digit milliseconds.
+      const second = Math.floor(Date.now() / 1000) * 1000;
+      const awkward = 'tab\there, newline\nthere, back\\slash, cr\r, nul\0 and "quotes"';
+      recorder.record({ ...event(7, 'odd-flag'), variant: awkward, value: { text: awkward, n: 1 }, errorCode: 'E\tX', timestamp: second + 7 });
+      recorder.record({ ...event(8, 'odd-flag'), value: undefined, targetingKey: undefined, timestamp: second + 120 });
+      await recorder.close();
+      const rs = await analytics.client.query({
+        query: `SELECT toUnixTimestamp64Milli(timestamp) AS ms, variant, value, error_code, targeting_key_hash FROM evaluation_events WHERE flag_key = 'odd-flag' ORDER BY ms`,
+        format: 'JSONEachRow',
+      });
+      const rows = (await rs.json()) as { ms: string; variant: string; value: string; error_code: string; targeting_key_hash: string }[];
+      expect(rows.map((r) => ({ ...r, ms: Number(r.ms) }))).toEqual([
+        { ms: second + 7, variant: awkward, value: JSON.stringify({ text: awkward, n: 1 }), error_code: 'E\tX', targeting_key_hash: hashTargetingKey('user-1') },
+        { ms: second + 120, variant: '', value: 'null', error_code: '', targeting_key_hash: '' },
+      ]);
+    } finally {
+      await analytics.client.command({ query: `DROP DATABASE IF EXISTS recorder_${process.pid}` }).catch(() => undefined);
+      await analytics.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -85,9 +85,7 @@ export class EvaluationLog {
   async clear(filter: { projectIds: string[]; serviceId?: string; flagKey: string }): Promise<number> {
     if (filter.projectIds.length === 0) return 0;
     const projects = new Set(filter.projectIds);
-    this.recorder.discard(
-      (e) => e.flagKey === filter.flagKey && projects.has(e.projectId) && (filter.serviceId === undefined || e.serviceId === filter.serviceId),
-    );
+    this.recorder.discard({ projectIds: projects, serviceId: filter.serviceId, flagKey: filter.flagKey });
     await this.recorder.flush();
     const where = ['project_id IN {projectIds:Array(String)}', 'flag_key = {flagKey:String}'];
     const params: Record<string, unknown> = { projectIds: filter.projectIds, flagKey: filter.flagKey };
