@@ -29,7 +29,7 @@ function event(i: number, flagKey = 'f'): EvaluationEvent {
 }
 
 /** An Analytics whose insert fails `failures` times, then records the rows it gets. */
-function fakeAnalytics(failures: number) {
+function fakeAnalytics(failures: number, delayMs = 0) {
   const batches: Record<string, unknown>[][] = [];
   let left = failures;
   const analytics = {
@@ -39,6 +39,7 @@ function fakeAnalytics(failures: number) {
     client: {
       insert: async ({ values, columns, format }: { values: AsyncIterable<string>; columns: string[]; format: string }) => {
         expect(format).toBe('TabSeparated');
+        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
         let text = '';
         for await (const chunk of values) text += chunk;
         const rows = text
@@ -84,6 +85,53 @@ describe('EvaluationRecorder', () => {
     expect(recorder.stats()).toMatchObject({ buffered: 8, dropped: 4 });
     await recorder.flush();
     expect(recorder.stats()).toMatchObject({ buffered: 0, written: 0, dropped: 12, failedBatches: 1, healthy: false, lastError: 'insert failed' });
+  });
+
+  it('writes what was waiting when a flush began; a trickle meanwhile waits for the next flush', async () => {
+    const { analytics, batches } = fakeAnalytics(0, 30);
+    const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 100, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });
+    for (let i = 0; i < 5; i++) recorder.record(event(i));
+    const first = recorder.flush();
+    await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 3; i++) recorder.record(event(i));
+    await first;
+    // No insert storm: the three that arrived during the insert were not written on their own.
+    expect(batches.map((b) => b.length)).toEqual([5]);
+    expect(recorder.stats()).toMatchObject({ buffered: 3, written: 5 });
+    await recorder.flush();
+    expect(batches.map((b) => b.length)).toEqual([5, 3]);
+  });
+
+  it('a flush asked for during another one still writes the events recorded before it was asked', async () => {
+    const { analytics, batches } = fakeAnalytics(0, 30);
+    const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 100, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });
+    for (let i = 0; i < 5; i++) recorder.record(event(i));
+    void recorder.flush();
+    await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 3; i++) recorder.record(event(i));
+    await recorder.flush();
+    expect(batches.flat()).toHaveLength(8);
+    expect(recorder.stats()).toMatchObject({ buffered: 0, written: 8 });
+  });
+
+  it('keeps full batches flowing, two inserts at a time', async () => {
+    const { analytics, batches } = fakeAnalytics(0, 20);
+    let concurrent = 0;
+    let most = 0;
+    const insert = analytics.client.insert.bind(analytics.client);
+    (analytics.client as { insert: typeof insert }).insert = async (params) => {
+      most = Math.max(most, ++concurrent);
+      try {
+        return await insert(params);
+      } finally {
+        concurrent--;
+      }
+    };
+    const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 10, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });
+    for (let i = 0; i < 60; i++) recorder.record(event(i));
+    await recorder.flush();
+    expect(batches.map((b) => b.length)).toEqual([10, 10, 10, 10, 10, 10]);
+    expect(most).toBe(2);
   });
 
   it('discards buffered events that match (DELETE /api/evaluations)', async () => {

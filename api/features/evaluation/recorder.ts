@@ -94,8 +94,10 @@ interface Chunk {
 export class EvaluationRecorder {
   /** Events of the current turn, not serialized yet. */
   private fresh: EvaluationEvent[] = [];
+  /** Serialized rows of the chunk being filled. */
+  private openRows: string[] = [];
   private chunks: Chunk[] = [];
-  /** Events in `fresh` and `chunks`. */
+  /** Events in `fresh`, `openRows` and `chunks`. */
   private buffered = 0;
   private inFlight = 0;
   private serializeScheduled = false;
@@ -140,12 +142,14 @@ export class EvaluationRecorder {
 
   /** Drains the buffer now (GET /api/evaluations reads its own writes); resolves when it is empty or dropped. */
   flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    if (this.buffered === 0) return Promise.resolve();
-    this.flushing = this.drain().finally(() => {
-      this.flushing = undefined;
+    if (!this.flushing && this.buffered === 0) return Promise.resolve();
+    // Flushes run one after another, each writing what was waiting when it began: a caller
+    // whose events arrived during a running flush still gets them written before it resolves.
+    const flushing: Promise<void> = (this.flushing ?? Promise.resolve()).then(() => this.drain()).finally(() => {
+      if (this.flushing === flushing) this.flushing = undefined;
     });
-    return this.flushing;
+    this.flushing = flushing;
+    return flushing;
   }
 
   async close(): Promise<void> {
@@ -157,7 +161,7 @@ export class EvaluationRecorder {
 
   /** Forgets buffered events of a flag that are not written yet (DELETE /api/evaluations). */
   discard(filter: DiscardFilter): void {
-    this.serialize(this.fresh.length);
+    this.serializeAll();
     const projects = new Set([...filter.projectIds].map(tsv));
     const service = filter.serviceId === undefined ? undefined : tsv(filter.serviceId);
     const flag = tsv(filter.flagKey);
@@ -195,24 +199,46 @@ export class EvaluationRecorder {
     }
   };
 
-  /** Turns up to `limit` fresh events into chunks (flat strings of `chunkRows` rows at most). */
+  /**
+   * Turns up to `limit` fresh events into rows; every `chunkRows` rows become one chunk (a flat
+   * string). A trickle of a few events per turn thus still makes 500-row chunks, not thousands
+   * of tiny ones.
+   */
   private serialize(limit: number): void {
     const events = this.fresh;
     const count = Math.min(limit, events.length);
-    for (let i = 0; i < count; i += this.chunkRows) {
-      const end = Math.min(i + this.chunkRows, count);
-      const rows = new Array<string>(end - i);
-      for (let j = i; j < end; j++) rows[j - i] = this.toRow(events[j]);
-      this.chunks.push({ text: rows.join(''), rows: rows.length });
+    for (let i = 0; i < count; i++) {
+      this.openRows.push(this.toRow(events[i]));
+      if (this.openRows.length === this.chunkRows) this.sealOpenRows();
     }
     this.fresh = count === events.length ? [] : events.slice(count);
   }
 
+  /** Everything serialized and in `chunks` (before a batch is taken or a discard looks). */
+  private serializeAll(): void {
+    this.serialize(this.fresh.length);
+    this.sealOpenRows();
+  }
+
+  private sealOpenRows(): void {
+    if (this.openRows.length === 0) return;
+    this.chunks.push({ text: this.openRows.join(''), rows: this.openRows.length });
+    this.openRows = [];
+  }
+
+  /**
+   * Writes the events waiting when it began, plus any full batch that fills meanwhile. Events
+   * trickling in during the inserts wait for the next flush: otherwise a steady trickle keeps
+   * a tiny insert always running, and chDB's per-insert work (parts, the rollup view, merges)
+   * costs more CPU than serving the requests.
+   */
   private async drain(): Promise<void> {
+    let due = this.buffered;
     const running = new Set<Promise<void>>();
-    while (this.buffered > 0 || running.size > 0) {
-      while (this.buffered > 0 && running.size < PARALLEL_INSERTS) {
+    for (;;) {
+      while (running.size < PARALLEL_INSERTS && this.buffered > 0 && (due > 0 || this.buffered >= this.opts.batchSize)) {
         const batch = this.takeBatch(Math.min(this.opts.batchSize, MAX_ROWS_PER_INSERT));
+        due -= batch.rows;
         this.inFlight += batch.rows;
         const insert: Promise<void> = this.insertBatch(batch).finally(() => {
           this.inFlight -= batch.rows;
@@ -220,13 +246,14 @@ export class EvaluationRecorder {
         });
         running.add(insert);
       }
+      if (running.size === 0) return;
       await Promise.race(running);
     }
   }
 
   /** Whole chunks up to about `size` rows (at least one chunk), out of the buffer. */
   private takeBatch(size: number): { texts: string[]; rows: number } {
-    this.serialize(this.fresh.length);
+    this.serializeAll();
     const texts: string[] = [];
     let rows = 0;
     let taken = 0;
