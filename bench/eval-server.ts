@@ -15,7 +15,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import diagnostics from 'node:diagnostics_channel';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import express from 'express';
 import postgres from 'postgres';
 import { parseConfig } from '../api/config';
@@ -106,6 +107,17 @@ async function main() {
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
 
+  // Whole server time of each request (headers parsed -> last byte handed to the socket), for
+  // the bar that speaks of server time: body read and parse, validation, handler, JSON answer.
+  const arrivals = new WeakMap<object, number>();
+  let serverTimes: number[] = [];
+  diagnostics.subscribe('http.server.request.start', (message) => {
+    arrivals.set((message as { request: object }).request, performance.now());
+  });
+  diagnostics.subscribe('http.server.response.finish', (message) => {
+    const started = arrivals.get((message as { request: object }).request);
+    if (started !== undefined) serverTimes.push(performance.now() - started);
+  });
   // Event-loop stalls in the server during a run: tells a slow tail caused here from one caused by the generator or the machine.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
@@ -115,6 +127,9 @@ async function main() {
       process.send!({ type: 'body-set' });
     } else if (message.type === 'cpu') {
       process.send!({ type: 'cpu', usage: process.cpuUsage(), at: performance.now() });
+    } else if (message.type === 'server-times') {
+      process.send!({ type: 'server-times', times: serverTimes });
+      serverTimes = [];
     } else if (message.type === 'loop-delay') {
       process.send!({ type: 'loop-delay', p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 });
       loopDelay.reset();

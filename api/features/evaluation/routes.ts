@@ -10,7 +10,7 @@ import { spendOrThrow } from './connect';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofrep';
-import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf } from './schemas';
+import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, restResult, round3, type EvaluationService } from './service';
 import type { EvaluationStore } from './store';
 
@@ -85,6 +85,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
       bodyLimit: BATCH_BODY_LIMIT,
       query: DebugQuery,
       body: BatchBody,
+      quickBody: quickBatchBody,
       response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
       async handler(ctx) {
         const t0 = performance.now();
