@@ -7,7 +7,8 @@
  *
  * Backends: the ones named by DATABASE_URL / REDIS_URL / TEMPORAL_ADDRESS / CLICKHOUSE_URL (a
  * fresh database `bench_<pid>` is created on the Postgres server and dropped at the end), or the
- * embedded profile when none is set. Rate limits are raised far above the load (the documented
+ * embedded profile when none is set. For the split run (bench/eval.ts) the parent passes
+ * BENCH_SERVER_ROLES, BENCH_DATABASE_URL and BENCH_SHARED_ID (one key prefix for both servers). Rate limits are raised far above the load (the documented
  * way to benchmark: RATE_LIMIT_PER_IP, RATE_LIMIT_PER_TOKEN, RATE_LIMIT_PER_SERVICE).
  */
 import fs from 'node:fs';
@@ -33,9 +34,11 @@ async function listen(server: http.Server): Promise<number> {
 async function main() {
   let body = Buffer.from('{}');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-bench-'));
+  // BENCH_DATABASE_URL: a database the parent made for several servers (the split run);
+  // otherwise a database of our own on DATABASE_URL's server, or the embedded profile.
   let benchDatabase: string | undefined;
-  let databaseUrl = process.env.DATABASE_URL;
-  if (databaseUrl) {
+  let databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!process.env.BENCH_DATABASE_URL && databaseUrl) {
     benchDatabase = `bench_${process.pid}`;
     const admin = postgres(databaseUrl, { max: 1, onnotice: () => undefined });
     await admin.unsafe(`CREATE DATABASE ${benchDatabase}`);
@@ -44,21 +47,22 @@ async function main() {
     u.pathname = `/${benchDatabase}`;
     databaseUrl = u.toString();
   }
+  const shared = process.env.BENCH_SHARED_ID ?? String(process.pid);
   const config = parseConfig({
     ...process.env,
     NODE_ENV: 'test',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    REDIS_KEY_PREFIX: `bench:${process.pid}:`,
-    CLICKHOUSE_DATABASE: `bench_${process.pid}`,
-    TEMPORAL_TASK_QUEUE: `bench-${process.pid}`,
+    REDIS_KEY_PREFIX: `bench:${shared}:`,
+    CLICKHOUSE_DATABASE: `bench_${shared}`,
+    TEMPORAL_TASK_QUEUE: `bench-${shared}`,
     PORT: '0',
     DATA_PORT: '0',
     INGEST_PORT: '0',
-    ROLES: 'control,data',
+    ROLES: process.env.BENCH_SERVER_ROLES ?? 'control,data',
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     SCRYPT_COST_LOG2: '12',
-    DEMO_SEED: 'true',
+    DEMO_SEED: process.env.BENCH_DEMO_SEED ?? 'true',
     RATE_LIMIT_PER_IP: RAISED_LIMIT,
     RATE_LIMIT_PER_TOKEN: RAISED_LIMIT,
     RATE_LIMIT_PER_SERVICE: RAISED_LIMIT,

@@ -32,6 +32,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import postgres from 'postgres';
 import { openLoop } from './open-loop';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
@@ -76,12 +77,12 @@ function pinSelf(cpu: number) {
   }
 }
 
-function startServer(pinned: boolean): Promise<{ child: ChildProcess; urls: Urls }> {
+function startServer(pinned: boolean, env: Record<string, string> = {}, profiled = true): Promise<{ child: ChildProcess; urls: Urls }> {
   const script = path.join(__dirname, 'eval-server.ts');
   // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
-  const extra = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const extra = profiled ? (process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []) : [];
   const args = [...(pinned ? ['-c', '0', process.execPath] : []), ...extra, '--import', 'tsx', script];
-  const child = spawn(pinned ? 'taskset' : process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: process.env });
+  const child = spawn(pinned ? 'taskset' : process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
     child.on('message', (m: { type: string } & Urls) => {
@@ -232,7 +233,8 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFracti
 async function main() {
   // BENCH_PIN=0 leaves scheduling to the OS (the server's helper threads may then use CPU 1 too).
   const pinned = process.env.BENCH_PIN !== '0' && pinSelf(1);
-  const { child, urls } = await startServer(pinned);
+  const split = await startSplit(pinned);
+  const { child, urls } = split ?? (await startServer(pinned));
   try {
     const { serviceId, flagKey, token, demo } = await setUp(urls);
     const evalBody = JSON.stringify({ flagKey, serviceId, environment: 'production', context: { targetingKey: 'user-1234', plan: 'gold' } });
@@ -271,7 +273,9 @@ async function main() {
     ].filter((s) => !ONLY || ONLY.includes(s.name));
 
     console.log(
-      `bench:eval  ${DURATION}s per run, ${CONNECTIONS} connections, server ${pinned ? 'on CPU 0, autocannon on CPU 1' : 'unpinned'}, ` +
+      `bench:eval  ${DURATION}s per run, ${CONNECTIONS} connections, ` +
+        `${split ? 'a data-plane process (ROLES=data; setup through a separate control-plane process)' : 'one process with control and data roles'}, ` +
+        `server ${pinned ? 'on CPU 0, load generators on CPU 1' : 'unpinned'}, ` +
         `evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped (BENCH_EVENTS=off)' : 'written to ClickHouse (chDB in-process)'}`,
     );
     console.log(`body: ${answer.length} bytes (${answer})`);
@@ -314,7 +318,39 @@ async function main() {
     }
   } finally {
     await stopServer(child);
+    await split?.stop();
   }
+}
+
+/**
+ * With Postgres and Redis servers (the production profile), the measured process is what
+ * production runs for evaluation: a data-plane process alone (ROLES=data, no Temporal client,
+ * no control-plane routes), pinned to its core with the bare routes beside it. Setup goes
+ * through a separate control-plane process on the same database and key prefix, as the
+ * deployment in docker-compose.yml has it. BENCH_SPLIT=0, or the embedded profile, runs one
+ * process with both roles instead.
+ */
+async function startSplit(pinned: boolean) {
+  const admin = process.env.DATABASE_URL;
+  if (!admin || !process.env.REDIS_URL || process.env.BENCH_SPLIT === '0') return undefined;
+  const database = `bench_${process.pid}`;
+  const sql = postgres(admin, { max: 1, onnotice: () => undefined });
+  await sql.unsafe(`CREATE DATABASE ${database}`);
+  const url = new URL(admin);
+  url.pathname = `/${database}`;
+  const common = { BENCH_DATABASE_URL: url.toString(), BENCH_SHARED_ID: String(process.pid) };
+  const control = await startServer(false, { ...common, BENCH_SERVER_ROLES: 'control' }, false);
+  // After the control plane: its migrations and demo seed are done when the data plane loads.
+  const data = await startServer(pinned, { ...common, BENCH_SERVER_ROLES: 'data', BENCH_DEMO_SEED: 'false' });
+  return {
+    child: data.child,
+    urls: { ...data.urls, control: control.urls.control },
+    async stop() {
+      await stopServer(control.child);
+      await sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+      await sql.end();
+    },
+  };
 }
 
 main().then(
