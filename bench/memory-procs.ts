@@ -1,0 +1,267 @@
+/**
+ * Child processes of `npm run bench:memory` (bench/memory.ts) and how their memory is read.
+ *
+ * The app runs exactly as `npm start` and the Docker image run it: `node dist/api/main.js`
+ * (built code, no tsx), with ROLES and the backends in its environment. The only addition is a
+ * few lines evaluated before main.js (`node --expose-gc -e ...`) that answer `memory` requests
+ * over the IPC channel (optionally after a full GC) and shut the app down (SIGTERM path) when
+ * the parent goes away. Each child leads its own process group, so whatever it starts (the
+ * embedded profile's Temporal dev server) can be found and, if needed, killed with it.
+ *
+ * RSS comes from /proc/<pid>/status (VmRSS, and its RssAnon/RssFile/RssShmem parts), heap figures
+ * from process.memoryUsage() in the child.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export const ROOT = path.resolve(__dirname, '..');
+const MAIN = path.join(ROOT, 'dist', 'api', 'main.js');
+
+const PRELOAD = `
+const v8 = require('node:v8');
+process.on('message', (m) => {
+  if (!m || m.type !== 'memory') return;
+  if (m.gc && typeof globalThis.gc === 'function') { globalThis.gc(); globalThis.gc(); }
+  process.send({ type: 'memory', id: m.id, usage: process.memoryUsage(), heapTotalAvailable: v8.getHeapStatistics().total_available_size });
+});
+process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+require(${JSON.stringify(MAIN)});
+`;
+
+export interface ProcMemory {
+  /** Bytes. */
+  rss: number;
+  anon: number;
+  file: number;
+  shmem: number;
+}
+
+/** VmRSS and its parts from /proc/<pid>/status; undefined when the process is gone. */
+export function procMemory(pid: number): ProcMemory | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile'), shmem: kb('RssShmem') };
+}
+
+/** RSS by mapping from /proc/<pid>/smaps: files by base name, `[anon]` for anonymous memory, `[heap]` (malloc's brk heap), `[stack]` ... */
+export function mappings(pid: number): Map<string, number> {
+  const groups = new Map<string, number>();
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return groups;
+  }
+  let current = '[anon]';
+  for (const line of text.split('\n')) {
+    const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      current = header[1] ? (header[1].startsWith('[') ? header[1] : path.basename(header[1])) : '[anon]';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss) groups.set(current, (groups.get(current) ?? 0) + Number(rss[1]) * 1024);
+  }
+  return groups;
+}
+
+export function threadCount(pid: number): number {
+  try {
+    return Number(/^Threads:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Every descendant of pid (children, grandchildren ...), from /proc/<n>/stat. */
+export function descendants(pid: number): { pid: number; name: string }[] {
+  const parentOf = new Map<number, { ppid: number; name: string }>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const name = stat.slice(stat.indexOf('(') + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(' ')[1]);
+      parentOf.set(Number(entry), { ppid, name });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: { pid: number; name: string }[] = [];
+  const walk = (p: number) => {
+    for (const [child, info] of parentOf) {
+      if (info.ppid === p) {
+        out.push({ pid: child, name: info.name });
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+export interface MemorySample {
+  proc: ProcMemory;
+  usage: NodeJS.MemoryUsage;
+  mappings: Map<string, number>;
+  threads: number;
+}
+
+/** A child Node process with an IPC channel, its output kept (last lines) and scanned for log messages. */
+export class Child {
+  readonly tail: string[] = [];
+  private readonly waiters: { test: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+  private readonly exited: Promise<number | null>;
+  private nextId = 1;
+
+  constructor(
+    readonly name: string,
+    readonly proc: ChildProcess,
+  ) {
+    this.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+    for (const stream of [proc.stdout, proc.stderr]) {
+      if (!stream) continue;
+      readline.createInterface({ input: stream }).on('line', (line) => this.onLine(line));
+    }
+  }
+
+  get pid(): number {
+    return this.proc.pid!;
+  }
+
+  get running(): boolean {
+    return this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  private onLine(line: string) {
+    this.tail.push(line);
+    if (this.tail.length > 60) this.tail.shift();
+    if (process.env.BENCH_VERBOSE) console.error(`[${this.name}] ${line}`);
+    for (const w of [...this.waiters]) {
+      if (w.test(line)) {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        w.resolve(line);
+      }
+    }
+  }
+
+  /** The first output line (from now on, or already in the tail) for which test is true. */
+  waitForLine(test: (line: string) => boolean, timeoutMs: number, what: string): Promise<string> {
+    const seen = this.tail.find(test);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(this.failure(`no ${what} within ${timeoutMs / 1000} s`)), timeoutMs);
+      const waiter = {
+        test,
+        resolve: (line: string) => {
+          clearTimeout(timer);
+          resolve(line);
+        },
+      };
+      this.waiters.push(waiter);
+      void this.exited.then((code) => {
+        clearTimeout(timer);
+        reject(this.failure(`exited with ${code} before ${what}`));
+      });
+    });
+  }
+
+  /** An IPC message of `type` in answer to `message`. */
+  ask<T>(message: Record<string, unknown>, type: string, timeoutMs = 15_000): Promise<T> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.proc.off('message', on);
+        reject(this.failure(`no ${type} answer within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      const on = (m: { type?: string; id?: number }) => {
+        if (m?.type === type && (m.id === undefined || m.id === id)) {
+          clearTimeout(timer);
+          this.proc.off('message', on);
+          resolve(m as T);
+        }
+      };
+      this.proc.on('message', on);
+      this.proc.send({ ...message, id });
+    });
+  }
+
+  /** RSS from /proc and the child's own process.memoryUsage(), after a full GC when gc is set. */
+  async memory(gc: boolean): Promise<MemorySample> {
+    const { usage } = await this.ask<{ usage: NodeJS.MemoryUsage }>({ type: 'memory', gc }, 'memory');
+    const proc = procMemory(this.pid);
+    if (!proc) throw this.failure('is gone');
+    return { proc, usage, mappings: mappings(this.pid), threads: threadCount(this.pid) };
+  }
+
+  failure(message: string): Error {
+    return new Error(`${this.name} (pid ${this.proc.pid}) ${message}; its last output:\n${this.tail.slice(-25).join('\n')}`);
+  }
+
+  /** SIGTERM (the app's graceful shutdown), SIGKILL to its whole process group after graceMs. */
+  async stop(graceMs = 20_000): Promise<void> {
+    if (this.running) {
+      try {
+        process.kill(this.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      const killed = await Promise.race([this.exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs))]);
+      if (killed) console.error(`${this.name} did not stop within ${graceMs / 1000} s; killing it`);
+    }
+    this.killGroup();
+    await this.exited;
+  }
+
+  /** SIGKILL to the child's process group (it and anything it started that is still there). */
+  killGroup(): void {
+    try {
+      process.kill(-this.pid, 'SIGKILL');
+    } catch {
+      // no such group: nothing left
+    }
+  }
+}
+
+/** `node --expose-gc dist/api/main.js` (through the IPC preload) with exactly this environment. */
+export function startApp(name: string, env: NodeJS.ProcessEnv): Child {
+  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
+  const proc = spawn(process.execPath, ['--expose-gc', '-e', PRELOAD], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    detached: true,
+  });
+  return new Child(name, proc);
+}
+
+/** A TypeScript helper of bench/ in its own process (tsx), e.g. the ClickHouse shim. */
+export function startScript(name: string, script: string, env: NodeJS.ProcessEnv): Child {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, script)], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    detached: true,
+  });
+  return new Child(name, proc);
+}
+
+/** The URL the app logged for one listener (`{"listener":"data","url":...,"msg":"listening"}`). */
+export async function listenerUrl(child: Child, listener: 'control' | 'data' | 'ingest', timeoutMs: number): Promise<string> {
+  const line = await child.waitForLine(
+    (l) => l.includes('"msg":"listening"') && l.includes(`"listener":"${listener}"`),
+    timeoutMs,
+    `${listener} listener`,
+  );
+  return (JSON.parse(line) as { url: string }).url;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
