@@ -40,6 +40,37 @@ describe('evaluation snapshots', () => {
     expect(snapshots.snapshotStats().lastReconcileAt).not.toBeNull();
   });
 
+  it('keeps what the bus delivers while a reconcile pass is reading Postgres', async () => {
+    const snapshots = app.platform.evaluation!.snapshots;
+    const store = (snapshots as unknown as { deps: { store: { flagStamps: () => Promise<unknown[]> } } }).deps.store;
+    const original = store.flagStamps;
+    const existing = await createFlag(fx.owner, fx.serviceId, { type: 'string', enabled: true, defaultValue: 'before' });
+    await untilEvaluated(app, { flagKey: existing.key, serviceId: fx.serviceId }, (r) => r.value === 'before', { token: fx.readToken });
+    let created: { key: string } | undefined;
+    // The pass has read its stamps; then a flag is created and another changed, and both reach
+    // this replica over the bus before the pass goes on.
+    store.flagStamps = async function (this: unknown) {
+      const stamps = await original.call(this);
+      created = await createFlag(fx.owner, fx.serviceId, { enabled: true, defaultValue: true });
+      await untilEvaluated(app, { flagKey: created.key, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken });
+      const patched = await fx.owner.request('PATCH', `/api/flags/${existing.key}?serviceId=${fx.serviceId}&environment=development`, { defaultValue: 'after' });
+      expect(patched.status).toBe(200);
+      await untilEvaluated(app, { flagKey: existing.key, serviceId: fx.serviceId }, (r) => r.value === 'after', { token: fx.readToken });
+      return stamps;
+    };
+    try {
+      await snapshots.reconcile();
+    } finally {
+      store.flagStamps = original;
+    }
+    expect((await evaluate(created!.key)).body).toMatchObject({ value: true });
+    expect((await evaluate(existing.key)).body).toMatchObject({ value: 'after' });
+    // The next pass sees them in Postgres and keeps them too.
+    await snapshots.reconcile();
+    expect((await evaluate(created!.key)).body).toMatchObject({ value: true });
+    expect((await evaluate(existing.key)).body).toMatchObject({ value: 'after' });
+  });
+
   it('ignores malformed messages, duplicates and events older than what it holds', async () => {
     const flag = await createFlag(fx.owner, fx.serviceId, { type: 'string', enabled: true, defaultValue: 'v1' });
     await untilEvaluated(app, { flagKey: flag.key, serviceId: fx.serviceId }, (r) => r.value === 'v1', { token: fx.readToken });

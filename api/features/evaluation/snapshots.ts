@@ -134,6 +134,8 @@ export class SnapshotStore {
   private startupQueue: FlagChangeEvent[] | null = [];
   private unsubscribe?: () => Promise<void>;
   private reconcileTimer?: NodeJS.Timeout;
+  /** Services and flag slots the bus changed during the running reconcile pass. */
+  private touchedDuringReconcile: { services: Set<string>; flags: Set<string> } | null = null;
   private reconciling?: Promise<void>;
   private stats = { eventsApplied: 0, eventsIgnored: 0, lastEventAt: null as string | null, lastReconcileAt: null as string | null };
 
@@ -213,6 +215,10 @@ export class SnapshotStore {
     }
     this.remember(event.id);
     const { serviceId, projectId, environment, flagKey } = event.data;
+    if (this.touchedDuringReconcile !== null && !event.id.startsWith(SYNTHETIC_PREFIX)) {
+      this.touchedDuringReconcile.services.add(serviceId);
+      this.touchedDuringReconcile.flags.add(flagSlot({ serviceId, environment, key: flagKey }));
+    }
     if (!ENVIRONMENTS.includes(environment)) {
       this.stats.eventsIgnored++;
       return;
@@ -261,21 +267,35 @@ export class SnapshotStore {
   }
 
   private async reconcileOnce(): Promise<void> {
+    // What the bus changes while the pass reads Postgres is newer than what it read: the pass
+    // must neither delete nor rewind those (they are checked again on the next pass).
+    const touched = { services: new Set<string>(), flags: new Set<string>() };
+    this.touchedDuringReconcile = touched;
+    try {
+      await this.reconcileAgainst(touched);
+    } finally {
+      this.touchedDuringReconcile = null;
+    }
+    this.stats.lastReconcileAt = new Date().toISOString();
+  }
+
+  private async reconcileAgainst(touched: { services: Set<string>; flags: Set<string> }): Promise<void> {
     const [stamps, services] = await Promise.all([this.deps.store.flagStamps(), this.deps.store.allServices()]);
     const existingServices = new Set(services.map((s) => s.id));
     for (const id of [...this.services.keys()]) {
-      if (!existingServices.has(id) && !this.loading.has(id)) this.services.delete(id);
+      if (!existingServices.has(id) && !this.loading.has(id) && !touched.services.has(id)) this.services.delete(id);
     }
     const seen = new Set<string>();
     const stale: string[] = [];
     for (const stamp of stamps) {
       const service = this.services.get(stamp.serviceId);
       if (service === undefined) continue; // loaded on first use
-      seen.add(`${stamp.serviceId}\u0000${stamp.environment}\u0000${stamp.key}`);
+      seen.add(flagSlot(stamp));
       const current = service.environments[stamp.environment].get(stamp.key);
       if (current === undefined || current.record.id !== stamp.id || current.record.version !== stamp.version) stale.push(stamp.id);
     }
     for (const record of await this.deps.store.flagsByIds(stale)) {
+      if (touched.flags.has(flagSlot(record))) continue;
       const current = this.services.get(record.serviceId)?.environments[record.environment].get(record.key)?.record;
       this.apply(syntheticEvent(record, current, record));
     }
@@ -283,13 +303,11 @@ export class SnapshotStore {
       for (const environment of ENVIRONMENTS) {
         for (const entry of [...service.environments[environment].flags.values()]) {
           const r = entry.record;
-          if (!seen.has(`${r.serviceId}\u0000${r.environment}\u0000${r.key}`) && !stale.includes(r.id)) {
-            this.apply(syntheticEvent(r, r, null));
-          }
+          const slot = flagSlot(r);
+          if (!seen.has(slot) && !stale.includes(r.id) && !touched.flags.has(slot)) this.apply(syntheticEvent(r, r, null));
         }
       }
     }
-    this.stats.lastReconcileAt = new Date().toISOString();
   }
 
   private onMessage(message: string): void {
@@ -365,9 +383,17 @@ export class SnapshotStore {
  * A change found by reconcile rather than received from the bus. Its id is derived from the
  * flag and version, so every replica that repairs the same gap emits the same stream id.
  */
+/** Ids of the events a reconcile pass makes up (bus events have other ids). */
+const SYNTHETIC_PREFIX = 'r:';
+
+/** One flag's place: service, environment and key. */
+function flagSlot(f: { serviceId: string; environment: string; key: string }): string {
+  return `${f.serviceId}\u0000${f.environment}\u0000${f.key}`;
+}
+
 function syntheticEvent(record: FlagRecord, before: FlagRecord | undefined, after: FlagRecord | null): FlagChangeEvent {
   return {
-    id: after ? `r:${after.id}:${after.version}` : `r:${record.id}:${record.version}:deleted`,
+    id: after ? `${SYNTHETIC_PREFIX}${after.id}:${after.version}` : `${SYNTHETIC_PREFIX}${record.id}:${record.version}:deleted`,
     event: after === null ? 'flag.deleted' : before === undefined ? 'flag.created' : 'flag.updated',
     timestamp: after?.updatedAt ?? new Date().toISOString(),
     data: { flagKey: record.key, projectId: record.projectId, serviceId: record.serviceId, environment: record.environment, changes: {} },
