@@ -4,6 +4,8 @@ module.exports = {
   // jose is ESM-only: SWC turns it into CommonJS for the test runtime (Node 20 runs it natively).
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
   transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  // Dynamic imports name the compiled file (`../activities/worker.js`); tests load the .ts.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/api/**/*.test.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
