@@ -41,7 +41,19 @@ const REFRESH_REJECTED = 'Invalid, expired or revoked refresh token';
  * single-use refresh tokens. Managing them needs the settings capability; the permission map
  * in api/auth/permissions.ts decides what each scope grants.
  */
+/** Secrets whose SHA-256 is remembered (cleared when full). */
+const SECRET_HASHES_KEPT = 10_000;
+
 export class ProjectTokenService {
+  /**
+   * secret -> its SHA-256, so the hot path does not hash the same bearer on every request
+   * (3 % of an evaluation's CPU). Only the hash is remembered here, never whether the token
+   * is valid: that stays in the credential memo keyed by hash, which revocation evicts. Like
+   * any token-checking server, this process holds recently seen secrets in memory; Postgres
+   * holds only their hashes.
+   */
+  private readonly secretHashes = new Map<string, string>();
+
   constructor(private readonly deps: ProjectTokenServiceDeps) {}
 
   async list(principal: Principal, projectId: string): Promise<ProjectTokenRecord[]> {
@@ -144,7 +156,12 @@ export class ProjectTokenService {
    */
   resolveOpaque(secret: string): ProjectTokenPrincipal | null | Promise<ProjectTokenPrincipal | null> {
     if (!OPAQUE_TOKEN_PATTERN.test(secret)) return null;
-    const hash = sha256Hex(secret);
+    let hash = this.secretHashes.get(secret);
+    if (hash === undefined) {
+      hash = sha256Hex(secret);
+      if (this.secretHashes.size >= SECRET_HASHES_KEPT) this.secretHashes.clear();
+      this.secretHashes.set(secret, hash);
+    }
     const entry = this.deps.opaqueCache.get(hash);
     return entry ? unexpired(entry) : this.loadOpaque(hash);
   }
