@@ -113,15 +113,14 @@ async function main() {
 
   // Whole server time of each request (headers parsed -> last byte handed to the socket), for
   // the bar that speaks of server time: body read and parse, validation, handler, JSON answer.
+  // Subscribed only while the parent measures it, so no other run pays for it.
   const arrivals = new WeakMap<object, number>();
   let serverTimes: number[] = [];
-  diagnostics.subscribe('http.server.request.start', (message) => {
-    arrivals.set((message as { request: object }).request, performance.now());
-  });
-  diagnostics.subscribe('http.server.response.finish', (message) => {
+  const onStart = (message: unknown) => arrivals.set((message as { request: object }).request, performance.now());
+  const onFinish = (message: unknown) => {
     const started = arrivals.get((message as { request: object }).request);
     if (started !== undefined) serverTimes.push(performance.now() - started);
-  });
+  };
   // Event-loop stalls in the server during a run: tells a slow tail caused here from one caused by the generator or the machine.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
@@ -131,9 +130,15 @@ async function main() {
       process.send!({ type: 'body-set' });
     } else if (message.type === 'cpu') {
       process.send!({ type: 'cpu', usage: process.cpuUsage(), at: performance.now() });
-    } else if (message.type === 'server-times') {
-      process.send!({ type: 'server-times', times: serverTimes });
+    } else if (message.type === 'server-times-start') {
       serverTimes = [];
+      diagnostics.subscribe('http.server.request.start', onStart);
+      diagnostics.subscribe('http.server.response.finish', onFinish);
+      process.send!({ type: 'server-times-started' });
+    } else if (message.type === 'server-times') {
+      diagnostics.unsubscribe('http.server.request.start', onStart);
+      diagnostics.unsubscribe('http.server.response.finish', onFinish);
+      process.send!({ type: 'server-times', times: serverTimes });
     } else if (message.type === 'loop-delay') {
       process.send!({ type: 'loop-delay', p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 });
       loopDelay.reset();

@@ -15,7 +15,8 @@
  * connection sends its share of the second as fast as it can, then waits), see that file. Its
  * latencies count from each request's scheduled send time (coordinated-omission corrected), so
  * they include the generator's own scheduling jitter: the bare node:http row shows that floor.
- * Ratios are req/s relative to bare node:http.
+ * Peaks run in BENCH_ROUNDS (3) interleaved rounds; a ratio is req/s relative to bare node:http in
+ * the same round, and the median over the rounds is reported (the machine drifts between runs).
  *
  * The server runs in a child process pinned to CPU 0 (bench/eval-server.ts), autocannon here on
  * CPU 1 (taskset, when available). Rate limits are raised in the server (RATE_LIMIT_PER_IP,
@@ -24,7 +25,7 @@
  * `source scripts/test-infra.sh up`: the production profile), the embedded profile otherwise.
  *
  * Environment: BENCH_DURATION (seconds per run, default 8), BENCH_CONNECTIONS (default 50),
- * BENCH_ONLY (comma-separated scenario names), BENCH_EVENTS=off (evaluation events are dropped and
+ * BENCH_ONLY (comma-separated scenario names), BENCH_ROUNDS (default 3), BENCH_EVENTS=off (evaluation events are dropped and
  * counted instead of going into the in-process chDB: the request path as on the production
  * profile, where ClickHouse is another machine), BENCH_SERVER_NODE_ARGS (extra node flags for the
  * server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
@@ -38,6 +39,7 @@ import { openLoop } from './open-loop';
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 
 interface Urls {
   control: string;
@@ -66,6 +68,8 @@ interface Row {
   errors: number;
   /** Server CPU time / wall time during the peak run: near 1 means the server was the bottleneck. */
   serverCpu: number;
+  /** Median over the rounds of req/s relative to bare node:http in the same round. */
+  ratio: number | undefined;
 }
 
 function pinSelf(cpu: number) {
@@ -155,38 +159,35 @@ interface CpuSample {
   at: number;
 }
 
-async function measure(child: ChildProcess, s: Scenario): Promise<Row> {
-  await autocannon({ url: s.url, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 2 });
+interface Peak {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** Server CPU time / wall time during the run. */
+  cpu: number;
+}
+
+/** One closed-loop run at full load (after a short warm-up of the same route). */
+async function peakRun(child: ChildProcess, s: Scenario): Promise<Peak> {
+  await autocannon({ url: s.url, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration: 1 });
   const before = await ask<CpuSample>(child, { type: 'cpu' }, 'cpu');
   const peak = await run(s);
   const after = await ask<CpuSample>(child, { type: 'cpu' }, 'cpu');
   const cpu = (after.usage.user + after.usage.system - before.usage.user - before.usage.system) / 1000 / (after.at - before.at);
-  const openRate = Math.max(1, Math.floor(peak.requests.average / 2));
-  await ask(child, { type: 'loop-delay' }, 'loop-delay');
-  const open = await openLoop({
-    url: s.url,
-    method: 'POST',
-    headers: s.headers,
-    body: s.body,
-    rate: openRate,
-    durationMs: DURATION * 1000,
-    connections: CONNECTIONS,
-    warmupMs: 1000,
-  });
-  const stall = await ask<{ p99: number; max: number }>(child, { type: 'loop-delay' }, 'loop-delay');
-  return {
-    name: s.name,
-    rps: peak.requests.average,
-    p50: peak.latency.p50,
-    p99: peak.latency.p99,
-    openRate,
-    openP50: open.p50,
-    openP99: open.p99,
-    openStallMs: stall.max,
-    errors: peak.errors + peak.non2xx + open.failed,
-    serverCpu: cpu,
-  };
+  return { rps: peak.requests.average, p50: peak.latency.p50, p99: peak.latency.p99, errors: peak.errors + peak.non2xx, cpu };
 }
+
+/** The open-loop run at half of `rps`, and the server's longest event-loop stall meanwhile. */
+async function halfLoad(child: ChildProcess, s: Scenario, rps: number) {
+  const rate = Math.max(1, Math.floor(rps / 2));
+  await ask(child, { type: 'loop-delay' }, 'loop-delay');
+  const open = await openLoop({ url: s.url, method: 'POST', headers: s.headers, body: s.body, rate, durationMs: DURATION * 1000, connections: CONNECTIONS, warmupMs: 1000 });
+  const stall = await ask<{ p99: number; max: number }>(child, { type: 'loop-delay' }, 'loop-delay');
+  return { rate, open, stallMs: stall.max };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 /**
  * Sequential requests: the handler's own time (`_debug.totalMs`: snapshot, limits, evaluation),
@@ -197,7 +198,7 @@ async function measure(child: ChildProcess, s: Scenario): Promise<Row> {
 async function serverTime(child: ChildProcess, url: string, body: string, headers: Record<string, string>, n: number) {
   const handler: number[] = [];
   const roundTrip: number[] = [];
-  await ask(child, { type: 'server-times' }, 'server-times');
+  await ask(child, { type: 'server-times-start' }, 'server-times-started');
   for (let i = 0; i < n; i++) {
     const started = performance.now();
     const res = await fetch(`${url}?debug=true`, { method: 'POST', headers, body });
@@ -279,22 +280,48 @@ async function main() {
         `evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped (BENCH_EVENTS=off)' : 'written to ClickHouse (chDB in-process)'}`,
     );
     console.log(`body: ${answer.length} bytes (${answer})`);
+    // Peaks in ROUNDS interleaved rounds (every scenario once per round): the machine drifts,
+    // so each ratio is taken within a round and the median of the rounds is reported.
+    const peaks = new Map<string, Peak[]>(scenarios.map((s) => [s.name, []]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const s of scenarios) {
+        const peak = await peakRun(child, s);
+        peaks.get(s.name)!.push(peak);
+        console.log(`  round ${round}/${ROUNDS} ${s.name}: ${fmt(peak.rps)} req/s`);
+      }
+    }
+    const bareRuns = peaks.get('bare node:http');
+    const ratios = new Map<string, number[]>();
+    if (bareRuns) for (const s of scenarios) ratios.set(s.name, peaks.get(s.name)!.map((p, i) => p.rps / bareRuns[i].rps));
     const rows: Row[] = [];
     for (const s of scenarios) {
-      const row = await measure(child, s);
-      rows.push(row);
-      console.log(`  measured ${s.name}: ${fmt(row.rps)} req/s`);
+      const runs = peaks.get(s.name)!;
+      const typical = runs.find((p) => p.rps === median(runs.map((r) => r.rps)))!;
+      const half = await halfLoad(child, s, typical.rps);
+      rows.push({
+        name: s.name,
+        rps: typical.rps,
+        p50: typical.p50,
+        p99: typical.p99,
+        openRate: half.rate,
+        openP50: half.open.p50,
+        openP99: half.open.p99,
+        openStallMs: half.stallMs,
+        errors: runs.reduce((n, p) => n + p.errors, 0) + half.open.failed,
+        serverCpu: typical.cpu,
+        ratio: ratios.has(s.name) ? median(ratios.get(s.name)!) : undefined,
+      });
+      console.log(`  measured ${s.name} at half load`);
     }
-    const base = rows.find((r) => r.name === 'bare node:http')?.rps;
     console.log('');
     // Requests per second of server CPU: the same ratio, robust to other processes taking the core.
     const perCpu = (r: Row) => r.rps / Math.max(r.serverCpu, 0.01);
     const baseCpu = rows.find((r) => r.name === 'bare node:http');
-    console.log('| route | req/s | p50 ms | p99 ms | open-loop rate | open p50 ms | open p99 ms (CO-corrected) | server loop stall max ms | ratio to node:http | server CPU | req per CPU-s | ratio per CPU-s | errors |');
+    console.log('| route | req/s | p50 ms | p99 ms | open-loop rate | open p50 ms | open p99 ms (CO-corrected) | server loop stall max ms | ratio to node:http (median of rounds) | server CPU | req per CPU-s | ratio per CPU-s | errors |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of rows) {
       console.log(
-        `| ${r.name} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.openRate)} | ${fmt(r.openP50, 2)} | ${fmt(r.openP99, 2)} | ${fmt(r.openStallMs, 1)} | ${base ? fmt(r.rps / base, 2) : '-'} | ${fmt(r.serverCpu * 100)}% | ${fmt(perCpu(r))} | ${baseCpu ? fmt(perCpu(r) / perCpu(baseCpu), 2) : '-'} | ${r.errors} |`,
+        `| ${r.name} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.openRate)} | ${fmt(r.openP50, 2)} | ${fmt(r.openP99, 2)} | ${fmt(r.openStallMs, 1)} | ${r.ratio !== undefined ? fmt(r.ratio, 2) : '-'} | ${fmt(r.serverCpu * 100)}% | ${fmt(perCpu(r))} | ${baseCpu ? fmt(perCpu(r) / perCpu(baseCpu), 2) : '-'} | ${r.errors} |`,
       );
     }
     if (demo && (!ONLY || ONLY.includes('demo 4096'))) {
@@ -309,10 +336,11 @@ async function main() {
     }
     const bars = rows.filter((r) => r.name === 'REST single' || r.name === 'OFREP single');
     for (const r of bars) {
-      const ratio = base ? r.rps / base : 0;
       const floor = rows.find((b) => b.name === 'bare node:http')?.openP99;
+      const rounds = ratios.get(r.name)?.map((x) => fmt(x, 2)).join(', ') ?? '-';
       console.log(
-        `${r.name}: ${fmt(ratio * 100)}% of bare node:http (bar >= 50%, goal 70%); open-loop p99 ${fmt(r.openP99, 1)} ms (bar < 5 ms` +
+        `${r.name}: ${r.ratio !== undefined ? fmt(r.ratio * 100) : '-'}% of bare node:http (rounds: ${rounds}; bar >= 50%, goal 70%); ` +
+          `open-loop p99 ${fmt(r.openP99, 1)} ms (bar < 5 ms` +
           `${floor !== undefined ? `; bare node:http at its own half load: ${fmt(floor, 1)} ms` : ''})`,
       );
     }
