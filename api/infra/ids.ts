@@ -13,3 +13,20 @@ export function randomSecret(bytes = 32): string {
 export function sha256Hex(value: string): string {
   return hash('sha256', value, 'hex');
 }
+
+/**
+ * `fn` remembered for up to `max` distinct inputs (forgotten all at once when full): for hashes
+ * the hot paths compute again and again for the same few strings (bearer secrets, targeting keys).
+ */
+export function boundedMemo(fn: (input: string) => string, max: number): (input: string) => string {
+  const memo = new Map<string, string>();
+  return (input) => {
+    let output = memo.get(input);
+    if (output === undefined) {
+      output = fn(input);
+      if (memo.size >= max) memo.clear();
+      memo.set(input, output);
+    }
+    return output;
+  };
+}

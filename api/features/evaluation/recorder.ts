@@ -1,6 +1,6 @@
-import { hash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Analytics } from '../../../analytics/client';
+import { boundedMemo, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
 
 export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web';
@@ -49,9 +49,9 @@ export interface RecorderStats {
 
 const TABLE = 'evaluation_events';
 /** Rows per serialized chunk. */
-const ROWS_PER_TURN = 500;
+const ROWS_PER_CHUNK = 500;
 /** Fresh events serialized per event-loop turn at most, so a burst never blocks requests for long. */
-const MAX_ROWS_SERIALIZED_PER_TURN = 4 * ROWS_PER_TURN;
+const MAX_ROWS_SERIALIZED_PER_TURN = 4 * ROWS_PER_CHUNK;
 /** One insert is one string in chDB's connection (and one HTTP body to a server): keep it well under V8's string limit. */
 const MAX_ROWS_PER_INSERT = 200_000;
 /**
@@ -104,8 +104,8 @@ export class EvaluationRecorder {
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
   private closed = false;
-  /** targetingKey -> hash, so a key seen again is not hashed again (keys repeat across flags). */
-  private readonly hashes = new Map<string, string>();
+  /** A targeting key seen again is not hashed again (keys repeat across flags). */
+  private readonly hash = boundedMemo(hashTargetingKey, HASHES_KEPT);
   private readonly counters = { written: 0, dropped: 0, failedBatches: 0 };
   private lastFlushAt: string | null = null;
   private lastError: string | null = null;
@@ -115,7 +115,7 @@ export class EvaluationRecorder {
   private readonly chunkRows: number;
 
   constructor(private readonly opts: RecorderOptions) {
-    this.chunkRows = Math.max(1, Math.min(ROWS_PER_TURN, opts.batchSize));
+    this.chunkRows = Math.max(1, Math.min(ROWS_PER_CHUNK, opts.batchSize));
   }
 
   start(): void {
@@ -301,27 +301,18 @@ export class EvaluationRecorder {
     const seconds = Math.floor(e.timestamp / 1000);
     const millis = e.timestamp - seconds * 1000;
     return (
-      `${seconds}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}\t${tsv(e.projectId)}\t${tsv(e.serviceId)}\t${tsv(e.environment)}` +
+      `${seconds}.${String(millis).padStart(3, '0')}\t${tsv(e.projectId)}\t${tsv(e.serviceId)}\t${tsv(e.environment)}` +
       `\t${tsv(e.flagKey)}\t${tsv(e.reason)}\t${e.variant === undefined ? '' : tsv(e.variant)}` +
       `\t${e.value === undefined ? 'null' : tsv(JSON.stringify(e.value))}\t${e.latencyMs}\t${e.errorCode === undefined ? '' : tsv(e.errorCode)}` +
       `\t${e.targetingKey ? this.hash(e.targetingKey) : ''}\t${e.source}\n`
     );
   }
 
-  private hash(targetingKey: string): string {
-    let h = this.hashes.get(targetingKey);
-    if (h === undefined) {
-      h = hashTargetingKey(targetingKey);
-      if (this.hashes.size >= HASHES_KEPT) this.hashes.clear();
-      this.hashes.set(targetingKey, h);
-    }
-    return h;
-  }
 }
 
 /** First 16 bytes of SHA-256 in hex: the documented, reproducible form stored in ClickHouse. */
 export function hashTargetingKey(targetingKey: string): string {
-  return hash('sha256', targetingKey, 'hex').slice(0, 32);
+  return sha256Hex(targetingKey).slice(0, 32);
 }
 
 const TSV_SPECIAL = /[\\\t\n\r\0]/;

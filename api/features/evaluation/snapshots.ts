@@ -379,10 +379,6 @@ export class SnapshotStore {
   }
 }
 
-/**
- * A change found by reconcile rather than received from the bus. Its id is derived from the
- * flag and version, so every replica that repairs the same gap emits the same stream id.
- */
 /** Ids of the events a reconcile pass makes up (bus events have other ids). */
 const SYNTHETIC_PREFIX = 'r:';
 
@@ -391,6 +387,10 @@ function flagSlot(f: { serviceId: string; environment: string; key: string }): s
   return `${f.serviceId}\u0000${f.environment}\u0000${f.key}`;
 }
 
+/**
+ * A change found by reconcile rather than received from the bus. Its id is derived from the
+ * flag and version, so every replica that repairs the same gap emits the same stream id.
+ */
 function syntheticEvent(record: FlagRecord, before: FlagRecord | undefined, after: FlagRecord | null): FlagChangeEvent {
   return {
     id: after ? `${SYNTHETIC_PREFIX}${after.id}:${after.version}` : `${SYNTHETIC_PREFIX}${record.id}:${record.version}:deleted`,

@@ -5,7 +5,7 @@ import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type JwtCodec } fr
 import { opaquePermissionsToScopes } from '../../auth/permissions';
 import type { Principal, ProjectTokenPrincipal, TokenScope, UserRecord } from '../../auth/principal';
 import { forbidden, notFound, unauthorized } from '../../http/errors';
-import { newId, sha256Hex } from '../../infra/ids';
+import { boundedMemo, newId, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import type { JwtRevocationList, RevokedJti } from './revocation';
@@ -36,14 +36,14 @@ export interface ProjectTokenServiceDeps {
 
 const REFRESH_REJECTED = 'Invalid, expired or revoked refresh token';
 
+/** Secrets whose SHA-256 is remembered (all forgotten when full). */
+const SECRET_HASHES_KEPT = 10_000;
+
 /**
  * Project API tokens (spec 2.4, 4.8, 5.4): opaque `fgr_` secrets and JWT families with
  * single-use refresh tokens. Managing them needs the settings capability; the permission map
  * in api/auth/permissions.ts decides what each scope grants.
  */
-/** Secrets whose SHA-256 is remembered (cleared when full). */
-const SECRET_HASHES_KEPT = 10_000;
-
 export class ProjectTokenService {
   /**
    * secret -> its SHA-256, so the hot path does not hash the same bearer on every request
@@ -52,7 +52,7 @@ export class ProjectTokenService {
    * any token-checking server, this process holds recently seen secrets in memory; Postgres
    * holds only their hashes.
    */
-  private readonly secretHashes = new Map<string, string>();
+  private readonly secretHash = boundedMemo(sha256Hex, SECRET_HASHES_KEPT);
 
   constructor(private readonly deps: ProjectTokenServiceDeps) {}
 
@@ -156,12 +156,7 @@ export class ProjectTokenService {
    */
   resolveOpaque(secret: string): ProjectTokenPrincipal | null | Promise<ProjectTokenPrincipal | null> {
     if (!OPAQUE_TOKEN_PATTERN.test(secret)) return null;
-    let hash = this.secretHashes.get(secret);
-    if (hash === undefined) {
-      hash = sha256Hex(secret);
-      if (this.secretHashes.size >= SECRET_HASHES_KEPT) this.secretHashes.clear();
-      this.secretHashes.set(secret, hash);
-    }
+    const hash = this.secretHash(secret);
     const entry = this.deps.opaqueCache.get(hash);
     return entry ? unexpired(entry) : this.loadOpaque(hash);
   }
