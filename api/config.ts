@@ -12,8 +12,8 @@ export type Role = (typeof ROLES)[number];
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const booleanFlag = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
 const optionalUrl = (protocols: string[]) =>
   z
     .string()
@@ -63,6 +63,26 @@ const envSchema = z.object({
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   SESSION_TTL_HOURS: positiveInt.default(24 * 14),
   SCRYPT_COST_LOG2: z.coerce.number().int().min(10).max(20).default(17),
+  /**
+   * Password hashes computed at once, and how many may wait: scrypt runs on libuv's pool (4
+   * threads by default), which DNS lookups, file and zlib work share.
+   */
+  SCRYPT_CONCURRENCY: positiveInt.default(2),
+  SCRYPT_MAX_QUEUE: z.coerce.number().int().min(0).default(100),
+  /** Every /api/auth/* request per client IP (IPv6 by /64) and AUTH_RATE_LIMIT_WINDOW_SECONDS. */
+  AUTH_RATE_LIMIT_PER_IP: positiveInt.default(30),
+  AUTH_RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
+  /**
+   * Sign-in lockout per account: after AUTH_LOCKOUT_THRESHOLD failures (counted for a day from
+   * the first), each further failure locks for BASE * 2^k seconds, at most MAX.
+   */
+  AUTH_LOCKOUT_THRESHOLD: positiveInt.default(5),
+  AUTH_LOCKOUT_BASE_SECONDS: positiveInt.default(30),
+  AUTH_LOCKOUT_MAX_SECONDS: positiveInt.default(3600),
+  /** Mail a user makes us send (verification resends, alert-channel tests and confirmations) per window. */
+  SEND_LIMIT_PER_USER: positiveInt.default(10),
+  SEND_LIMIT_PER_RECIPIENT: positiveInt.default(5),
+  SEND_LIMIT_WINDOW_SECONDS: positiveInt.default(3600),
 
   RATE_LIMIT_PER_IP: positiveInt.default(1000),
   RATE_LIMIT_PER_TOKEN: positiveInt.default(5000),
@@ -92,8 +112,15 @@ const envSchema = z.object({
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
   /** Seed the 4,096-flag public demo service at start (CONTRACT 5); default: on the embedded profile only. */
   DEMO_SEED: booleanFlag.optional(),
-  /** Lets webhooks and alert channels target loopback/private hosts (tests, local demos). */
+  /**
+   * Development conveniences: on in the embedded profile (no backend URL set), off as soon as
+   * any backend URL is set unless named here. Webhooks and alert channels may target
+   * loopback/private hosts; GET /api/dev/mailbox shows mail kept when SMTP_URL is unset;
+   * session cookies without `Secure` (plain-HTTP dashboards).
+   */
   ALLOW_PRIVATE_WEBHOOK_TARGETS: booleanFlag.optional(),
+  DEV_MAILBOX: booleanFlag.optional(),
+  INSECURE_COOKIES: booleanFlag.optional(),
   SHUTDOWN_GRACE_MS: positiveInt.default(8000),
   /** Slow clients: time to receive the headers, and the whole request. */
   HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(15_000),
@@ -116,10 +143,11 @@ const envSchema = z.object({
 export type Config = z.infer<typeof envSchema> & {
   /** Absolute DATA_DIR. */
   dataDir: string;
-  isProduction: boolean;
   /** True when no backend URL is set at all (CONTRACT section 6). */
   embedded: boolean;
   allowPrivateTargets: boolean;
+  devMailbox: boolean;
+  secureCookies: boolean;
 };
 
 export class ConfigError extends Error {
@@ -156,11 +184,14 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT: must differ');
   if (problems.length) throw new ConfigError(problems);
 
+  // Not NODE_ENV: a deployment that forgets it must not expose the mailbox or reach private hosts.
+  const embedded = !parsed.DATABASE_URL && !parsed.REDIS_URL && !parsed.CLICKHOUSE_URL && !parsed.TEMPORAL_ADDRESS;
   return {
     ...parsed,
     dataDir: path.resolve(parsed.DATA_DIR),
-    isProduction: parsed.NODE_ENV === 'production',
-    embedded: !parsed.DATABASE_URL && !parsed.REDIS_URL && !parsed.CLICKHOUSE_URL && !parsed.TEMPORAL_ADDRESS,
-    allowPrivateTargets: parsed.ALLOW_PRIVATE_WEBHOOK_TARGETS ?? parsed.NODE_ENV !== 'production',
+    embedded,
+    allowPrivateTargets: parsed.ALLOW_PRIVATE_WEBHOOK_TARGETS ?? embedded,
+    devMailbox: parsed.DEV_MAILBOX ?? embedded,
+    secureCookies: !(parsed.INSECURE_COOKIES ?? embedded),
   };
 }

@@ -108,7 +108,9 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     WORKFLOW_BUNDLE_PATH: process.env.WORKFLOW_BUNDLE_PATH ?? '',
     SCRYPT_COST_LOG2: '12',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Development conveniences the tests rely on (receivers on 127.0.0.1, reading mail).
     ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
+    DEV_MAILBOX: 'true',
     ...env,
   });
   const errors = errorSink();
