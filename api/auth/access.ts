@@ -1,6 +1,6 @@
 import { forbidden, notFound, unauthorized } from '../http/errors';
 import type { Sql } from '../infra/postgres';
-import { ADMIN_TIER_CAPABILITIES, CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
+import { ADMIN_TIER_CAPABILITIES, CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleBeyondCredential, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
 import type { Principal, ProjectRole } from './principal';
 
 export interface ProjectGrant {
@@ -62,6 +62,22 @@ export class ProjectAccess {
       SELECT p.id, p.org_id, m.role FROM project_members m JOIN projects p ON p.id = m.project_id
       WHERE m.user_id = ${principal.user.id}`;
     return rows.filter((r) => roleGrants(r.role, capability)).map((r) => ({ projectId: r.id, orgId: r.org_id, role: r.role }));
+  }
+}
+
+/**
+ * Adding, inviting or promoting someone to `role` (issue 9): a token cannot hand out more than
+ * it holds itself. Sessions are bounded by the caller's own role through ProjectAccess
+ * (members:manage, members:owner).
+ */
+export function requireGrantable(principal: Principal, role: ProjectRole): void {
+  if (principal.type === 'project_api_token') {
+    const lacking = roleBeyondCredential(principal, role);
+    if (lacking) throw forbidden(`You need '${CAPABILITY_PERMISSION_NAME[lacking]}' permission to grant the ${role} role`);
+  } else if (principal.type === 'personal_access_token') {
+    const lacking = roleBeyondCredential(principal, role);
+    if (lacking) throw forbidden(ADMIN_TIER_CAPABILITIES.has(lacking) ? 'personal access token lacks the admin tier' : 'personal access token is read-only');
+    if (role === 'owner') requireOwnerActions(principal);
   }
 }
 

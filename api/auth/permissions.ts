@@ -78,6 +78,23 @@ export function tierAllowsCapability(tier: PersonalTokenTier, capability: Capabi
   return tier === 'write' || tier === 'admin';
 }
 
+/**
+ * The first capability of `role` that a credential does not hold, or null: a credential grants
+ * only what it holds (issue 9). A project token holds its scopes, compared by permission word
+ * ('read', 'write' ...) since roles also cover services, which no scope names; the owner role
+ * has words no scope has. A personal token holds what its tier allows.
+ */
+export function roleBeyondCredential(credential: { scopes: readonly TokenScope[] } | { tier: PersonalTokenTier }, role: ProjectRole): Capability | null {
+  for (const capability of ROLE_CAPABILITIES[role]) {
+    const held =
+      'scopes' in credential
+        ? scopesGrant(credential.scopes, capability) || credential.scopes.includes(CAPABILITY_PERMISSION_NAME[capability] as TokenScope)
+        : tierAllowsCapability(credential.tier, capability);
+    if (!held) return capability;
+  }
+  return null;
+}
+
 export function opaquePermissionsToScopes(p: { read?: boolean; write?: boolean; delete?: boolean }): TokenScope[] {
   const scopes: TokenScope[] = [];
   if (p.read) scopes.push('read');

@@ -84,7 +84,7 @@ describe('POST /api/projects/{id}/invitations', () => {
     expect((await owner.request('GET', invitations(project.id))).body.invitations).toHaveLength(1);
   });
 
-  it('is refused to members, viewers, strangers, personal tokens and missing CSRF; allowed to a manage_members project token', async () => {
+  it('is refused to members, viewers, strangers, personal tokens and missing CSRF; allowed to a read + manage_members project token', async () => {
     const { project, owner, member, viewer } = await projectWithRoles(app);
     for (const user of [member, viewer]) {
       const res = await user.request('POST', invitations(project.id), { email: freshEmail(), role: 'viewer' });
@@ -99,7 +99,8 @@ describe('POST /api/projects/{id}/invitations', () => {
     expect(byPat.body.message).toBe('Forbidden: personal tokens cannot do this');
     expect((await app.request('POST', invitations(project.id), { cookie: owner.cookie, body: { email: freshEmail(), role: 'viewer' } })).status).toBe(403);
     expect((await app.request('POST', invitations(project.id), { body: { email: freshEmail(), role: 'viewer' } })).status).toBe(401);
-    const token = creds.project(project.id, ['manage_members'], owner.id);
+    // A viewer reads flags: the token must hold read to grant it (issue 9).
+    const token = creds.project(project.id, ['read', 'manage_members'], owner.id);
     const byToken = await app.request('POST', invitations(project.id), { token, body: { email: freshEmail(), role: 'viewer' } });
     expect(byToken.status).toBe(201);
     expect(byToken.body.invitedBy).toBe(owner.id);

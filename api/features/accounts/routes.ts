@@ -116,15 +116,14 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
     defineRoute({
       method: 'get',
       path: '/api/users/me',
-      summary: 'The caller and the credential presented',
+      summary: 'The caller and the credential presented (a project token: the token only)',
       tags: ['accounts'],
       auth: 'authenticated',
-      async handler({ principal }) {
+      handler({ principal }) {
         const credential = describeCredential(principal);
-        if (principal.type === 'session' || principal.type === 'personal_access_token') return { ...principal.user, credential };
-        const creatorId = principal.type === 'project_api_token' ? principal.createdBy : null;
-        const creator = creatorId ? await deps.accountStore.findById(creatorId) : null;
-        return { ...(creator ?? {}), credential };
+        const user = actingUser(principal);
+        // A project token acts as no user: it may ship in a browser bundle, so it never reveals its creator.
+        return user ? { ...user, credential } : { credential };
       },
     }),
     defineRoute({

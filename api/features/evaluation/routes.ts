@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { ProjectAccess } from '../../auth/access';
-import { roleGrants, scopesGrant, tierAllowsCapability, type Capability } from '../../auth/permissions';
-import type { Principal } from '../../auth/principal';
+import { roleGrants, tierAllowsCapability, type Capability } from '../../auth/permissions';
+import { actingUser, type Principal } from '../../auth/principal';
 import { badRequest, forbidden, notFound, unauthorized } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
@@ -197,22 +197,15 @@ export interface ControlRouteDeps {
   access: ProjectAccess;
 }
 
-/** Projects in which `principal` holds `capability` (for reads and deletes that span projects). */
+/** Projects in which the acting user holds `capability` (for reads and deletes that span projects). */
 async function projectsWith(store: EvaluationStore, principal: Principal, capability: Capability): Promise<string[]> {
-  switch (principal.type) {
-    case 'anonymous':
-      throw unauthorized();
-    case 'project_api_token':
-      if (!scopesGrant(principal.scopes, capability)) throw forbidden(`You need '${capability === 'flags:delete' ? 'delete' : 'read'}' permission`);
-      return [principal.projectId];
-    default: {
-      if (principal.type === 'personal_access_token' && !tierAllowsCapability(principal.tier, capability)) {
-        throw forbidden('personal access token is read-only');
-      }
-      const memberships = await store.projectsOfUser(principal.user.id);
-      return memberships.filter((m) => roleGrants(m.role, capability)).map((m) => m.projectId);
-    }
+  const user = actingUser(principal);
+  if (user === null) throw unauthorized();
+  if (principal.type === 'personal_access_token' && !tierAllowsCapability(principal.tier, capability)) {
+    throw forbidden('personal access token is read-only');
   }
+  const memberships = await store.projectsOfUser(user.id);
+  return memberships.filter((m) => roleGrants(m.role, capability)).map((m) => m.projectId);
 }
 
 /** The project of a service the caller names, checked through the one project gate. */
@@ -244,7 +237,11 @@ const EvaluationEntry = z.object({
   source: z.string(),
 });
 
-/** Dashboard routes (control plane only): evaluation log and the context browser. */
+/**
+ * Dashboard routes (control plane only): evaluation log and the context browser. They are for
+ * users (sessions, personal tokens): a project read token ships in browser bundles and must not
+ * browse other users' contexts and evaluations (issue 9).
+ */
 export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
   return [
     defineRoute({
@@ -252,7 +249,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       path: '/api/evaluations',
       summary: 'Recent evaluation events (newest first) of the projects the caller may read',
       tags: ['evaluation'],
-      auth: 'authenticated',
+      auth: 'user',
       query: z.object({
         flagKey: z.string().min(1).max(256).optional(),
         serviceId: z.string().min(1).max(128).optional(),
@@ -281,7 +278,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       path: '/api/evaluations',
       summary: "Clear a flag's evaluation events (needs delete permission on the flag's project)",
       tags: ['evaluation'],
-      auth: 'authenticated',
+      auth: 'user',
       query: z.object({ flagKey: z.string().min(1).max(256), serviceId: z.string().min(1).max(128).optional() }),
       response: z.object({ flagKey: z.string(), deleted: z.number() }),
       async handler(ctx) {
@@ -301,7 +298,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       path: '/api/contexts',
       summary: "Recent evaluation contexts grouped by targetingKey (this instance's ring of about 1,000), or one context's flag values with `key`",
       tags: ['evaluation'],
-      auth: 'authenticated',
+      auth: 'user',
       query: z.object({
         serviceId: z.string().min(1).max(128),
         environment: z.enum(ENVIRONMENTS).optional(),

@@ -1,4 +1,4 @@
-import type { ProjectAccess } from '../../auth/access';
+import { requireGrantable, type ProjectAccess } from '../../auth/access';
 import type { Principal, UserRecord } from '../../auth/principal';
 import { conflict, forbidden, HttpError, notFound, serviceUnavailable } from '../../http/errors';
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
@@ -53,6 +53,7 @@ export class InvitationService {
   async create(caller: Caller, projectId: string, input: { email: string; role: InvitableRole }): Promise<InvitationRecord> {
     const { access, store, members, projects, sql } = this.deps;
     await access.require(caller.principal, projectId, 'members:manage');
+    requireGrantable(caller.principal, input.role);
     const project = await projects.findById(sql, projectId);
     if (!project) throw notFound('Project');
     if (await members.findByEmail(sql, projectId, input.email)) throw conflict('A user with this e-mail is already a member of the project');

@@ -1,4 +1,4 @@
-import type { ProjectAccess } from '../../auth/access';
+import { requireGrantable, type ProjectAccess } from '../../auth/access';
 import { actingUser, type Principal, type ProjectRole } from '../../auth/principal';
 import { conflict, notFound } from '../../http/errors';
 import type { Sql, TransactionSql } from '../../infra/postgres';
@@ -19,7 +19,8 @@ const changedMeanwhile = () => conflict('The membership changed while this reque
 /**
  * Project membership (spec 4.7). members:view lists, members:manage changes; anything that
  * grants, demotes, removes or transfers `owner` also needs members:owner (owners only, and an
- * owner-actions personal token). A project never loses its last owner.
+ * owner-actions personal token). No token grants a role beyond what it holds itself
+ * (requireGrantable). A project never loses its last owner.
  */
 export class MemberService {
   constructor(private readonly deps: MemberServiceDeps) {}
@@ -33,6 +34,7 @@ export class MemberService {
     const { access, store, sql } = this.deps;
     await access.require(caller.principal, projectId, 'members:manage');
     if (input.role === 'owner') await access.require(caller.principal, projectId, 'members:owner');
+    requireGrantable(caller.principal, input.role);
     if (!(await store.userExists(sql, input.userId))) throw notFound('User');
     try {
       return await sql.begin(async (tx) => {
@@ -54,6 +56,7 @@ export class MemberService {
     if (!target) throw notFound('Member');
     if (target.role === role) return target;
     if (target.role === 'owner' || role === 'owner') await access.require(caller.principal, projectId, 'members:owner');
+    requireGrantable(caller.principal, role);
     return sql.begin(async (tx) => {
       await store.lockProject(tx, projectId);
       const current = await store.get(tx, projectId, userId, { forUpdate: true });
