@@ -1,7 +1,7 @@
 import { serialize } from 'cookie';
 import type { Response } from 'express';
 import { z } from 'zod';
-import { describeCredential, type Principal } from '../../auth/principal';
+import { actingUser, describeCredential, type Principal } from '../../auth/principal';
 import { SESSION_COOKIE, type SessionManager } from '../../auth/sessions';
 import { notFound } from '../../http/errors';
 import { defineRoute, randomToken, reply, type AnyRoute } from '../../http/route';
