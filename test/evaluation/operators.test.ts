@@ -232,7 +232,7 @@ describe('regular-expression safety', () => {
   // inputs that make backtracking engines explode (long runs with a failing end).
   it('accepted patterns run in bounded time on adversarial inputs', () => {
     const n = MAX_MATCH_INPUT_LENGTH;
-    const inputs = ['a'.repeat(n), 'a'.repeat(n - 1) + '!', 'ab'.repeat(n / 2), 'aab'.repeat(1365) + '!', 'b'.repeat(n - 1) + 'a'];
+    const inputs = ['a'.repeat(n), 'a'.repeat(n - 1) + '!', 'ab'.repeat(n / 2), 'aab'.repeat(Math.floor(n / 3)) + '!', 'b'.repeat(n - 1) + 'a'];
     const atom = fc.constantFrom('a', 'b', '.', '[ab]', '\\w', '[^b]');
     const quantifier = fc.constantFrom('', '', '*', '+', '?', '{2}', '{1,3}', '{2,}', '{4}');
     const term = fc.oneof(

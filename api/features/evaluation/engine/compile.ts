@@ -38,6 +38,8 @@ export interface CompiledFlag {
   readonly totalVariantWeight: number;
   readonly rolloutPrefix: BucketPrefix;
   readonly variantPrefix: BucketPrefix;
+  /** Condition units one evaluation charges to the request's budget (budget.ts): one plus a unit per condition. */
+  readonly cost: number;
   readonly issues: readonly CompileIssue[];
 }
 
@@ -52,6 +54,8 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
   const targeting: unknown[] = Array.isArray(definition.targeting) ? definition.targeting : [];
   const rules = targeting.map((rule, index) => compileRule(rule, index, issues));
   const { variants, totalWeight } = compileVariants(definition.variants, issues);
+  let conditions = 0;
+  for (const rule of rules) conditions += rule.conditions.length;
   return {
     key,
     type: definition.type,
@@ -62,6 +66,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     totalVariantWeight: totalWeight,
     rolloutPrefix: createBucketPrefix(ROLLOUT_SALT, key),
     variantPrefix: createBucketPrefix(VARIANT_SALT, key),
+    cost: 1 + conditions,
     issues,
   };
 }

@@ -1,4 +1,5 @@
 import { BUCKET_COUNT, bucketWithPrefix } from './bucket';
+import { BUDGET_EXHAUSTED_MESSAGE, type EvaluationBudget } from './budget';
 import type { CompiledFlag, CompiledVariant } from './compile';
 import { conditionHolds, type CompiledCondition } from './operators';
 import type { ErrorCode, EvaluationContext, EvaluationResult, FlagType, Reason } from './types';
@@ -14,6 +15,8 @@ const isOfType = valueMatchesType;
 export interface EvaluateOptions {
   /** The type the caller asked for (typed endpoints); a value of another type is a TYPE_MISMATCH. */
   expectedType?: FlagType;
+  /** The request's work budget (budget.ts), shared by every flag it evaluates. */
+  budget?: EvaluationBudget;
 }
 
 /**
@@ -30,7 +33,8 @@ export interface EvaluateOptions {
  * A value that is not of the flag's declared type, or of `expectedType` when given, becomes
  * the request's default with ERROR and TYPE_MISMATCH. A context that is not an object is
  * INVALID_CONTEXT. A targeting key that is not a non-empty string counts as missing.
- * Never throws.
+ * When `budget` cannot pay for the flag (its conditions, then each pattern it runs), the result
+ * is the request's default with ERROR and GENERAL. Never throws.
  */
 export function evaluate(
   flag: CompiledFlag | undefined,
@@ -43,6 +47,10 @@ export function evaluate(
     return errorResult(flagKey, requestDefault, 'FLAG_NOT_FOUND', `flag "${flagKey}" not found`);
   }
   const expectedType = opts === undefined ? undefined : opts.expectedType;
+  const budget = opts === undefined ? undefined : opts.budget;
+  if (budget !== undefined && !budget.charge(flag.cost)) {
+    return errorResult(flagKey, requestDefault, 'GENERAL', BUDGET_EXHAUSTED_MESSAGE);
+  }
   if (!flag.enabled) {
     return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, true, requestDefault, expectedType);
   }
@@ -56,7 +64,11 @@ export function evaluate(
   let rolloutBucket = -1;
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i];
-    if (!rule.usable || !allConditionsHold(rule.conditions, context)) continue;
+    if (!rule.usable || !allConditionsHold(rule.conditions, context, budget)) {
+      // A pattern that did not run may have matched: no later rule can be trusted.
+      if (budget !== undefined && budget.exhausted) return errorResult(flagKey, requestDefault, 'GENERAL', BUDGET_EXHAUSTED_MESSAGE);
+      continue;
+    }
     if (rule.rolloutThreshold < FULL_ROLLOUT) {
       if (targetingKey === undefined) continue;
       if (rolloutBucket < 0) rolloutBucket = bucketOf(flag.rolloutPrefix, targetingKey);
@@ -76,9 +88,13 @@ export function evaluate(
   return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, undefined, requestDefault, expectedType);
 }
 
-function allConditionsHold(conditions: readonly CompiledCondition[], context: Record<string, unknown>): boolean {
+function allConditionsHold(
+  conditions: readonly CompiledCondition[],
+  context: Record<string, unknown>,
+  budget: EvaluationBudget | undefined,
+): boolean {
   for (let i = 0; i < conditions.length; i++) {
-    if (!holds(conditions[i], context)) return false;
+    if (!holds(conditions[i], context, budget)) return false;
   }
   return true;
 }

@@ -13,6 +13,7 @@ export {
 } from './types';
 export {
   OPERATORS,
+  MAX_MATCHES_PER_FLAG,
   MAX_MATCH_INPUT_LENGTH,
   MAX_PATTERN_LENGTH,
   checkRegexSafety,
@@ -26,4 +27,5 @@ export {
 export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, rolloutThreshold } from './bucket';
 export { compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
 export { evaluate, type EvaluateOptions } from './evaluate';
+export { EvaluationBudget } from './budget';
 export { valueMatchesType } from './value-types';

@@ -42,28 +42,38 @@
  * `matches` must be time-bounded. RE2 (linear time) was tried through re2-wasm and rejected:
  * its WebAssembly heap is fixed at 16 MB and compiled patterns are never freed, so a data
  * plane that recompiles flags on every change aborts the whole process after a few thousand
- * patterns, and each match costs about 20x native. Patterns therefore run on V8's native
- * RegExp and are bounded at write time instead:
- * - a pattern is at most 512 characters, and an attribute longer than 4,096 characters never
+ * patterns, and each match costs about 20x native. The native `re2` binding has no such heap,
+ * but npm installs it by compiling C++ (its prebuilt binaries come from outside the npm
+ * registry), and its `.` and `\s` differ from JavaScript's (`.` matches `\r` and U+2028,
+ * `\s` misses U+00A0). Patterns therefore run on V8's native RegExp and are bounded at write
+ * time instead:
+ * - a pattern is at most 512 characters, and an attribute longer than 1,024 characters never
  *   matches (input is not truncated: truncation would change what `$` means);
  * - backreferences, lookarounds, octal escapes and inline modifiers are refused;
  * - a repeated group (`*`, `+`, `{n,m}`) may not contain a variable repetition or an
  *   ambiguous alternation (`(a+)+`, `(a|a)*`, `(.*a){20}`), unless every iteration is pinned
  *   by a delimiter that its repetitions cannot consume: `(\.\d+)*` and `(\w+,)*` are fine;
  * - the worst-case backtracking is estimated (see estimateSequence) and refused above 8·n²
- *   character comparisons for n = 4,096: repetitions that can stop at the same characters
- *   multiply (`.*a.*b` is cubic, because the `a` can be found by either `.*`), an unanchored
- *   pattern counts one repetition for the start positions the engine tries, a last
- *   repetition that nothing follows counts none, and alternatives that are not plain,
- *   prefix-free literals multiply the count.
+ *   character comparisons for n = 4,096 (the estimate keeps the earlier input cap, so every
+ *   pattern stored before the cap went down is still accepted): repetitions that can stop at
+ *   the same characters multiply (`.*a.*b` is cubic, because the `a` can be found by either
+ *   `.*`), an unanchored pattern counts one repetition for the start positions the engine
+ *   tries, a last repetition that nothing follows counts none, and alternatives that are not
+ *   plain, prefix-free literals multiply the count.
  * The estimate is conservative: it refuses some safe patterns (three overlapping repetitions
  * such as `.*foo.*bar`; write `foo.*bar`, patterns are unanchored) and is meant never to
- * accept an exponential or cubic one. Worst cases are quadratic: `.*foo.*` against 4,096
- * hostile characters takes about 15 ms on the development machine, and fuzzing accepted
- * patterns against such inputs found none above about 100 ms. Typical matches take
+ * accept an exponential or cubic one. Worst cases are quadratic: `.*foo.*` against 1,024
+ * hostile characters takes about 1 ms on the development machine. Typical matches take
  * microseconds.
+ *
+ * A request evaluates many patterns, so their time also counts against the request's
+ * EvaluationBudget (budget.ts), and a flag stores at most MAX_MATCHES_PER_FLAG `matches`
+ * conditions (checked when flags are written). The estimate cannot price a match for the
+ * budget: it undercharges some accepted patterns by two orders of magnitude (`([^b]\s{2,}\S)+`
+ * on 1,024 spaces is quadratic, estimated linear), so the budget measures their time.
  */
 
+import type { EvaluationBudget } from './budget';
 import type { Condition } from './types';
 
 export const OPERATORS = [
@@ -90,7 +100,9 @@ export const OPERATORS = [
 export type Operator = (typeof OPERATORS)[number];
 
 export const MAX_PATTERN_LENGTH = 512;
-export const MAX_MATCH_INPUT_LENGTH = 4096;
+export const MAX_MATCH_INPUT_LENGTH = 1024;
+/** `matches` conditions one flag may hold (write time; stored flags over it still evaluate, within the budget). */
+export const MAX_MATCHES_PER_FLAG = 20;
 
 const OPERATOR_SET: ReadonlySet<string> = new Set(OPERATORS);
 
@@ -483,7 +495,8 @@ function addMember(pairs: number[], member: number | CharSet): void {
   else pairs.push(...member);
 }
 
-const ASSUMED_INPUT_LENGTH = MAX_MATCH_INPUT_LENGTH;
+/** The input length the estimate assumes: the earlier input cap, four times the current one, so acceptance did not change. */
+const ASSUMED_INPUT_LENGTH = 4096;
 const BACKTRACKING_BUDGET = 8 * ASSUMED_INPUT_LENGTH * ASSUMED_INPUT_LENGTH;
 /** How much slower V8 backtracks through a counted loop (`a{0,6}`) than through unrolled code. */
 const COUNTED_LOOP_COST = 8;
@@ -955,8 +968,11 @@ function readAttribute(context: Record<string, unknown>, condition: CompiledCond
   return current;
 }
 
-/** Whether the condition holds for the context; never throws. */
-export function conditionHolds(condition: CompiledCondition, context: Record<string, unknown>): boolean {
+/**
+ * Whether the condition holds for the context; never throws. A pattern the request's budget
+ * has no time left for does not run: the condition is false and the budget is exhausted.
+ */
+export function conditionHolds(condition: CompiledCondition, context: Record<string, unknown>, budget: EvaluationBudget | undefined): boolean {
   const attribute = readAttribute(context, condition);
   if (attribute === undefined || attribute === null) {
     return condition.code === OperatorCode.Exists && !condition.expectsPresent;
@@ -983,7 +999,9 @@ export function conditionHolds(condition: CompiledCondition, context: Record<str
       return typeof attribute === 'string' && attribute.endsWith(condition.primitive as string);
     case OperatorCode.Matches:
       return (
-        typeof attribute === 'string' && attribute.length <= MAX_MATCH_INPUT_LENGTH && condition.pattern!.test(attribute)
+        typeof attribute === 'string' &&
+        attribute.length <= MAX_MATCH_INPUT_LENGTH &&
+        (budget === undefined ? condition.pattern!.test(attribute) : budget.test(condition.pattern!, attribute))
       );
     case OperatorCode.Gt:
       return comparableFor(condition, attribute) > condition.bound;
