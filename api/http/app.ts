@@ -3,7 +3,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { pinoHttp } from 'pino-http';
 import type { Authenticator } from '../auth/authenticator';
 import type { Logger } from '../infra/logger';
-import { clientIp } from './client-ip';
+import { clientIp, ipBucket } from './client-ip';
 import { HttpError } from './errors';
 import type { OpenApiCatalog } from './openapi';
 import type { RateLimiter } from './rate-limit';
@@ -54,7 +54,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   );
   app.use(async (req, res, next) => {
     try {
-      await opts.rateLimiter.enforce(res, `ip:${req.clientIp}`, opts.perIpLimit, 'IP address');
+      await opts.rateLimiter.enforce(res, `ip:${ipBucket(req.clientIp)}`, opts.perIpLimit, 'IP address');
       req.principal = await opts.authenticator.authenticate(req);
       next();
     } catch (error) {

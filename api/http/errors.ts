@@ -37,6 +37,8 @@ export const tooManyRequests = (message = 'Rate limit exceeded') => new HttpErro
 export const payloadTooLarge = (limitBytes: number) =>
   new HttpError(413, `Request body exceeds the ${limitBytes} byte limit for this route`);
 export const unsupportedMediaType = () => new HttpError(415, 'Content-Type must be application/json');
+/** Compressed request bodies are refused: a few KB of gzip can inflate to the whole body limit. */
+export const unsupportedEncoding = () => new HttpError(415, 'Unsupported body encoding: send the body uncompressed (no Content-Encoding)');
 export const serviceUnavailable = (message: string) => new HttpError(503, message);
 
 /** The store-level translation of driver errors into domain errors (unique violations etc.). */

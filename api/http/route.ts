@@ -3,12 +3,12 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { z, type ZodTypeAny } from 'zod';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
-import { badRequest, forbidden, HttpError, payloadTooLarge, unauthorized, unsupportedMediaType, type FieldProblem } from './errors';
+import { badRequest, forbidden, HttpError, payloadTooLarge, unauthorized, unsupportedEncoding, unsupportedMediaType, type FieldProblem } from './errors';
 import type { OpenApiCatalog } from './openapi';
 
 export const KB = 1024;
-/** Spec 8 request-size limits. */
-export const BODY_LIMITS = { default: 256 * KB, flagWrite: 256 * KB, evaluation: 64 * KB, bulk: 25.6 * 1024 * KB } as const;
+/** Spec 8 request-size limits; anonymousBulk is what an unauthenticated demo write may send (4,096 updates fit in about 0.5 MB). */
+export const BODY_LIMITS = { default: 256 * KB, flagWrite: 256 * KB, evaluation: 64 * KB, bulk: 25.6 * 1024 * KB, anonymousBulk: 1024 * KB } as const;
 
 /**
  * Who may call a route:
@@ -62,6 +62,8 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
   response?: ZodTypeAny;
   status?: number;
   bodyLimit?: number;
+  /** The body limit for anonymous callers of a public route, when smaller than `bodyLimit` (the demo bulk write). */
+  anonymousBodyLimit?: number;
   /** Evaluation and SDK routes: personal tokens are refused with the spec 7 message. */
   sdk?: boolean;
   /** A POST that only reads (explain, simulate, …): allowed for read-tier personal tokens. */
@@ -96,16 +98,19 @@ const MUTATING = new Set(['post', 'patch', 'put', 'delete']);
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps): void {
   for (const route of fixedSegmentsFirst(routes)) {
     deps.openapi.register(route);
-    const parser = express.json({ limit: route.bodyLimit ?? BODY_LIMITS.default, type: () => true });
-    router[route.method](route.path, bodyParser(route, parser), async (req: Request, res: Response, next: NextFunction) => {
+    const readBody = bodyReader(route, route.bodyLimit ?? BODY_LIMITS.default);
+    const readAnonymousBody = route.anonymousBodyLimit === undefined ? readBody : bodyReader(route, route.anonymousBodyLimit);
+    router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const principal = req.principal;
+        // Everything that can refuse the caller runs before a byte of the body is read, so a
+        // refused request costs no reading or parsing (a 25 KB gzip bomb inflates to 25.6 MB).
         enforceCredentialPolicy(route, principal, req.method);
         checkCsrf(principal, req.method, req.get('x-csrf-token'), route.csrfExempt);
         const ctx: RequestContext<unknown, unknown, unknown> = {
           params: req.params,
           query: req.query,
-          body: req.body,
+          body: undefined,
           principal,
           ip: req.clientIp,
           userAgent: req.get('user-agent') ?? '',
@@ -115,6 +120,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
           res,
         };
         if (deps.afterAuth) await deps.afterAuth(ctx);
+        await (principal.type === 'anonymous' ? readAnonymousBody : readBody)(req, res);
         Object.assign(ctx, validate(route, req));
         const result = await route.handler(ctx as never);
         if (result === HANDLED) return;
@@ -146,26 +152,32 @@ function send(res: Response, r: Reply) {
   else res.status(r.status).json(r.body);
 }
 
-/** JSON only, with the route's own size limit; a body on a route without one is ignored. */
-function bodyParser(route: AnyRoute, parser: express.RequestHandler) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    if (!route.body) return next();
-    const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-    if (!hasBody) {
-      req.body = undefined;
-      return next();
-    }
-    if (!req.is('application/json') && !req.is('application/*+json')) return next(unsupportedMediaType());
-    parser(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const e = err as { type?: string; status?: number };
-      if (e.type === 'entity.too.large') return next(payloadTooLarge(route.bodyLimit ?? BODY_LIMITS.default));
-      if (e.type === 'entity.parse.failed') return next(badRequest('Malformed JSON body'));
-      if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') return next(new HttpError(415, 'Unsupported body encoding'));
-      if (e.type === 'request.aborted') return next(new HttpError(400, 'Request aborted'));
-      next(err);
+/**
+ * Reads the JSON body into req.body, with `limit`; a body on a route without one is ignored.
+ * Compressed bodies are refused (415) before reading: `inflate: false`, as on the lean path.
+ */
+function bodyReader(route: AnyRoute, limit: number) {
+  const parser = express.json({ limit, type: () => true, inflate: false });
+  return (req: Request, res: Response) =>
+    new Promise<void>((resolve, reject) => {
+      if (!route.body) return resolve();
+      const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+      if (!hasBody) {
+        req.body = undefined;
+        return resolve();
+      }
+      if (!req.is('application/json') && !req.is('application/*+json')) return reject(unsupportedMediaType());
+      parser(req, res, (err?: unknown) => {
+        if (!err) return resolve();
+        const e = err as { type?: string; status?: number };
+        if (e.type === 'entity.too.large') return reject(payloadTooLarge(limit));
+        if (e.type === 'entity.parse.failed') return reject(badRequest('Malformed JSON body'));
+        if (e.type === 'encoding.unsupported') return reject(unsupportedEncoding());
+        if (e.type === 'charset.unsupported') return reject(new HttpError(415, 'Unsupported body charset'));
+        if (e.type === 'request.aborted') return reject(new HttpError(400, 'Request aborted'));
+        reject(err);
+      });
     });
-  };
 }
 
 /** Spec 5.2 and 5.5, decided once for every route from its declared policy. */

@@ -1,3 +1,4 @@
+import { ipBucket } from '../../http/client-ip';
 import type { Cache } from '../../infra/cache';
 
 /** Spec 8: one demo write per IP per 2 seconds. */
@@ -13,8 +14,8 @@ export class DemoWriteThrottle {
     readonly intervalSeconds = DEMO_WRITE_INTERVAL_SECONDS,
   ) {}
 
-  /** True when this IP may write now (and the next write must wait `intervalSeconds`). */
+  /** True when this IP (an IPv6 address: its /64) may write now (and the next write must wait `intervalSeconds`). */
   tryAcquire(ip: string): Promise<boolean> {
-    return this.cache.setIfAbsent(`demo:write:${ip}`, '1', this.intervalSeconds);
+    return this.cache.setIfAbsent(`demo:write:${ipBucket(ip)}`, '1', this.intervalSeconds);
   }
 }

@@ -46,6 +46,12 @@ export interface ServiceGrant {
   denial: () => HttpError;
   /** The snapshot was already in memory (no load was needed): `_debug.cacheHit`. */
   cacheHit: boolean;
+  /**
+   * The caller reads the service in its own right (a read token or a member's session of its
+   * project): only such callers spend the per-service budget. Anonymous callers and tokens of
+   * other projects are held by the per-IP limit, so they cannot exhaust a tenant's budget.
+   */
+  reader: boolean;
 }
 
 const MEMBERSHIP_TTL_MS = 5_000;
@@ -88,22 +94,23 @@ export class EvaluationAccess {
       throw notFound('Service');
     }
     const demo = this.deps.demo.isDemo(serviceId);
-    if (demo) return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit };
+    // Sessions on a demo service are not looked up: like anonymous callers, the per-IP limit holds them.
+    if (demo) return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit, reader: readsWithToken(principal, service) };
     switch (principal.type) {
       case 'project_api_token': {
-        if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit };
+        if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit, reader: false };
         if (!scopesGrant(principal.scopes, 'flags:read')) {
-          return { service, visibility: 'public', demo, denial: needsRead, cacheHit };
+          return { service, visibility: 'public', demo, denial: needsRead, cacheHit, reader: false };
         }
-        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit };
+        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit, reader: true };
       }
       case 'session': {
         const role = await this.roleOf(principal.user.id, service.projectId);
-        if (role === null) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit };
-        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit };
+        if (role === null) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit, reader: false };
+        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit, reader: true };
       }
       default:
-        return { service, visibility: 'public', demo, denial: needsCredential, cacheHit };
+        return { service, visibility: 'public', demo, denial: needsCredential, cacheHit, reader: false };
     }
   }
 
@@ -112,13 +119,13 @@ export class EvaluationAccess {
     if (principal.type === 'session' || principal.type === 'personal_access_token') return undefined;
     const service = this.deps.snapshots.get(serviceId);
     if (service === undefined) return undefined;
-    if (this.deps.demo.isDemo(serviceId)) return { service, visibility: 'all', demo: true, denial: hiddenFlag, cacheHit: true };
-    if (principal.type === 'anonymous') return { service, visibility: 'public', demo: false, denial: needsCredential, cacheHit: true };
-    if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo: false, denial: hiddenService, cacheHit: true };
+    if (this.deps.demo.isDemo(serviceId)) return { service, visibility: 'all', demo: true, denial: hiddenFlag, cacheHit: true, reader: readsWithToken(principal, service) };
+    if (principal.type === 'anonymous') return { service, visibility: 'public', demo: false, denial: needsCredential, cacheHit: true, reader: false };
+    if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo: false, denial: hiddenService, cacheHit: true, reader: false };
     if (!scopesGrant(principal.scopes, 'flags:read')) {
-      return { service, visibility: 'public', demo: false, denial: needsRead, cacheHit: true };
+      return { service, visibility: 'public', demo: false, denial: needsRead, cacheHit: true, reader: false };
     }
-    return { service, visibility: 'all', demo: false, denial: hiddenFlag, cacheHit: true };
+    return { service, visibility: 'all', demo: false, denial: hiddenFlag, cacheHit: true, reader: true };
   }
 
   private async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
@@ -131,6 +138,11 @@ export class EvaluationAccess {
     this.memberships.set(key, { role, until: now + MEMBERSHIP_TTL_MS });
     return role;
   }
+}
+
+/** A project token of the service's own project with read (decided without I/O). */
+function readsWithToken(principal: Principal, service: ServiceSnapshot): boolean {
+  return principal.type === 'project_api_token' && principal.projectId === service.projectId && scopesGrant(principal.scopes, 'flags:read');
 }
 
 /** Whether a grant lets the caller see this flag key (a missing key counts as hidden unless visibility is all). */

@@ -106,8 +106,8 @@ export function evaluationServiceImpl(deps: ConnectDeps): ServiceImpl<typeof Eva
   }
 
   function spend(t: Target) {
-    const decision = evaluation.consumeServiceBudget(t.grant.service.id);
-    if (!decision.allowed) throw tooManyRequests('Rate limit exceeded for this service');
+    const decision = evaluation.consumeServiceBudget(t.grant);
+    if (decision !== undefined && !decision.allowed) throw tooManyRequests('Rate limit exceeded for this service');
   }
 
   async function resolveTyped(
@@ -400,7 +400,7 @@ export function connectJsonRoutes(deps: { evaluation: EvaluationService }): AnyR
         const environment = body.environment ?? DEFAULT_ENVIRONMENT;
         const grant = await evaluation.grant(ctx.principal, body.serviceId);
         evaluation.checkVisible(grant, environment, [body.flagKey]);
-        spendOrThrow(evaluation, ctx, body.serviceId);
+        spendOrThrow(evaluation, ctx, grant);
         const [r] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), {
           source: 'connect',
           startedAt,
@@ -436,10 +436,10 @@ export function connectJsonRoutes(deps: { evaluation: EvaluationService }): AnyR
         let results: EvaluationResult[];
         if (body.flagKeys && body.flagKeys.length > 0) {
           evaluation.checkVisible(grant, environment, body.flagKeys);
-          spendOrThrow(evaluation, ctx, body.serviceId);
+          spendOrThrow(evaluation, ctx, grant);
           results = evaluation.evaluateKeys(grant, environment, body.flagKeys.map((flagKey) => ({ flagKey })), contextOf(body.context), call);
         } else {
-          spendOrThrow(evaluation, ctx, body.serviceId);
+          spendOrThrow(evaluation, ctx, grant);
           results = evaluation.evaluateVisible(grant, environment, contextOf(body.context), call);
         }
         const env = grant.service.environments[environment];
@@ -468,8 +468,10 @@ function anyFlagJson(m: Omit<AnyFlag, '$typeName' | '$unknown'>): Record<string,
   return out;
 }
 
-export function spendOrThrow(evaluation: EvaluationService, ctx: RequestContext<unknown, unknown, unknown>, serviceId: string) {
-  const decision = evaluation.consumeServiceBudget(serviceId);
+/** The per-service budget on an Express route (only callers who read the service spend it). */
+export function spendOrThrow(evaluation: EvaluationService, ctx: RequestContext<unknown, unknown, unknown>, grant: ServiceGrant) {
+  const decision = evaluation.consumeServiceBudget(grant);
+  if (decision === undefined) return;
   applyRateHeaders(ctx.res, decision);
   if (!decision.allowed) {
     ctx.res.setHeader('Retry-After', String(Math.max(1, decision.reset - Math.floor(Date.now() / 1000))));

@@ -3,8 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { bearerToken, type Authenticator } from '../../auth/authenticator';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
-import { clientIp } from '../../http/client-ip';
-import { HttpError, payloadTooLarge, serviceUnavailable, tooManyRequests, unsupportedMediaType, badRequest } from '../../http/errors';
+import { clientIp, ipBucket } from '../../http/client-ip';
+import { HttpError, payloadTooLarge, serviceUnavailable, tooManyRequests, unsupportedEncoding, unsupportedMediaType, badRequest } from '../../http/errors';
 import type { RateDecision } from '../../http/rate-limit';
 import { BODY_LIMITS } from '../../http/route';
 import type { Logger } from '../../infra/logger';
@@ -161,7 +161,7 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
 function begin(ex: Exchange): void {
   const { deps } = ex;
   try {
-    limit(deps, ex, `ip:${clientIp(ex.req, deps.trustProxy)}`, deps.perIpLimit, 'IP address');
+    limit(deps, ex, `ip:${ipBucket(clientIp(ex.req, deps.trustProxy))}`, deps.perIpLimit, 'IP address');
     const principal = authenticate(deps, ex.req);
     if (principal instanceof Promise) principal.then((p) => afterAuth(ex, p), (error) => fail(deps, ex, error));
     else afterAuth(ex, principal);
@@ -242,7 +242,7 @@ function checkBodyHeaders(req: IncomingMessage): HttpError | null | undefined {
   const type = req.headers['content-type'];
   if (type === undefined || !JSON_TYPE.test(type)) return unsupportedMediaType();
   const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return new HttpError(415, 'Unsupported body encoding');
+  if (encoding !== undefined && encoding !== 'identity') return unsupportedEncoding();
   if (declared !== undefined && declared > BODY_LIMIT) return payloadTooLarge(BODY_LIMIT);
   return undefined;
 }
@@ -345,7 +345,7 @@ function restWithGrant(ex: Exchange, body: EvaluateBody, grant: ServiceGrant, t1
   const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
   evaluation.checkVisible(grant, environment, [body.flagKey]);
   const t3 = performance.now();
-  limitDecision(ex, evaluation.consumeServiceBudget(body.serviceId), 'service', deps.limiter.windowSeconds);
+  spendServiceBudget(ex, grant);
   const t4 = performance.now();
   const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), call(ex));
   const t5 = performance.now();
@@ -385,7 +385,7 @@ function ofrepWithGrant(ex: Exchange, target: OfrepTarget, context: unknown, key
   const { deps } = ex;
   const evaluation = deps.evaluation;
   evaluation.checkVisible(grant, target.environment, [key]);
-  limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
+  spendServiceBudget(ex, grant);
   const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(context), call(ex));
   if (result.reason === 'ERROR') {
     const failure = ofrepFailure(result);
@@ -410,7 +410,7 @@ function evaluateOfrepBulk(ex: Exchange, raw: unknown): Promise<void> | undefine
 function bulkWithGrant(ex: Exchange, target: OfrepTarget, rawContext: unknown, grant: ServiceGrant): void {
   const { deps } = ex;
   const evaluation = deps.evaluation;
-  limitDecision(ex, evaluation.consumeServiceBudget(target.serviceId), 'service', deps.limiter.windowSeconds);
+  spendServiceBudget(ex, grant);
   const context = contextOf(rawContext);
   if (typeof context !== 'object' || context === null || Array.isArray(context)) {
     throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
@@ -436,6 +436,12 @@ function call(ex: Exchange): CallInfo {
 
 function wantsDebug(query: string): boolean {
   return query !== '' && new URLSearchParams(query).get('debug') === 'true';
+}
+
+/** The per-service budget, for callers who read the service (EvaluationService.consumeServiceBudget). */
+function spendServiceBudget(ex: Exchange, grant: ServiceGrant) {
+  const d = ex.deps.evaluation.consumeServiceBudget(grant);
+  if (d !== undefined) limitDecision(ex, d, 'service', ex.deps.limiter.windowSeconds);
 }
 
 function limit(deps: LeanDeps, ex: Exchange, bucket: string, max: number, what: string) {

@@ -100,7 +100,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
         const flags = body.flags.map((f) => ({ flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue }));
         evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
         const t1 = performance.now();
-        spendOrThrow(evaluation, ctx, body.serviceId);
+        spendOrThrow(evaluation, ctx, grant);
         const t2 = performance.now();
         const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
           source: 'rest',

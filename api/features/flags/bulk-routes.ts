@@ -131,13 +131,14 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
       path: '/api/flags/bulk',
       summary:
         'Update flags in bulk; items are {key, serviceId, environment, updates}. When every item is on a demo service the request needs no ' +
-        `credential or CSRF token, applies only updates.enabled, takes up to ${BULK_DEMO_MAX_ITEMS} items, is limited to one per IP every 2 s ` +
+        `credential or CSRF token, applies only updates.enabled, takes up to ${BULK_DEMO_MAX_ITEMS} items (at most 1 MB of body without a credential), is limited to one per IP every 2 s ` +
         `(429) and is recorded as ${PUBLIC_DEMO_ACTOR}; otherwise normal authentication, CSRF and write permission apply to the whole request. ${STATUS_NOTE}`,
       tags: ['flags'],
       // Decided per request below: demo-only requests are open, anything else needs a credential and CSRF.
       auth: 'public',
       csrfExempt: true,
       bodyLimit: BODY_LIMITS.bulk,
+      anonymousBodyLimit: BODY_LIMITS.anonymousBulk,
       query: BulkQuery,
       body: BulkBody,
       response: BulkResponse,
