@@ -1,12 +1,16 @@
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { MailActivities, MailMessage } from '../activities/mail';
+import { proxyActivities } from '@temporalio/workflow';
+import type { MailActivities } from '../activities/mail';
 
 const { deliverMail } = proxyActivities<MailActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 12 },
 });
 
-/** One workflow per message: Temporal owns the retries, the workflow id is the idempotency key. */
-export async function sendMail(message: MailMessage): Promise<void> {
-  await deliverMail(message, workflowInfo().workflowId);
+/**
+ * One workflow per message: Temporal owns the retries, the workflow id is the idempotency key
+ * and the id of the stored message (outgoing_mail). The message itself never enters the
+ * history: it carries one-time tokens.
+ */
+export async function sendMail(mailId: string): Promise<void> {
+  await deliverMail(mailId);
 }

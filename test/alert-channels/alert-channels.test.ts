@@ -241,7 +241,7 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
       sql,
       store: new AlertChannelStore(),
       queue: new DeliveryQueue(app.platform.temporal, new DeliveryStore(sql)),
-      mail: new MailQueue(app.platform.temporal),
+      mail: new MailQueue(app.platform.temporal, app.platform.db.sql),
       outbound: app.platform.outbound,
     });
     const org = (await owner.request('POST', '/api/orgs', { name: `Notify ${randomBytes(2).toString('hex')}` })).body.id;
