@@ -13,6 +13,8 @@ import type { Config, Role } from './config';
 import { accountRoutes } from './features/accounts/routes';
 import { AccountService } from './features/accounts/service';
 import { AccountStore } from './features/accounts/store';
+import { PasswordHasher } from './features/accounts/passwords';
+import { AuthThrottle, SendThrottle } from './features/accounts/throttle';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
@@ -121,7 +123,17 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     }, 3600_000);
     purge.unref();
     onShutdown(async () => clearInterval(purge));
-    const accounts = new AccountService({ store: accountStore, sessions, mail, scryptCostLog2: config.SCRYPT_COST_LOG2, publicBaseUrl });
+    const passwords = new PasswordHasher({ costLog2: config.SCRYPT_COST_LOG2, concurrency: config.SCRYPT_CONCURRENCY, maxQueue: config.SCRYPT_MAX_QUEUE });
+    const authThrottle = new AuthThrottle(cache, {
+      perIp: config.AUTH_RATE_LIMIT_PER_IP,
+      ipWindowSeconds: config.AUTH_RATE_LIMIT_WINDOW_SECONDS,
+      threshold: config.AUTH_LOCKOUT_THRESHOLD,
+      baseSeconds: config.AUTH_LOCKOUT_BASE_SECONDS,
+      maxSeconds: config.AUTH_LOCKOUT_MAX_SECONDS,
+    });
+    // Mail and test alerts users can aim at any address: verification resends, alert channels.
+    const sends = new SendThrottle(cache, { perUser: config.SEND_LIMIT_PER_USER, perRecipient: config.SEND_LIMIT_PER_RECIPIENT, windowSeconds: config.SEND_LIMIT_WINDOW_SECONDS });
+    const accounts = new AccountService({ store: accountStore, sessions, mail, passwords, throttle: authThrottle, sends, publicBaseUrl });
     const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
     // Project API tokens (opaque, JWT) and personal access tokens: resolvers and routes.
     const credentials = await createCredentialFeatures({ config, sql: db.sql, cache, logger, authenticator });
@@ -163,7 +175,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const control: AnyRoute[] = [
       ...health,
       ...openApiRoutes(openapi),
-      ...accountRoutes({ accounts, accountStore, sessions, sql: db.sql, secureCookies: config.secureCookies, devMailbox: config.devMailbox }),
+      ...accountRoutes({ accounts, accountStore, sessions, throttle: authThrottle, sql: db.sql, secureCookies: config.secureCookies, devMailbox: config.devMailbox }),
       ...orgRoutes({ sql: db.sql }),
       ...credentials.routes,
       // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.

@@ -89,6 +89,7 @@ export function errorHandler() {
       res.end();
       return;
     }
+    if (typeof http.extra.retryAfter === 'number') res.setHeader('Retry-After', String(http.extra.retryAfter));
     res.status(http.status).json(http.toBody());
   };
 }

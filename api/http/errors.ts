@@ -40,6 +40,9 @@ export const unsupportedMediaType = () => new HttpError(415, 'Content-Type must 
 /** Compressed request bodies are refused: a few KB of gzip can inflate to the whole body limit. */
 export const unsupportedEncoding = () => new HttpError(415, 'Unsupported body encoding: send the body uncompressed (no Content-Encoding)');
 export const serviceUnavailable = (message: string) => new HttpError(503, message);
+/** A 429 or 503 that says when to come back: `retryAfter` seconds in the envelope and as the Retry-After header. */
+export const retryLater = (status: 429 | 503, message: string, seconds: number) =>
+  new HttpError(status, message, { retryAfter: Math.max(1, Math.ceil(seconds)) });
 
 /** The store-level translation of driver errors into domain errors (unique violations etc.). */
 export function isUniqueViolation(error: unknown): boolean {

@@ -111,6 +111,10 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     // Development conveniences the tests rely on (receivers on 127.0.0.1, reading mail).
     ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
     DEV_MAILBOX: 'true',
+    // Every test signs its users up from 127.0.0.1; the throttle tests set their own budgets.
+    AUTH_RATE_LIMIT_PER_IP: '100000',
+    SEND_LIMIT_PER_USER: '1000',
+    SEND_LIMIT_PER_RECIPIENT: '1000',
     ...env,
   });
   const errors = errorSink();

@@ -3,11 +3,13 @@ import type { Response } from 'express';
 import { z } from 'zod';
 import { actingUser, describeCredential, type Principal } from '../../auth/principal';
 import { SESSION_COOKIE, type SessionManager } from '../../auth/sessions';
+import { ipBucket } from '../../http/client-ip';
 import { notFound } from '../../http/errors';
 import { defineRoute, randomToken, reply, type AnyRoute } from '../../http/route';
 import type { Sql } from '../../infra/postgres';
 import type { AccountService } from './service';
 import type { AccountStore } from './store';
+import type { AuthThrottle } from './throttle';
 
 export const UserSchema = z.object({
   id: z.string(),
@@ -26,6 +28,7 @@ export interface AccountRouteDeps {
   accounts: AccountService;
   accountStore: AccountStore;
   sessions: SessionManager;
+  throttle: AuthThrottle;
   sql: Sql;
   secureCookies: boolean;
   devMailbox: boolean;
@@ -37,6 +40,9 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
       'Set-Cookie',
       serialize(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'lax', secure: deps.secureCookies, path: '/', expires: expiresAt }),
     );
+
+  // Every /api/auth/* route counts against the caller's per-IP (IPv6: per /64) budget first.
+  const perIp = (ip: string) => deps.throttle.checkIp(ipBucket(ip));
 
   return [
     defineRoute({
@@ -56,6 +62,7 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
         .strict(),
       response: z.object({ user: UserSchema }),
       async handler({ body, ip, userAgent, res }) {
+        await perIp(ip);
         const { user, session } = await deps.accounts.signup(body, { ip, userAgent });
         setSessionCookie(res, session.cookieValue, session.expiresAt);
         return { user };
@@ -71,6 +78,7 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
       body: Credentials.strict(),
       response: z.object({ user: UserSchema }),
       async handler({ body, ip, userAgent, res }) {
+        await perIp(ip);
         const { user, session } = await deps.accounts.login(body, { ip, userAgent });
         setSessionCookie(res, session.cookieValue, session.expiresAt);
         return { user };
@@ -82,7 +90,8 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
       summary: 'End the session server-side at once',
       tags: ['accounts'],
       auth: 'session',
-      async handler({ principal, res }) {
+      async handler({ principal, ip, res }) {
+        await perIp(ip);
         if (principal.type === 'session') await deps.sessions.revoke(principal.sessionId);
         res.append('Set-Cookie', serialize(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'lax', secure: deps.secureCookies, path: '/', maxAge: 0 }));
         return reply(204);
@@ -97,20 +106,21 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
       csrfExempt: true,
       body: z.object({ token: z.string().min(1).max(512) }).strict(),
       response: z.object({ user: UserSchema }),
-      async handler({ body }) {
+      async handler({ body, ip }) {
+        await perIp(ip);
         return { user: await deps.accounts.verifyEmail(body.token) };
       },
     }),
     defineRoute({
       method: 'post',
       path: '/api/auth/resend-verification',
-      summary: 'Send a new verification mail to the signed-in user',
+      summary: 'Send a new verification mail to the signed-in user (throttled per user and per address)',
       tags: ['accounts'],
       auth: 'session',
-      async handler({ principal }) {
+      async handler({ principal, ip }) {
+        await perIp(ip);
         const user = (principal as Extract<Principal, { type: 'session' }>).user;
-        if (!user.emailVerified) await deps.accounts.sendVerification(user);
-        return reply(202, { sent: !user.emailVerified });
+        return reply(202, { sent: await deps.accounts.resendVerification(user) });
       },
     }),
     defineRoute({

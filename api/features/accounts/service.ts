@@ -1,10 +1,11 @@
 import type { UserRecord } from '../../auth/principal';
 import type { SessionManager } from '../../auth/sessions';
-import { conflict, unauthorized, badRequest } from '../../http/errors';
+import { conflict, badRequest } from '../../http/errors';
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
 import type { MailQueue } from '../mail/mail-queue';
-import { hashPassword, verifyPassword } from './passwords';
+import type { PasswordHasher } from './passwords';
 import { DuplicateEmailError, type AccountStore } from './store';
+import type { AuthThrottle, SendThrottle } from './throttle';
 
 const VERIFICATION_TTL_MS = 48 * 3600_000;
 
@@ -12,7 +13,9 @@ export interface AccountServiceDeps {
   store: AccountStore;
   sessions: SessionManager;
   mail: MailQueue;
-  scryptCostLog2: number;
+  passwords: PasswordHasher;
+  throttle: AuthThrottle;
+  sends: SendThrottle;
   publicBaseUrl: string;
 }
 
@@ -23,7 +26,7 @@ export class AccountService {
   constructor(private readonly deps: AccountServiceDeps) {}
 
   async signup(input: { email: string; password: string; name: string }, client: { ip: string; userAgent: string }) {
-    const passwordHash = await hashPassword(input.password, this.deps.scryptCostLog2);
+    const passwordHash = await this.deps.passwords.hash(input.password);
     let user: UserRecord;
     try {
       user = await this.deps.store.createUser({ id: newId('usr'), orgId: newId('org'), email: input.email, name: input.name, passwordHash });
@@ -36,14 +39,33 @@ export class AccountService {
     return { user, session };
   }
 
+  /** Bad credentials answer 401 and count towards the account's lockout (AuthThrottle). */
   async login(input: { email: string; password: string }, client: { ip: string; userAgent: string }) {
-    const found = await this.deps.store.findByEmail(input.email);
-    this.dummyHash ??= hashPassword(randomSecret(16), this.deps.scryptCostLog2);
-    const ok = await verifyPassword(input.password, found?.passwordHash ?? (await this.dummyHash));
-    if (!found || !ok) throw unauthorized('Invalid e-mail or password');
-    const { passwordHash: _ignored, ...user } = found;
-    const session = await this.deps.sessions.create(user.id, client.ip, client.userAgent);
-    return { user, session };
+    return this.deps.throttle.signIn(input.email, async () => {
+      const found = await this.deps.store.findByEmail(input.email);
+      const ok = await this.deps.passwords.verify(input.password, found?.passwordHash ?? (await this.dummy()));
+      if (!found || !ok) return null;
+      const { passwordHash: _ignored, ...user } = found;
+      const session = await this.deps.sessions.create(user.id, client.ip, client.userAgent);
+      return { user, session };
+    });
+  }
+
+  /** A new verification mail, counted per user and per address (SendThrottle); false when already verified. */
+  async resendVerification(user: UserRecord): Promise<boolean> {
+    if (user.emailVerified) return false;
+    await this.deps.sends.consume(user.id, [user.email]);
+    await this.sendVerification(user);
+    return true;
+  }
+
+  private dummy(): Promise<string> {
+    // A refused hash (hasher queue full) must not be remembered as the dummy for good.
+    this.dummyHash ??= this.deps.passwords.hash(randomSecret(16)).catch((error) => {
+      this.dummyHash = undefined;
+      throw error;
+    });
+    return this.dummyHash;
   }
 
   async sendVerification(user: UserRecord) {
