@@ -103,6 +103,13 @@ const envSchema = z.object({
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   STREAM_REPLAY_MAX_EVENTS: positiveInt.default(5_000),
   STREAM_REPLAY_MAX_AGE_MS: positiveInt.default(15 * 60_000),
+  /**
+   * Work one evaluation request may do (docs/data-plane.md, "Regular-expression budget"):
+   * conditions of the flags it evaluates, and milliseconds spent in `matches` patterns. Past
+   * either, the remaining flags answer ERROR / GENERAL.
+   */
+  EVAL_BUDGET_CONDITIONS: positiveInt.default(200_000),
+  EVAL_BUDGET_REGEX_MS: z.coerce.number().min(0).default(10),
   /** Evaluation-context ring size per instance (spec 4.6, /api/contexts). */
   CONTEXT_RING_SIZE: positiveInt.default(1_000),
 

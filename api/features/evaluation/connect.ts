@@ -25,7 +25,7 @@ import type { Environment } from '../flags/types';
 import { EvaluationService as EvaluationServiceDesc, type AnyFlag } from '../../gen/flags/v1/evaluation_pb';
 import { PERSONAL_TOKEN_REFUSAL, personalTokenRefused, type ServiceGrant } from './access';
 import type { EvaluationContext, EvaluationResult, FlagType } from './engine/index';
-import { ContextSchema, contextOf } from './schemas';
+import { BATCH_LIMIT, ContextSchema, contextOf } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 import type { StreamHub, StreamMessage, Subscriber } from './streams';
 import type { EvaluationSource } from './recorder';
@@ -178,14 +178,17 @@ export function evaluationServiceImpl(deps: ConnectDeps): ServiceImpl<typeof Eva
     },
     async resolveAll(req, ctx) {
       try {
+        // Each key is evaluated once, and at most BATCH_LIMIT of them, as on the REST batch.
+        const flagKeys = [...new Set(req.flagKeys)];
+        if (flagKeys.length > BATCH_LIMIT) throw badRequest(`flag_keys: at most ${BATCH_LIMIT} distinct keys per request; got ${flagKeys.length}`);
         const t = await target(ctx, req.serviceId, req.environment);
         const context = (req.context ?? {}) as EvaluationContext;
         const call = { source: t.source, startedAt: t.startedAt, bodyBytes: 0 };
         spend(t);
         let results: EvaluationResult[];
-        if (req.flagKeys.length > 0) {
-          evaluation.checkVisible(t.grant, t.environment, req.flagKeys);
-          results = evaluation.evaluateKeys(t.grant, t.environment, req.flagKeys.map((flagKey): FlagRequest => ({ flagKey })), context, call);
+        if (flagKeys.length > 0) {
+          evaluation.checkVisible(t.grant, t.environment, flagKeys);
+          results = evaluation.evaluateKeys(t.grant, t.environment, flagKeys.map((flagKey): FlagRequest => ({ flagKey })), context, call);
         } else {
           results = evaluation.evaluateVisible(t.grant, t.environment, context, call);
         }

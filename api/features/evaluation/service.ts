@@ -4,7 +4,7 @@ import type { RateDecision } from '../../http/rate-limit';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
 import { canSee, type EvaluationAccess, type ServiceGrant } from './access';
 import type { ContextRing } from './contexts';
-import { evaluate, type EvaluationContext, type EvaluationResult, type FlagType } from './engine/index';
+import { EvaluationBudget, evaluate, type EvaluationContext, type EvaluationResult, type FlagType } from './engine/index';
 import type { LocalRateLimiter } from './local-rate-limiter';
 import type { EvaluationRecorder, EvaluationSource } from './recorder';
 import type { EnvironmentSnapshot } from './snapshots';
@@ -55,8 +55,15 @@ export class EvaluationService {
       contexts: ContextRing;
       limiter: LocalRateLimiter;
       perServiceLimit: number;
+      /** Work one request may do (engine/budget.ts): condition units and milliseconds of `matches`. */
+      workBudget: { conditions: number; regexMs: number };
     },
   ) {}
+
+  /** A fresh work budget: one per request, shared by every flag it evaluates. */
+  private budget(): EvaluationBudget {
+    return new EvaluationBudget(this.deps.workBudget, clock);
+  }
 
   grant(principal: Principal, serviceId: string): Promise<ServiceGrant> {
     return this.deps.access.grant(principal, serviceId);
@@ -94,7 +101,7 @@ export class EvaluationService {
     expectedType?: FlagType,
   ): EvaluationResult[] {
     const env = grant.service.environments[environment];
-    const opts = expectedType === undefined ? undefined : { expectedType };
+    const opts = { expectedType, budget: this.budget() };
     const results: EvaluationResult[] = new Array(flags.length);
     for (let i = 0; i < flags.length; i++) {
       const f = flags[i];
@@ -108,8 +115,9 @@ export class EvaluationService {
   evaluateVisible(grant: ServiceGrant, environment: Environment, context: EvaluationContext, call: CallInfo): EvaluationResult[] {
     const env = grant.service.environments[environment];
     const results: EvaluationResult[] = [];
+    const opts = { budget: this.budget() };
     for (const entry of env.visible(grant.visibility)) {
-      results.push(evaluate(entry.compiled, entry.record.key, context, undefined));
+      results.push(evaluate(entry.compiled, entry.record.key, context, undefined, opts));
     }
     this.record(grant, env, results, context, call);
     return results;
@@ -167,3 +175,5 @@ export function restResult(r: EvaluationResult): Record<string, unknown> {
 }
 
 export const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
+
+const clock = () => performance.now();

@@ -80,7 +80,14 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     retryBaseMs: 500,
   });
   const contexts = new ContextRing(config.CONTEXT_RING_SIZE, 4 * 1024 * 1024);
-  const evaluation = new EvaluationService({ access, recorder, contexts, limiter, perServiceLimit: config.RATE_LIMIT_PER_SERVICE });
+  const evaluation = new EvaluationService({
+    access,
+    recorder,
+    contexts,
+    limiter,
+    perServiceLimit: config.RATE_LIMIT_PER_SERVICE,
+    workBudget: { conditions: config.EVAL_BUDGET_CONDITIONS, regexMs: config.EVAL_BUDGET_REGEX_MS },
+  });
   const hub = new StreamHub(
     snapshots,
     { heartbeatMs: config.STREAM_HEARTBEAT_MS, replayMaxEvents: config.STREAM_REPLAY_MAX_EVENTS, replayMaxAgeMs: config.STREAM_REPLAY_MAX_AGE_MS, maxBufferedBytes: 1024 * 1024 },

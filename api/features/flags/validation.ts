@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FieldProblem } from '../../http/errors';
-import { OPERATORS, validateCondition, valueMatchesType } from '../evaluation/engine';
+import { MAX_MATCHES_PER_FLAG, OPERATORS, validateCondition, valueMatchesType } from '../evaluation/engine';
 import { ENVIRONMENTS, FLAG_TYPES, type FlagPatch, type FlagType } from './types';
 
 /**
@@ -24,6 +24,8 @@ export const LIMITS = {
   rules: 200,
   ruleId: 128,
   conditionsPerRule: 50,
+  /** `matches` conditions over all rules of a flag: each runs a pattern on every evaluation. */
+  matchesPerFlag: MAX_MATCHES_PER_FLAG,
   property: 256,
 } as const;
 
@@ -90,6 +92,7 @@ export function flagContentProblems(content: FlagPatch, type: FlagType | undefin
 
   if (content.targeting) {
     const ids = new Set<string>();
+    let patterns = 0;
     content.targeting.forEach((rule, i) => {
       if (rule.id !== undefined) {
         if (ids.has(rule.id)) add(['targeting', i, 'id'], `duplicate rule id "${rule.id}"`);
@@ -98,9 +101,13 @@ export function flagContentProblems(content: FlagPatch, type: FlagType | undefin
       rule.conditions.forEach((condition, j) => {
         const problem = validateCondition(condition);
         if (problem) add(['targeting', i, 'conditions', j], problem);
+        if (condition.operator === 'matches') patterns++;
       });
       checkValue(['targeting', i, 'value'], rule.value);
     });
+    if (patterns > LIMITS.matchesPerFlag) {
+      add(['targeting'], `at most ${LIMITS.matchesPerFlag} "matches" conditions per flag (over all rules); this flag has ${patterns}`);
+    }
   }
   return problems;
 }
