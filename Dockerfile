@@ -1,12 +1,13 @@
 # The application image used by docker-compose.yml for every app process; ROLES picks the process.
-FROM node:20-bookworm-slim AS build
+# Node 24, a supported LTS (Node 20 left support in April 2026; @connectrpc/connect-node wants 22+).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0
 COPY --from=build /app /app
