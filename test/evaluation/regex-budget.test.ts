@@ -99,4 +99,24 @@ describe('EvaluationBudget', () => {
     expect(results.slice(0, 3).every((r) => r.reason === 'DEFAULT')).toBe(true);
     expect(results.slice(3).every((r) => r.reason === 'ERROR' && r.errorCode === 'GENERAL')).toBe(true);
   });
+
+  it('charges a contains search by the length it searches, one unit per 16 characters or elements', () => {
+    const flag = compileFlag({
+      key: 'c',
+      type: 'boolean',
+      enabled: true,
+      defaultValue: false,
+      variants: [],
+      targeting: [{ id: 'r', conditions: [{ property: 'tags', operator: 'contains', value: 'absent' }], value: true }],
+    });
+    const context = { tags: Array.from({ length: 16_000 }, (_, i) => `t${i}`) };
+    expect(evaluate(flag, 'c', context, false, { budget: new EvaluationBudget({ conditions: 1002, regexMs: 1000 }, clock) }).reason).toBe('DEFAULT');
+    expect(evaluate(flag, 'c', context, false, { budget: new EvaluationBudget({ conditions: 1001, regexMs: 1000 }, clock) })).toMatchObject({
+      reason: 'ERROR',
+      errorCode: 'GENERAL',
+    });
+    expect(evaluate(flag, 'c', { tags: 'x'.repeat(160) }, false, { budget: new EvaluationBudget({ conditions: 12, regexMs: 1000 }, clock) })).toMatchObject({
+      reason: 'DEFAULT',
+    });
+  });
 });

@@ -990,9 +990,9 @@ export function conditionHolds(condition: CompiledCondition, context: Record<str
       return isPrimitive(attribute) && !condition.members!.has(attribute);
     case OperatorCode.Contains:
       if (typeof attribute === 'string') {
-        return typeof condition.primitive === 'string' && attribute.includes(condition.primitive);
+        return typeof condition.primitive === 'string' && searchFits(budget, attribute.length) && attribute.includes(condition.primitive);
       }
-      return Array.isArray(attribute) && attribute.includes(condition.primitive);
+      return Array.isArray(attribute) && searchFits(budget, attribute.length) && attribute.includes(condition.primitive);
     case OperatorCode.StartsWith:
       return typeof attribute === 'string' && attribute.startsWith(condition.primitive as string);
     case OperatorCode.EndsWith:
@@ -1022,6 +1022,14 @@ export function conditionHolds(condition: CompiledCondition, context: Record<str
     case OperatorCode.After:
       return toComparableDate(attribute) > condition.bound;
   }
+}
+
+/** Characters or elements `contains` searches for one condition unit of the request's budget. */
+const CONTAINS_SPAN = 16;
+
+/** A search through a long string or array is many conditions' worth of work: it pays for the rest. */
+function searchFits(budget: EvaluationBudget | undefined, length: number): boolean {
+  return budget === undefined || length < CONTAINS_SPAN || budget.charge(Math.floor(length / CONTAINS_SPAN));
 }
 
 /** NaN (false in every comparison) when the attribute cannot be read as the operand's kind. */
