@@ -62,11 +62,6 @@ const envSchema = z.object({
   /** Number of trusted reverse-proxy hops in front of us; 0 = use the socket address. */
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   SESSION_TTL_HOURS: positiveInt.default(24 * 14),
-  /** Instance administrators by (verified) e-mail, comma-separated: /api/health/admin and /api/health/evaluation. */
-  ADMIN_EMAILS: z
-    .string()
-    .default('')
-    .transform((s) => s.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean)),
   SCRYPT_COST_LOG2: z.coerce.number().int().min(10).max(20).default(17),
   /**
    * Password hashes computed at once, and how many may wait: scrypt runs on libuv's pool (4
@@ -109,6 +104,17 @@ const envSchema = z.object({
   STREAM_REPLAY_MAX_EVENTS: positiveInt.default(5_000),
   STREAM_REPLAY_MAX_AGE_MS: positiveInt.default(15 * 60_000),
   /**
+   * Open SSE / EventStream connections per process: per client IP (IPv6 by /64), per credential
+   * (project token or dashboard user), per service (credentialed and anonymous streams counted
+   * apart). Past a cap: 429 (RESOURCE_EXHAUSTED on the EventStream) with Retry-After.
+   */
+  STREAM_MAX_PER_IP: positiveInt.default(100),
+  STREAM_MAX_PER_CREDENTIAL: positiveInt.default(2_000),
+  STREAM_MAX_PER_SERVICE: positiveInt.default(5_000),
+  /** A stream client is dropped past this much unsent output, or when its socket stays backed up this long. */
+  STREAM_MAX_BUFFERED_BYTES: positiveInt.default(1024 * 1024),
+  STREAM_STALL_TIMEOUT_MS: positiveInt.default(30_000),
+  /**
    * Work one evaluation request may do (docs/data-plane.md, "Regular-expression budget"):
    * conditions of the flags it evaluates, and milliseconds spent in `matches` patterns. Past
    * either, the remaining flags answer ERROR / GENERAL.
@@ -137,6 +143,8 @@ const envSchema = z.object({
   /** Slow clients: time to receive the headers, and the whole request. */
   HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(15_000),
   HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+  /** Open connections per listener (server.maxConnections); further ones are closed on accept. */
+  HTTP_MAX_CONNECTIONS: positiveInt.default(20_000),
 
   /**
    * Project JWTs (spec 2.4, 5.4) are signed with Ed25519 (EdDSA). JWT_PRIVATE_KEY is the current

@@ -170,7 +170,6 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       analytics,
       temporal,
       instanceId,
-      admins: config.ADMIN_EMAILS,
       version: { app: APP_VERSION, commit: config.APP_COMMIT, environment: config.NODE_ENV },
     });
     const control: AnyRoute[] = [
@@ -267,6 +266,8 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;
       const server = createListener(listener, config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS);
+      // Each open stream holds a connection: bound them per listener (the stream caps are per caller).
+      server.maxConnections = config.HTTP_MAX_CONNECTIONS;
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config[LISTENER_PORT[name]], config.HOST, () => resolve());

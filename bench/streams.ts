@@ -21,7 +21,13 @@ interface Memory {
 function startServer(): Promise<{ child: ChildProcess; urls: { control: string; data: string } }> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'eval-server.ts')], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: process.env,
+    // Every stream comes from this machine's one address, on one service: raise those caps.
+    env: {
+      STREAM_MAX_PER_IP: String(STREAMS),
+      STREAM_MAX_PER_SERVICE: String(STREAMS),
+      HTTP_MAX_CONNECTIONS: String(STREAMS + 1_000),
+      ...process.env,
+    },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));

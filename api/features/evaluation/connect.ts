@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fromJson, toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
@@ -10,7 +10,6 @@ import {
   createContextValues,
   type ConnectRouterOptions,
   type HandlerContext,
-  type Interceptor,
   type ServiceImpl,
 } from '@connectrpc/connect';
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
@@ -19,6 +18,7 @@ import type { Logger } from '../../infra/logger';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, tooManyRequests } from '../../http/errors';
+import { ipBucket } from '../../http/client-ip';
 import { applyRateHeaders } from '../../http/rate-limit';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import { ANONYMOUS } from '../../auth/principal';
@@ -28,7 +28,8 @@ import { PERSONAL_TOKEN_REFUSAL, personalTokenRefused, type ServiceGrant } from 
 import type { EvaluationContext, EvaluationResult, FlagType } from './engine/index';
 import { BATCH_LIMIT, ContextSchema, contextOf } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
-import type { StreamHub, StreamMessage, Subscriber } from './streams';
+import type { StreamLimits } from './stream-limits';
+import { StallGuard, type StreamClientLimits, type StreamHub, type StreamMessage, type Subscriber } from './streams';
 import type { EvaluationSource } from './recorder';
 
 /**
@@ -43,6 +44,11 @@ import type { EvaluationSource } from './recorder';
 
 const kPrincipal = createContextKey<Principal>(ANONYMOUS, { description: 'caller' });
 const kSource = createContextKey<EvaluationSource>('connect', { description: 'protocol' });
+/** The client address (per-IP bucket) and the response, for the open-stream caps and the stall rule. */
+const kConnection = createContextKey<{ ip: string; res: ServerResponse } | undefined>(undefined, { description: 'connection' });
+
+/** Messages an EventStream may have waiting for its client (references to shared messages). */
+const MAX_QUEUED = 10_000;
 
 export const CONNECT_PREFIX = '/api/connect';
 export const GRPC_WEB_PREFIX = '/api/grpc-web';
@@ -50,6 +56,10 @@ export const GRPC_WEB_PREFIX = '/api/grpc-web';
 export interface ConnectDeps {
   evaluation: EvaluationService;
   hub: StreamHub;
+  /** Open-stream caps, shared with the SSE routes. */
+  streamLimits: StreamLimits;
+  /** stallTimeoutMs: how long an EventStream client may leave its socket backed up. */
+  streamClient: StreamClientLimits;
   logger: Logger;
 }
 
@@ -82,34 +92,6 @@ function environmentOf(value: string): Environment {
   if (value === '') return DEFAULT_ENVIRONMENT;
   if (!isEnvironment(value)) throw badRequest('environment must be development, staging or production');
   return value;
-/**
- * Failures that are not ours to explain (a database or cache error, a bug) are logged here and
- * answered INTERNAL with the REST envelope's generic message: Connect would otherwise pass
- * nothing to the logs, and no backend text may reach the caller. Streams are covered too.
- */
-function hideInternalErrors(logger: Logger): Interceptor {
-  const hide = (error: unknown, rpc: string): ConnectError => {
-    if (error instanceof ConnectError) return error;
-    logger.error({ err: error, rpc }, 'rpc failed');
-    return new ConnectError('Internal server error', Code.Internal);
-  };
-  async function* guarded<T>(messages: AsyncIterable<T>, rpc: string): AsyncIterable<T> {
-    try {
-      yield* messages;
-    } catch (error) {
-      throw hide(error, rpc);
-    }
-  }
-  return (next) => async (req) => {
-    try {
-      const res = await next(req);
-      return res.stream ? { ...res, message: guarded(res.message, req.method.name) } : res;
-    } catch (error) {
-      throw hide(error, req.method.name);
-    }
-  };
-}
-
 }
 
 function valueToJson(v: Value | undefined): unknown {
@@ -122,7 +104,7 @@ function jsonToValue(v: unknown): Value {
 
 /** The service implementation, shared by the Connect and gRPC-Web adapters. */
 export function evaluationServiceImpl(deps: ConnectDeps): ServiceImpl<typeof EvaluationServiceDesc> {
-  const { evaluation, hub } = deps;
+  const { evaluation, hub, streamLimits, streamClient } = deps;
 
   async function target(ctx: HandlerContext, serviceId: string, environment: string): Promise<Target> {
     const startedAt = performance.now();
@@ -237,6 +219,17 @@ export function evaluationServiceImpl(deps: ConnectDeps): ServiceImpl<typeof Eva
         throw toConnectError(error);
       }
       if (hub.isClosed) throw new ConnectError('server is shutting down', Code.Unavailable);
+      const connection = ctx.values.get(kConnection);
+      if (connection === undefined) throw new ConnectError('EventStream needs the node adapter', Code.Internal);
+      const admission = streamLimits.acquire({ ip: connection.ip, principal: ctx.values.get(kPrincipal), serviceId: t.grant.service.id });
+      if (!admission.ok) {
+        ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
+        throw new ConnectError(admission.error.message, Code.ResourceExhausted);
+      }
+      const { res } = connection;
+      // The adapter writes only after 'drain', so a client that stops reading leaves this
+      // generator suspended: the guard, checked on every delivery and heartbeat, cuts it.
+      const guard = new StallGuard(res, streamClient.stallTimeoutMs);
       const environment = req.environment === '' ? undefined : t.environment;
       const queue: StreamMessage[] = [];
       let wake: (() => void) | undefined;
@@ -247,26 +240,45 @@ export function evaluationServiceImpl(deps: ConnectDeps): ServiceImpl<typeof Eva
         environment,
         visibility: t.grant.visibility,
         deliver(message) {
-          if (queue.length > 10_000) return subscriber.close();
+          if (queue.length >= MAX_QUEUED) return void res.destroy();
           queue.push(message);
+          guard.check();
           wake?.();
         },
         heartbeat() {
           heartbeats++;
+          guard.check();
           wake?.();
         },
         close() {
+          // A client that cannot take its remaining output is cut rather than waited for.
+          if (res.writableNeedDrain) res.destroy();
           done = true;
           wake?.();
         },
       };
       const remove = hub.add(subscriber);
-      const onAbort = () => subscriber.close();
+      const end = () => {
+        guard.stop();
+        remove();
+        admission.release();
+      };
+      // The slot is freed when the client goes, even while this generator waits on a write.
+      const onAbort = () => {
+        subscriber.close();
+        end();
+      };
       ctx.signal.addEventListener('abort', onAbort);
       try {
         const cursor = hub.cursor(t.grant.service.id);
         yield { type: 'connected', id: cursor, serviceId: t.grant.service.id, environment: environment ?? '', timestamp: new Date().toISOString() };
-        if (req.lastEventId !== '') queue.unshift(...hub.replay(t.grant.service, environment, t.grant.visibility, req.lastEventId));
+        // The replay goes out one message per write, as the client takes them; live changes wait behind it.
+        if (req.lastEventId !== '') {
+          for (const message of hub.replay(t.grant.service, environment, t.grant.visibility, req.lastEventId)) {
+            if (done) return;
+            yield streamResponse(message);
+          }
+        }
         for (;;) {
           while (queue.length > 0) yield streamResponse(queue.shift()!);
           if (heartbeats > 0) {
@@ -282,7 +294,7 @@ export function evaluationServiceImpl(deps: ConnectDeps): ServiceImpl<typeof Eva
         }
       } finally {
         ctx.signal.removeEventListener('abort', onAbort);
-        remove();
+        end();
       }
     },
   };
@@ -326,7 +338,7 @@ type Adapter = (req: Request, res: Response) => void;
  * reporting failures through our logger; a client that went away mid-stream is not a failure.
  */
 function createAdapter(impl: ServiceImpl<typeof EvaluationServiceDesc>, prefix: string, options: ConnectRouterOptions, source: EvaluationSource, logger: Logger): Adapter {
-  const router = createConnectRouter({ readMaxBytes: BODY_LIMITS.evaluation, ...options, interceptors: [hideInternalErrors(logger)] });
+  const router = createConnectRouter({ readMaxBytes: BODY_LIMITS.evaluation, ...options });
   router.service(EvaluationServiceDesc, impl);
   const handlers = new Map(router.handlers.map((h) => [prefix + h.requestPath, h]));
   return (req, res) => {
@@ -336,7 +348,10 @@ function createAdapter(impl: ServiceImpl<typeof EvaluationServiceDesc>, prefix: 
       return;
     }
     const principal = (req as IncomingMessage & { principal?: Principal }).principal ?? ANONYMOUS;
-    const values = createContextValues().set(kPrincipal, principal).set(kSource, source);
+    const values = createContextValues()
+      .set(kPrincipal, principal)
+      .set(kSource, source)
+      .set(kConnection, { ip: ipBucket(req.clientIp), res });
     handler(universalRequestFromNodeRequest(req, res, undefined, values))
       .then((response) => universalResponseToNodeResponse(response, res))
       .catch((reason) => {

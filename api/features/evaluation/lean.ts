@@ -14,7 +14,8 @@ import type { LocalRateLimiter } from './local-rate-limiter';
 import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget, type OfrepTarget } from './ofrep';
 import { StreamQuery } from './routes';
 import { EvaluateBody, OfrepBody, contextOf, validateBody, validateQuery } from './schemas';
-import { openSse, type StreamHub } from './streams';
+import { STREAM_RETRY_AFTER_SECONDS, type StreamLimits } from './stream-limits';
+import { openSse, type StreamClientLimits, type StreamHub } from './streams';
 import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, type EvaluationService } from './service';
 
 /**
@@ -38,8 +39,10 @@ import { DEFAULT_ENVIRONMENT, isEnvironment, restResult, round3, type CallInfo, 
 export interface LeanDeps {
   evaluation: EvaluationService;
   hub: StreamHub;
-  /** An SSE client whose unsent output exceeds this is disconnected (it reconnects and replays). */
-  maxStreamBufferBytes: number;
+  /** Open-stream caps (per IP, credential, service), shared with the Connect EventStream. */
+  streamLimits: StreamLimits;
+  /** What one SSE client may cost before it is dropped (buffered output, stall time). */
+  streamClient: StreamClientLimits;
   authenticator: Authenticator;
   limiter: LocalRateLimiter;
   perIpLimit: number;
@@ -290,6 +293,10 @@ function openStream(ex: Exchange): Promise<void> | undefined {
   if (query instanceof HttpError) throw query;
   const open = (grant: ServiceGrant) => {
     if (ex.deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
+    // Gone while its service loaded: its 'close' has passed, so it must not take a slot.
+    if (ex.req.socket.destroyed) return;
+    const admission = ex.deps.streamLimits.acquire({ ip: ipBucket(clientIp(ex.req, ex.deps.trustProxy)), principal: ex.principal, serviceId: grant.service.id });
+    if (!admission.ok) return send(ex, 429, JSON.stringify(admission.error.toBody()), { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
     const lastEventId = ex.req.headers['last-event-id'];
     openSse(ex.deps.hub, ex.req, ex.res, {
       service: grant.service,
@@ -298,7 +305,8 @@ function openStream(ex: Exchange): Promise<void> | undefined {
       clientId: query.clientId,
       lastEventId: (typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined) ?? query.lastEventId,
       headers: commonHeaders(ex),
-      maxBufferedBytes: ex.deps.maxStreamBufferBytes,
+      limits: ex.deps.streamClient,
+      release: admission.release,
     });
   };
   const grant = ex.deps.evaluation.grantNow(ex.principal, query.serviceId);

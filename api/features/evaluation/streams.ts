@@ -48,9 +48,18 @@ export interface StreamOptions {
   /** Changes kept per service for Last-Event-ID replay, by count and by age. */
   replayMaxEvents: number;
   replayMaxAgeMs: number;
-  /** A client whose unsent output exceeds this is disconnected (it reconnects and replays). */
-  maxBufferedBytes: number;
 }
+
+/** What one stream client may cost before it is dropped (it reconnects and replays). */
+export interface StreamClientLimits {
+  /** Output waiting for the client (Node's socket buffer and frames queued behind it), in bytes. */
+  maxBufferedBytes: number;
+  /** How long the socket may stay backed up (no 'drain') before the client counts as not reading. */
+  stallTimeoutMs: number;
+}
+
+/** Replays are written in pieces of about this size, the next only after the socket took the last. */
+const CHUNK_BYTES = 64 * 1024;
 
 const CURSOR_PREFIX = 'c';
 /** Clock skew allowance between replicas when resuming from a time cursor (duplicates are harmless). */
@@ -130,9 +139,10 @@ export class StreamHub {
   /**
    * What a reconnecting client missed since `lastEventId`: the retained changes after it, or
    * (when it is older than the window or unknown) every visible flag's current state as
-   * `flag-update` messages, so the client converges either way.
+   * `flag-update` messages, so the client converges either way. Rendered lazily, as the client
+   * takes them: a replay of thousands of flags is never held in memory as a whole.
    */
-  replay(service: ServiceSnapshot, environment: Environment | undefined, visibility: Visibility, lastEventId: string): StreamMessage[] {
+  replay(service: ServiceSnapshot, environment: Environment | undefined, visibility: Visibility, lastEventId: string): Iterable<StreamMessage> {
     const ring = this.rings.get(service.id);
     const entries = ring?.entries ?? [];
     let from = -1;
@@ -146,24 +156,23 @@ export class StreamHub {
         if (from < 0) from = entries.length;
       }
     }
-    if (from >= 0) {
-      const out: StreamMessage[] = [];
-      for (const entry of entries.slice(from)) {
-        if (environment !== undefined && entry.environment !== environment) continue;
-        const message = this.render(entry, visibility);
-        if (message) out.push(message);
-      }
-      return out;
-    }
-    return this.currentState(service, environment, visibility);
+    if (from >= 0) return this.retained(entries.slice(from), environment, visibility);
+    return this.currentState(service, environment, visibility, this.cursor(service.id));
   }
 
-  private currentState(service: ServiceSnapshot, environment: Environment | undefined, visibility: Visibility): StreamMessage[] {
-    const id = this.cursor(service.id);
-    const out: StreamMessage[] = [];
+  private *retained(entries: RingEntry[], environment: Environment | undefined, visibility: Visibility): Iterable<StreamMessage> {
+    for (const entry of entries) {
+      if (environment !== undefined && entry.environment !== environment) continue;
+      const message = this.render(entry, visibility);
+      if (message) yield message;
+    }
+  }
+
+  /** Walks the live snapshot: a flag changed meanwhile shows its newer state, and its live message follows anyway. */
+  private *currentState(service: ServiceSnapshot, environment: Environment | undefined, visibility: Visibility, id: string): Iterable<StreamMessage> {
     for (const env of environment ? [environment] : ENVIRONMENTS) {
       for (const entry of service.environments[env].visible(visibility)) {
-        out.push({
+        yield {
           type: 'flag-update',
           id,
           serviceId: service.id,
@@ -172,10 +181,9 @@ export class StreamHub {
           event: 'flag.updated',
           flag: entry.record,
           timestamp: entry.record.updatedAt,
-        });
+        };
       }
     }
-    return out;
   }
 
   private publish(change: SnapshotChange): void {
@@ -265,28 +273,138 @@ export function sseFrame(message: StreamMessage): string {
   return `id: ${message.id}\ndata: ${JSON.stringify(message)}\n\n`;
 }
 
-/** An SSE subscriber writing to a response; it closes itself when the client falls too far behind. */
-export function sseSubscriber(
-  res: ServerResponse,
-  target: { serviceId: string; environment: Environment | undefined; visibility: Visibility },
-  maxBufferedBytes: number,
-): Subscriber {
-  const write = (text: string) => {
-    if (res.writableEnded || res.destroyed) return;
-    if (res.writableLength > maxBufferedBytes) {
-      res.destroy();
-      return;
+/**
+ * Drops a response whose client stopped reading: armed when the socket no longer takes output
+ * (`writableNeedDrain`), disarmed by 'drain'; past `timeoutMs` the response is destroyed, which
+ * ends the stream and frees its slot.
+ */
+export class StallGuard {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly timeoutMs: number,
+    private readonly onDrain?: () => void,
+  ) {}
+
+  /** Call after a write (or whenever the stream is touched): arms the timer if the socket is backed up. */
+  check(): void {
+    if (this.timer !== undefined || !this.res.writableNeedDrain) return;
+    this.timer = setTimeout(() => this.res.destroy(), this.timeoutMs);
+    this.timer.unref();
+    this.res.once('drain', this.drained);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.res.off('drain', this.drained);
+  }
+
+  private readonly drained = () => {
+    this.stop();
+    this.onDrain?.();
+  };
+}
+
+/**
+ * An SSE client. Output goes out only while the socket takes it: the replay is rendered a
+ * chunk at a time, each after the previous one drained; live changes that arrive meanwhile wait
+ * behind it in order, up to `maxBufferedBytes`; a client that does not drain within
+ * `stallTimeoutMs` is dropped. So a client that stops reading costs the server about
+ * `maxBufferedBytes` at most, and only until the stall timeout.
+ */
+class SseClient implements Subscriber {
+  readonly serviceId: string;
+  readonly environment: Environment | undefined;
+  readonly visibility: Visibility;
+  private replay: Iterator<StreamMessage> | undefined;
+  private readonly waiting: string[] = [];
+  private waitingBytes = 0;
+  private readonly guard: StallGuard;
+
+  constructor(
+    private readonly res: ServerResponse,
+    target: { serviceId: string; environment: Environment | undefined; visibility: Visibility },
+    private readonly limits: StreamClientLimits,
+  ) {
+    this.serviceId = target.serviceId;
+    this.environment = target.environment;
+    this.visibility = target.visibility;
+    this.guard = new StallGuard(res, limits.stallTimeoutMs, () => this.pump());
+  }
+
+  /** Writes the opening frames, then the replay (if any) as the client takes it. */
+  start(head: string, replay: Iterable<StreamMessage> | undefined): void {
+    this.replay = replay?.[Symbol.iterator]();
+    this.write(head);
+    this.pump();
+  }
+
+  deliver(_message: StreamMessage, frame: () => string): void {
+    if (this.gone) return;
+    if (!this.backedUp) return this.write(frame());
+    const text = frame();
+    this.waitingBytes += text.length;
+    if (this.waitingBytes + this.res.writableLength > this.limits.maxBufferedBytes) return this.drop();
+    this.waiting.push(text);
+  }
+
+  /** A backed-up client gets none: output is waiting already, and the stall timeout decides. */
+  heartbeat(): void {
+    if (!this.gone && !this.backedUp) this.write(`: heartbeat ${Date.now()}\n\n`);
+  }
+
+  /** Ends the stream; one that cannot take its remaining output is cut instead of waited for. */
+  close(): void {
+    this.guard.stop();
+    if (this.backedUp) this.drop();
+    else if (!this.res.writableEnded) this.res.end();
+  }
+
+  /** The socket closed, by either side. */
+  closed(): void {
+    this.guard.stop();
+    this.replay = undefined;
+    this.waiting.length = 0;
+  }
+
+  private get gone(): boolean {
+    return this.res.writableEnded || this.res.destroyed;
+  }
+
+  private get backedUp(): boolean {
+    return this.replay !== undefined || this.waiting.length > 0 || this.res.writableNeedDrain;
+  }
+
+  /** Writes replay and waiting frames, a chunk at a time, while the socket takes them. */
+  private pump(): void {
+    while (!this.gone && !this.res.writableNeedDrain) {
+      let chunk = '';
+      while (chunk.length < CHUNK_BYTES && this.replay !== undefined) {
+        const next = this.replay.next();
+        if (next.done) this.replay = undefined;
+        else chunk += sseFrame(next.value);
+      }
+      while (chunk.length < CHUNK_BYTES && this.waiting.length > 0) {
+        const text = this.waiting.shift()!;
+        this.waitingBytes -= text.length;
+        chunk += text;
+      }
+      if (chunk === '') return;
+      this.write(chunk);
     }
-    res.write(text);
-  };
-  return {
-    ...target,
-    deliver: (_message, frame) => write(frame()),
-    heartbeat: () => write(`: heartbeat ${Date.now()}\n\n`),
-    close: () => {
-      if (!res.writableEnded) res.end();
-    },
-  };
+  }
+
+  private write(text: string): void {
+    this.res.write(text);
+    this.guard.check();
+  }
+
+  private drop(): void {
+    this.closed();
+    this.res.destroy();
+  }
 }
 
 export interface SseOpen {
@@ -297,12 +415,16 @@ export interface SseOpen {
   lastEventId: string | undefined;
   /** Headers every answer carries (request id, rate limits). */
   headers: Record<string, string | number>;
-  maxBufferedBytes: number;
+  limits: StreamClientLimits;
+  /** Gives back the stream's slot under the open-stream caps (stream-limits.ts). */
+  release: () => void;
 }
 
 /**
  * Starts an SSE response: `connected` (with the resume id), the replay after Last-Event-ID,
- * then live changes. All synchronous, so no change can slip between replay and subscription.
+ * then live changes. Subscribing and taking the replay happen together, synchronously, so no
+ * change can slip between them; changes that arrive while the replay is still being written
+ * wait behind it.
  */
 export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerResponse, o: SseOpen): void {
   res.writeHead(200, {
@@ -324,11 +446,15 @@ export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerRespons
     timestamp: new Date().toISOString(),
     ...(o.clientId ? { clientId: o.clientId } : {}),
   };
-  let head = 'retry: 3000\n';
   // On a resume the client keeps its Last-Event-ID until a replayed change moves it on.
-  head += o.lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected);
-  if (o.lastEventId) for (const message of hub.replay(o.service, o.environment, o.visibility, o.lastEventId)) head += sseFrame(message);
-  res.write(head);
-  const remove = hub.add(sseSubscriber(res, { serviceId, environment: o.environment, visibility: o.visibility }, o.maxBufferedBytes));
-  res.once('close', remove);
+  const head = `retry: 3000\n${o.lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected)}`;
+  const client = new SseClient(res, { serviceId, environment: o.environment, visibility: o.visibility }, o.limits);
+  const replay = o.lastEventId ? hub.replay(o.service, o.environment, o.visibility, o.lastEventId) : undefined;
+  const remove = hub.add(client);
+  res.once('close', () => {
+    client.closed();
+    remove();
+    o.release();
+  });
+  client.start(head, replay);
 }

@@ -23,6 +23,7 @@ import { evaluationControlRoutes, evaluationRoutes, restEvaluateDoc, streamDocs 
 import { EvaluationService } from './service';
 import { SnapshotStore } from './snapshots';
 import { EvaluationStore } from './store';
+import { StreamLimits } from './stream-limits';
 import { StreamHub } from './streams';
 
 export interface EvaluationFeatureDeps {
@@ -90,9 +91,12 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   });
   const hub = new StreamHub(
     snapshots,
-    { heartbeatMs: config.STREAM_HEARTBEAT_MS, replayMaxEvents: config.STREAM_REPLAY_MAX_EVENTS, replayMaxAgeMs: config.STREAM_REPLAY_MAX_AGE_MS, maxBufferedBytes: 1024 * 1024 },
+    { heartbeatMs: config.STREAM_HEARTBEAT_MS, replayMaxEvents: config.STREAM_REPLAY_MAX_EVENTS, replayMaxAgeMs: config.STREAM_REPLAY_MAX_AGE_MS },
     logger,
   );
+  // One count for the process: SSE on both listeners and the Connect / gRPC-Web EventStream.
+  const streamLimits = new StreamLimits({ perIp: config.STREAM_MAX_PER_IP, perCredential: config.STREAM_MAX_PER_CREDENTIAL, perService: config.STREAM_MAX_PER_SERVICE });
+  const streamClient = { maxBufferedBytes: config.STREAM_MAX_BUFFERED_BYTES, stallTimeoutMs: config.STREAM_STALL_TIMEOUT_MS };
   await snapshots.start();
   limiter.start();
   recorder.start();
@@ -105,7 +109,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
       limits: { perIp: config.RATE_LIMIT_PER_IP, perToken: config.RATE_LIMIT_PER_TOKEN, perService: config.RATE_LIMIT_PER_SERVICE, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS },
     }),
     ...connectJsonRoutes({ evaluation }),
-    ...connectRoutes({ evaluation, hub, logger }),
+    ...connectRoutes({ evaluation, hub, streamLimits, streamClient, logger }),
     ...ofrepRoutes(),
   ];
   const control = [
@@ -118,7 +122,8 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const front = createLeanHandler({
     evaluation,
     hub,
-    maxStreamBufferBytes: 1024 * 1024,
+    streamLimits,
+    streamClient,
     authenticator: deps.authenticator,
     limiter,
     perIpLimit: config.RATE_LIMIT_PER_IP,
