@@ -119,4 +119,15 @@ describe('EvaluationBudget', () => {
       reason: 'DEFAULT',
     });
   });
+
+  it('prices conditions by their work: date parsing, long prefixes and dotted paths cost more than a comparison', () => {
+    const cost = (operator: string, value: unknown, property = 'p') =>
+      compileFlag({ key: 'k', type: 'boolean', enabled: true, defaultValue: false, variants: [], targeting: [{ id: 'r', conditions: [{ property, operator, value }], value: true }] }).cost - 1;
+    expect(cost('equals', 'x')).toBe(1);
+    expect(cost('after', '2024-01-01')).toBeGreaterThanOrEqual(40);
+    expect(cost('gt', '2024-01-01')).toBeGreaterThanOrEqual(40);
+    expect(cost('gt', 10)).toBeLessThan(cost('gt', '2024-01-01'));
+    expect(cost('starts_with', 'x'.repeat(400))).toBeGreaterThanOrEqual(100);
+    expect(cost('equals', 'x', 'a.b.c')).toBeGreaterThan(cost('equals', 'x'));
+  });
 });

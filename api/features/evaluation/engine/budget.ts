@@ -1,9 +1,11 @@
 /**
  * The work one evaluation request may do, whatever its flag count, rule count or input. Each
  * pattern's backtracking is bounded on its own (operators.ts); this bounds the request:
- * - conditions are counted: a flag costs one unit plus one per condition of its rules, charged
- *   before its rules run (all of them may be tested), so a request gets the same answer on an
- *   idle and on a loaded machine;
+ * - conditions are counted: a flag costs one unit plus the units of every condition of its
+ *   rules (about one per simple comparison, more for dates, long prefixes and dotted paths:
+ *   conditionUnits in operators.ts), charged before its rules run since all of them may be
+ *   tested, and `contains` pays one more per 16 characters or elements it searches; counted,
+ *   so a request gets the same answer on an idle and on a loaded machine;
  * - patterns are timed: the time spent in `matches` adds up, and once it passes the request's
  *   allowance no further pattern runs. The backtracking estimate cannot price a match (it
  *   undercharges some accepted quadratic patterns a hundredfold), and typical matches take

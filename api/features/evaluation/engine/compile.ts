@@ -38,7 +38,7 @@ export interface CompiledFlag {
   readonly totalVariantWeight: number;
   readonly rolloutPrefix: BucketPrefix;
   readonly variantPrefix: BucketPrefix;
-  /** Condition units one evaluation charges to the request's budget (budget.ts): one plus a unit per condition. */
+  /** Condition units one evaluation charges to the request's budget (budget.ts): one plus every condition's. */
   readonly cost: number;
   readonly issues: readonly CompileIssue[];
 }
@@ -54,8 +54,8 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
   const targeting: unknown[] = Array.isArray(definition.targeting) ? definition.targeting : [];
   const rules = targeting.map((rule, index) => compileRule(rule, index, issues));
   const { variants, totalWeight } = compileVariants(definition.variants, issues);
-  let conditions = 0;
-  for (const rule of rules) conditions += rule.conditions.length;
+  let units = 0;
+  for (const rule of rules) for (const condition of rule.conditions) units += condition.units;
   return {
     key,
     type: definition.type,
@@ -66,7 +66,7 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     totalVariantWeight: totalWeight,
     rolloutPrefix: createBucketPrefix(ROLLOUT_SALT, key),
     variantPrefix: createBucketPrefix(VARIANT_SALT, key),
-    cost: 1 + conditions,
+    cost: 1 + units,
     issues,
   };
 }
