@@ -146,7 +146,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     onShutdown(() => outbound.close());
     // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.
-    const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, access: projectAccess, mail, outbound });
+    const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, access: projectAccess, mail, outbound, sends, publicBaseUrl, logger });
     outbox.register(eventDelivery.webhookConsumer);
     // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });

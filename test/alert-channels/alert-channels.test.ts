@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { SendThrottle } from '../../api/features/accounts/throttle';
 import { AlertChannelService } from '../../api/features/alert-channels/service';
 import { AlertChannelStore } from '../../api/features/alert-channels/store';
 import type { OrgAlert } from '../../api/features/alert-channels/types';
@@ -38,6 +39,12 @@ afterAll(async () => {
 });
 
 const base = () => `/api/orgs/${orgId}/alert-channels`;
+
+/** E-mail recipients are mailed only once they confirmed (test/security/outbound-mail.test.ts). */
+async function confirmRecipient(to: string) {
+  const mail = await eventually(async () => (await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(to)}`)).body.messages?.find((m: { subject: string }) => /^Confirm/.test(m.subject)));
+  expectStatus(await app.request('POST', '/api/alert-channels/recipients/confirm', { body: { token: mail.token } }), 200, 'confirm recipient');
+}
 
 async function createChannel(user: TestUser, body: Record<string, unknown>, org = orgId) {
   const res = await user.request('POST', `/api/orgs/${org}/alert-channels`, body);
@@ -227,9 +234,10 @@ describe('test sends', () => {
   it('queues an e-mail test through the mailer', async () => {
     const to = `oncall-${randomBytes(3).toString('hex')}@example.com`;
     const c = await createChannel(owner, { type: 'email', name: 'Mail', recipients: [to] });
+    await confirmRecipient(to);
     const res = await owner.request('POST', `${base()}/${c.id}/test`);
     expect(res.body).toEqual({ ok: true, status: 'queued', deliveryId: null, statusCode: null, error: null, durationMs: null });
-    const mail = await eventually(async () => (await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(to)}`)).body.messages?.[0]);
+    const mail = await eventually(async () => (await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(to)}`)).body.messages?.find((m: { subject: string }) => !/^Confirm/.test(m.subject)));
     expect(mail.subject).toBe('[INFO] Test alert for channel "Mail"');
   });
 });
@@ -243,6 +251,9 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
       queue: new DeliveryQueue(app.platform.temporal, new DeliveryStore(sql)),
       mail: new MailQueue(app.platform.temporal, app.platform.db.sql),
       outbound: app.platform.outbound,
+      sends: new SendThrottle(app.platform.cache, { perUser: 100, perRecipient: 100, windowSeconds: 60 }),
+      publicBaseUrl: 'http://127.0.0.1',
+      logger: app.platform.logger,
     });
     const org = (await owner.request('POST', '/api/orgs', { name: `Notify ${randomBytes(2).toString('hex')}` })).body.id;
     const chatPath = uniquePath('n-chat');
@@ -255,6 +266,7 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
     const pd = await createChannel(owner, { type: 'paging', name: 'pd', routingKey: 'rk-000000000000', url: receiver.url(pdPath) }, org);
     const hook = await createChannel(owner, { type: 'webhook', name: 'hook', url: receiver.url(hookPath) }, org);
     const mail = await createChannel(owner, { type: 'email', name: 'mail', recipients: [to] }, org);
+    await confirmRecipient(to);
     await createChannel(owner, { type: 'chat', name: 'off', url: receiver.url(offPath), enabled: false }, org);
     receiver.expectSecret(hookPath, hook.secret);
 
@@ -292,7 +304,9 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
     });
     expect(receiver.received(hookPath)[0]).toMatchObject({ svcSignatureValid: true, standardSignatureValid: true, body: { event: 'alert.triggered', data: alert } });
     expect(receiver.received(offPath)).toEqual([]);
-    const mails = await eventually(async () => (await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(to)}`)).body.messages);
+    const alertMails = async () =>
+      ((await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(to)}`)).body.messages ?? []).filter((m: { subject: string }) => !/^Confirm/.test(m.subject));
+    const mails = await eventually(async () => (await alertMails()).length > 0 && alertMails());
     expect(mails).toHaveLength(1);
     expect(mails[0].subject).toBe('[CRITICAL] Guardrail tripped: checkout-v2 rolled back');
 

@@ -134,7 +134,7 @@ describe('POST /api/invitations/{token}/accept', () => {
     const email = freshEmail();
     const invitation = await invite(owner, project.id, email, 'admin');
     const token = await mailedToken(email);
-    const invitee = await app.signup({ email: email.toUpperCase() });
+    const invitee = await app.signup({ email: email.toUpperCase(), verified: true });
     const res = await invitee.request('POST', `/api/invitations/${token}/accept`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -163,7 +163,7 @@ describe('POST /api/invitations/{token}/accept', () => {
     expect(wrong.body.message).toMatch(/different e-mail/);
     expect((await other.request('POST', `/api/invitations/${'x'.repeat(43)}/accept`)).status).toBe(404);
     expect((await app.request('POST', `/api/invitations/${token}/accept`)).status).toBe(401);
-    const invitee = await app.signup({ email });
+    const invitee = await app.signup({ email, verified: true });
     const pat = await creds.personal(invitee, 'admin', true);
     const byPat = await app.request('POST', `/api/invitations/${token}/accept`, { token: pat });
     expect(byPat.status).toBe(403);
@@ -180,7 +180,7 @@ describe('POST /api/invitations/{token}/accept', () => {
     const invitation = await invite(owner, project.id, email);
     const token = await mailedToken(email);
     await app.platform.db.sql`UPDATE invitations SET expires_at = now() - interval '1 second' WHERE id = ${invitation.id}`;
-    const invitee = await app.signup({ email });
+    const invitee = await app.signup({ email, verified: true });
     const res = await invitee.request('POST', `/api/invitations/${token}/accept`);
     expect(res.status).toBe(410);
     expect(res.body.message).toBe('This invitation has expired');
@@ -195,7 +195,7 @@ describe('POST /api/invitations/{token}/accept', () => {
     const email = freshEmail();
     await invite(owner, project.id, email, 'admin');
     const token = await mailedToken(email);
-    const invitee = await app.signup({ email });
+    const invitee = await app.signup({ email, verified: true });
     await addMember(owner, project.id, invitee, 'viewer');
     const res = await invitee.request('POST', `/api/invitations/${token}/accept`);
     expect(res.status).toBe(200);
@@ -213,7 +213,7 @@ describe('DELETE /api/projects/{id}/invitations/{invitationId}', () => {
     const token = await mailedToken(email);
     expect((await admin.request('DELETE', `${invitations(project.id)}/${invitation.id}`)).status).toBe(204);
     await expect(expiryWorkflow(invitation.id).result()).resolves.toBe('settled');
-    const invitee = await app.signup({ email });
+    const invitee = await app.signup({ email, verified: true });
     const res = await invitee.request('POST', `/api/invitations/${token}/accept`);
     expect(res.status).toBe(410);
     expect(res.body.message).toBe('This invitation has been cancelled');

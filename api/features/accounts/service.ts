@@ -54,7 +54,7 @@ export class AccountService {
   /** A new verification mail, counted per user and per address (SendThrottle); false when already verified. */
   async resendVerification(user: UserRecord): Promise<boolean> {
     if (user.emailVerified) return false;
-    await this.deps.sends.consume(user.id, [user.email]);
+    await this.deps.sends.consume(user.id, [{ id: user.email, shown: user.email }]);
     await this.sendVerification(user);
     return true;
   }

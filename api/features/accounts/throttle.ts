@@ -94,17 +94,20 @@ export class SendThrottle {
     private readonly opts: SendThrottleOptions,
   ) {}
 
-  /** Counts one send by `userId` to each recipient (e-mail addresses or HTTP origins); 429 past either budget. */
-  async consume(userId: string, recipients: string[]): Promise<void> {
+  /**
+   * Counts one send by `userId` to each recipient (`id`: an e-mail address or a URL; `shown`:
+   * how the 429 names it, as URLs can be credentials); 429 past either budget.
+   */
+  async consume(userId: string, recipients: { id: string; shown: string }[]): Promise<void> {
     const { windowSeconds, perUser, perRecipient } = this.opts;
     const user = await this.cache.hit(`send:user:${userId}`, windowSeconds);
     if (user.count > perUser) {
       throw retryLater(429, `Too many messages sent for this account: ${perUser} per ${windowSeconds} seconds`, secondsUntil(user.resetMs));
     }
     for (const recipient of recipients) {
-      const hit = await this.cache.hit(`send:to:${addressKey(recipient)}`, windowSeconds);
+      const hit = await this.cache.hit(`send:to:${addressKey(recipient.id)}`, windowSeconds);
       if (hit.count > perRecipient) {
-        throw retryLater(429, `Too many messages sent to ${recipient}: ${perRecipient} per ${windowSeconds} seconds`, secondsUntil(hit.resetMs));
+        throw retryLater(429, `Too many messages sent to ${recipient.shown}: ${perRecipient} per ${windowSeconds} seconds`, secondsUntil(hit.resetMs));
       }
     }
   }

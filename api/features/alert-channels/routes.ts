@@ -11,6 +11,10 @@ const ChannelSchema = z.object({
   type: z.enum(ALERT_CHANNEL_TYPES),
   enabled: z.boolean(),
   destination: z.string().describe('The destination with secrets masked'),
+  recipients: z
+    .array(z.object({ email: z.string(), confirmed: z.boolean() }))
+    .optional()
+    .describe('E-mail channels: each address and whether it confirmed; only confirmed addresses are mailed'),
   createdBy: z.string().nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -62,7 +66,7 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
     defineRoute({
       method: 'post',
       path: '/api/orgs/:orgId/alert-channels',
-      summary: 'Create an alert channel (organization owners and admins)',
+      summary: 'Create an alert channel (organization owners and admins); each e-mail recipient confirms once by a mailed token',
       tags: ['alert-channels'],
       auth: 'user',
       status: 201,
@@ -88,7 +92,7 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
     defineRoute({
       method: 'post',
       path: '/api/orgs/:orgId/alert-channels/:channelId/test',
-      summary: 'Send a test alert (one attempt) and report what the destination answered',
+      summary: 'Send a test alert (one attempt) and report what the destination answered; needs a verified e-mail, throttled per user and recipient',
       tags: ['alert-channels'],
       auth: 'user',
       params: ChannelParams,
@@ -102,6 +106,20 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
       }),
       async handler({ principal, params }) {
         return alertChannels.testSend(principal, params.orgId, params.channelId);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/alert-channels/recipients/confirm',
+      summary: 'Confirm an e-mail channel recipient with the one-time token mailed to it (like /api/auth/verify-email)',
+      tags: ['alert-channels'],
+      auth: 'public',
+      // The token is the credential: whoever holds the mail confirms, signed in or not.
+      csrfExempt: true,
+      body: z.object({ token: z.string().min(1).max(512) }).strict(),
+      response: z.object({ channelId: z.string(), email: z.string(), confirmed: z.literal(true) }),
+      async handler({ body }) {
+        return alertChannels.confirmRecipient(body.token);
       },
     }),
   ];

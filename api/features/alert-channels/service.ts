@@ -1,9 +1,12 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { actingUser, type Principal } from '../../auth/principal';
-import { badRequest, forbidden, notFound, unauthorized } from '../../http/errors';
+import { actingUser, type Principal, type UserRecord } from '../../auth/principal';
+import { badRequest, forbidden, notFound, serviceUnavailable, unauthorized } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
-import { newId } from '../../infra/ids';
+import { newId, randomSecret, sha256Hex } from '../../infra/ids';
+import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
+import type { SendThrottle } from '../accounts/throttle';
+import { requireVerifiedEmail } from '../accounts/verified';
 import type { MailQueue } from '../mail/mail-queue';
 import type { DeliveryQueue, DeliveryRecord } from '../webhooks/deliveries';
 import { generateWebhookSecret } from '../webhooks/service';
@@ -39,14 +42,25 @@ export interface AlertChannelServiceDeps {
   queue: DeliveryQueue;
   mail: MailQueue;
   outbound: OutboundClient;
+  /** Test sends and recipient confirmations, counted per user and per recipient. */
+  sends: SendThrottle;
+  /** Base of the confirmation link mailed to e-mail recipients. */
+  publicBaseUrl: string;
+  logger: Logger;
   /** How long a test send waits for its single attempt (the attempt itself is bounded at 10 s). */
   testSendWaitMs?: number;
 }
 
 const MANAGING_ROLES: ReadonlySet<OrgRole> = new Set(['owner', 'admin']);
 
-/** Drops the stored config: what the API may show. */
-const publicView = ({ config: _config, ...record }: AlertChannelWithConfig): AlertChannelRecord => record;
+/** Drops the stored config: what the API may show (with each e-mail recipient's confirmation). */
+function publicView({ config, ...record }: AlertChannelWithConfig, confirmed?: Set<string>): AlertChannelRecord {
+  if (config.type !== 'email') return record;
+  return { ...record, recipients: config.recipients.map((email) => ({ email, confirmed: confirmed?.has(email) ?? false })) };
+}
+
+/** Per-recipient throttle keys: an e-mail address, or the exact URL (many tenants share hooks.slack.com). */
+const httpRecipient = (url: string) => ({ id: url, shown: 'this destination' });
 
 /**
  * Organization alert channels: every member of the organization sees them (they apply to all
@@ -59,22 +73,46 @@ export class AlertChannelService {
 
   async list(principal: Principal, orgId: string): Promise<AlertChannelRecord[]> {
     await this.requireOrgRole(principal, orgId, false);
-    return (await this.deps.store.listByOrg(this.deps.sql, orgId)).map(publicView);
+    const channels = await this.deps.store.listByOrg(this.deps.sql, orgId);
+    const confirmed = await this.deps.store.confirmedRecipients(this.deps.sql, channels.filter((c) => c.type === 'email').map((c) => c.id));
+    return channels.map((c) => publicView(c, confirmed.get(c.id)));
   }
 
   async create(principal: Principal, orgId: string, input: AlertChannelInput): Promise<AlertChannelRecord & { secret?: string }> {
-    const userId = await this.requireOrgRole(principal, orgId, true);
+    const user = await this.requireOrgRole(principal, orgId, true);
     const config = await this.configFrom(input);
-    const channel = await this.deps.store.insert(this.deps.sql, {
-      id: newId('alc'),
-      orgId,
-      name: input.name,
-      config,
-      enabled: input.enabled ?? true,
-      createdBy: userId,
+    const record = { id: newId('alc'), orgId, name: input.name, config, enabled: input.enabled ?? true, createdBy: user.id };
+    if (config.type !== 'email') {
+      const channel = await this.deps.store.insert(this.deps.sql, record);
+      // A generic webhook's signing secret is shown once, like a project webhook's.
+      return config.type === 'webhook' ? { ...publicView(channel), secret: config.secret } : publicView(channel);
+    }
+
+    // Each recipient confirms once before anything is mailed to them; the confirmation is mail too.
+    requireVerifiedEmail(user, 'creating e-mail alert channels');
+    await this.deps.sends.consume(user.id, config.recipients.map((email) => ({ id: email, shown: email })));
+    const tokens = config.recipients.map(() => randomSecret(32));
+    const channel = await this.deps.sql.begin(async (tx) => {
+      const created = await this.deps.store.insert(tx, record);
+      await this.deps.store.insertRecipients(tx, created.id, config.recipients.map((email, i) => ({ email, tokenHash: sha256Hex(tokens[i]) })));
+      return created;
     });
-    // A generic webhook's signing secret is shown once, like a project webhook's.
-    return config.type === 'webhook' ? { ...publicView(channel), secret: config.secret } : publicView(channel);
+    try {
+      for (const [i, email] of config.recipients.entries()) await this.deps.mail.send(this.confirmationMail(channel, user, email, tokens[i]), `alert-confirm-${channel.id}-${i}`);
+    } catch (error) {
+      // A recipient who never got the token could never confirm: withdraw the channel.
+      this.deps.logger.error({ err: error, channelId: channel.id }, 'alert channel confirmations could not be mailed');
+      await this.deps.store.remove(this.deps.sql, channel.id);
+      throw serviceUnavailable('The confirmation mails could not be sent; try again');
+    }
+    return publicView(channel);
+  }
+
+  /** A recipient's one-time confirmation from the mailed link. */
+  async confirmRecipient(token: string): Promise<{ channelId: string; email: string; confirmed: true }> {
+    const confirmed = await this.deps.store.confirmRecipient(this.deps.sql, sha256Hex(token));
+    if (!confirmed) throw badRequest('Confirmation token is invalid or already used');
+    return { ...confirmed, confirmed: true };
   }
 
   async remove(principal: Principal, orgId: string, channelId: string): Promise<void> {
@@ -86,9 +124,11 @@ export class AlertChannelService {
 
   /** Sends a test alert with a single attempt and reports what the destination answered. */
   async testSend(principal: Principal, orgId: string, channelId: string): Promise<TestSendResult> {
-    await this.requireOrgRole(principal, orgId, true);
+    const user = await this.requireOrgRole(principal, orgId, true);
     const channel = await this.deps.store.findById(this.deps.sql, channelId);
     if (!channel || channel.orgId !== orgId) throw notFound('Alert channel');
+    // A test reaches whatever the channel names, on demand: only verified users, and counted.
+    requireVerifiedEmail(user, 'sending test alerts');
     const alert: OrgAlert = {
       id: newId('alt'),
       kind: 'alert.test',
@@ -98,9 +138,13 @@ export class AlertChannelService {
       timestamp: new Date().toISOString(),
     };
     if (channel.config.type === 'email') {
+      const confirmed = (await this.deps.store.confirmedRecipients(this.deps.sql, [channel.id])).get(channel.id);
+      if (!confirmed?.size) return { ok: false, status: 'skipped', deliveryId: null, statusCode: null, error: 'no confirmed recipient yet', durationMs: null };
+      await this.deps.sends.consume(user.id, [...confirmed].map((email) => ({ id: email, shown: email })));
       await this.sendMail(channel, alert);
       return { ok: true, status: 'queued', deliveryId: null, statusCode: null, error: null, durationMs: null };
     }
+    await this.deps.sends.consume(user.id, [httpRecipient(channel.config.url)]);
     const { deliveryId } = await this.deps.queue.enqueue({
       target: { kind: 'alert_channel', channelId },
       event: alert.kind,
@@ -144,9 +188,12 @@ export class AlertChannelService {
     return notified;
   };
 
+  /** Mails confirmed recipients only; the key keeps each address's position in the config. */
   private async sendMail(channel: AlertChannelWithConfig, alert: OrgAlert) {
     if (channel.config.type !== 'email') return;
+    const confirmed = (await this.deps.store.confirmedRecipients(this.deps.sql, [channel.id])).get(channel.id);
     for (const [i, to] of channel.config.recipients.entries()) {
+      if (!confirmed?.has(to)) continue;
       try {
         await this.deps.mail.send(alertMail(alert, to), `alert-${channel.id}-${alert.id}-${i}`);
       } catch (error) {
@@ -156,15 +203,27 @@ export class AlertChannelService {
     }
   }
 
-  /** The caller's user id after checking their organization role; 404 when not a member. */
-  private async requireOrgRole(principal: Principal, orgId: string, manage: boolean): Promise<string> {
+  private confirmationMail(channel: AlertChannelWithConfig, by: UserRecord, to: string, token: string) {
+    return {
+      to,
+      subject: `Confirm alert e-mails for "${channel.name}"`,
+      text:
+        `${by.name} (${by.email}) added this address to the alert channel "${channel.name}" of the feature flag service.\n\n` +
+        `Alerts are e-mailed here only once you confirm: open ${this.deps.publicBaseUrl}/alert-channels/confirm?token=${token}\n` +
+        `(or POST the token to /api/alert-channels/recipients/confirm). If you did not expect this, ignore this mail.`,
+      token,
+    };
+  }
+
+  /** The caller after checking their organization role; 404 when not a member. */
+  private async requireOrgRole(principal: Principal, orgId: string, manage: boolean): Promise<UserRecord> {
     if (principal.type === 'anonymous') throw unauthorized();
     const user = actingUser(principal);
     if (!user) throw forbidden('alert channels belong to an organization; use a signed-in session or a personal access token');
     const role = await this.deps.store.orgRoleOf(this.deps.sql, user.id, orgId);
     if (!role) throw notFound('Organization');
     if (manage && !MANAGING_ROLES.has(role)) throw forbidden('managing alert channels needs the owner or admin role in the organization');
-    return user.id;
+    return user;
   }
 
   private async configFrom(input: AlertChannelInput): Promise<AlertChannelConfig> {

@@ -78,4 +78,30 @@ export class AlertChannelStore {
   async remove(db: Queryable, id: string): Promise<void> {
     await db`DELETE FROM alert_channels WHERE id = ${id}`;
   }
+
+  async insertRecipients(db: Queryable, channelId: string, recipients: { email: string; tokenHash: string }[]): Promise<void> {
+    for (const r of recipients) {
+      await db`INSERT INTO alert_channel_recipients (channel_id, email, token_hash) VALUES (${channelId}, ${r.email}, ${r.tokenHash})`;
+    }
+  }
+
+  /** The addresses of each channel that confirmed (only these are mailed). */
+  async confirmedRecipients(db: Queryable, channelIds: string[]): Promise<Map<string, Set<string>>> {
+    const byChannel = new Map<string, Set<string>>();
+    if (!channelIds.length) return byChannel;
+    const rows = await db<{ channel_id: string; email: string }[]>`
+      SELECT channel_id, email FROM alert_channel_recipients
+      WHERE channel_id = ANY(${channelIds}::text[]) AND confirmed_at IS NOT NULL`;
+    for (const r of rows) byChannel.set(r.channel_id, (byChannel.get(r.channel_id) ?? new Set()).add(r.email));
+    return byChannel;
+  }
+
+  /** Single use: null when the token is unknown or already confirmed its address. */
+  async confirmRecipient(db: Queryable, tokenHash: string): Promise<{ channelId: string; email: string } | null> {
+    const [row] = await db<{ channel_id: string; email: string }[]>`
+      UPDATE alert_channel_recipients SET confirmed_at = now()
+      WHERE token_hash = ${tokenHash} AND confirmed_at IS NULL
+      RETURNING channel_id, email`;
+    return row ? { channelId: row.channel_id, email: row.email } : null;
+  }
 }

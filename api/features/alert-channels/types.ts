@@ -18,9 +18,16 @@ export interface AlertChannelRecord {
   enabled: boolean;
   /** A readable summary of the destination with secrets masked. */
   destination: string;
+  /** E-mail channels: each address and whether it confirmed (only confirmed ones are mailed). */
+  recipients?: RecipientStatus[];
   createdBy: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface RecipientStatus {
+  email: string;
+  confirmed: boolean;
 }
 
 /** A stored channel with its full config: only the service and the delivery activity see this. */

@@ -77,7 +77,7 @@ export function invitationRoutes(deps: { invitations: InvitationService }): AnyR
     defineRoute({
       method: 'post',
       path: '/api/invitations/:token/accept',
-      summary: "Accept an invitation (dashboard session whose e-mail is the invited address); returns the membership",
+      summary: "Accept an invitation (dashboard session whose verified e-mail is the invited address); returns the membership",
       tags: ['invitations'],
       auth: 'session',
       noPersonalTokens: true,

@@ -4,6 +4,7 @@ import { conflict, forbidden, HttpError, notFound, serviceUnavailable } from '..
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
 import type { Sql, TransactionSql } from '../../infra/postgres';
+import { requireVerifiedEmail } from '../accounts/verified';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import type { MailQueue } from '../mail/mail-queue';
 import type { MemberStore } from '../members/store';
@@ -40,7 +41,7 @@ const gone = (status: InvitationStatus) =>
  * Invitations by e-mail (spec 2.3, 4.7): a random single-use token is mailed, only its SHA-256
  * is stored, and a Temporal timer expires the invitation after 7 days unless it is accepted or
  * cancelled first. Accepting needs a dashboard session whose e-mail matches the invitation
- * (compared case-insensitively, like sign-in).
+ * (compared case-insensitively, like sign-in) and is verified.
  */
 export class InvitationService {
   constructor(private readonly deps: InvitationServiceDeps) {}
@@ -135,6 +136,8 @@ export class InvitationService {
     if (!sameAddress(found.email, user.email)) {
       throw forbidden('this invitation was sent to a different e-mail address; sign in with the invited address');
     }
+    // The matching address must be proven to be theirs, not just typed in at signup.
+    requireVerifiedEmail(user, 'accepting invitations');
     const actor = actorFromPrincipal(caller.principal, caller);
     const result = await sql.begin(async (tx) => {
       const invitation = await store.findByTokenHash(tx, tokenHash, { forUpdate: true });

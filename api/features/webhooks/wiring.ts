@@ -1,8 +1,10 @@
 import type { ProjectAccess } from '../../auth/access';
 import type { OutboundClient } from '../../http/outbound';
 import type { AnyRoute } from '../../http/route';
+import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
+import type { SendThrottle } from '../accounts/throttle';
 import { alertChannelRoutes } from '../alert-channels/routes';
 import { AlertChannelService } from '../alert-channels/service';
 import { AlertChannelStore } from '../alert-channels/store';
@@ -20,6 +22,9 @@ export interface EventDeliveryDeps {
   access: ProjectAccess;
   mail: MailQueue;
   outbound: OutboundClient;
+  sends: SendThrottle;
+  publicBaseUrl: string;
+  logger: Logger;
 }
 
 export interface EventDeliveryFeatures {
@@ -37,7 +42,16 @@ export function createEventDeliveryFeatures(deps: EventDeliveryDeps): EventDeliv
   const webhookStore = new WebhookStore();
   const deliveries = new DeliveryQueue(deps.temporal, new DeliveryStore(sql));
   const webhooks = new WebhookService({ sql, store: webhookStore, deliveries: deliveries.store, access, outbound });
-  const alertChannels = new AlertChannelService({ sql, store: new AlertChannelStore(), queue: deliveries, mail: deps.mail, outbound });
+  const alertChannels = new AlertChannelService({
+    sql,
+    store: new AlertChannelStore(),
+    queue: deliveries,
+    mail: deps.mail,
+    outbound,
+    sends: deps.sends,
+    publicBaseUrl: deps.publicBaseUrl,
+    logger: deps.logger,
+  });
   return {
     routes: [...webhookRoutes({ webhooks }), ...alertChannelRoutes({ alertChannels })],
     webhookConsumer: new WebhookDispatcher({ sql, store: webhookStore, queue: deliveries }),
