@@ -10,6 +10,7 @@ import {
   createContextValues,
   type ConnectRouterOptions,
   type HandlerContext,
+  type Interceptor,
   type ServiceImpl,
 } from '@connectrpc/connect';
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
@@ -79,6 +80,34 @@ function toConnectError(error: unknown): unknown {
               ? Code.ResourceExhausted
               : Code.Internal;
   return new ConnectError(error.message, code);
+}
+
+/**
+ * Failures that are not ours to explain (a database or cache error, a bug) are logged here and
+ * answered INTERNAL with the REST envelope's generic message: Connect would otherwise pass
+ * nothing to the logs, and no backend text may reach the caller. Streams are covered too.
+ */
+function hideInternalErrors(logger: Logger): Interceptor {
+  const hide = (error: unknown, rpc: string): ConnectError => {
+    if (error instanceof ConnectError) return error;
+    logger.error({ err: error, rpc }, 'rpc failed');
+    return new ConnectError('Internal server error', Code.Internal);
+  };
+  async function* guarded<T>(messages: AsyncIterable<T>, rpc: string): AsyncIterable<T> {
+    try {
+      yield* messages;
+    } catch (error) {
+      throw hide(error, rpc);
+    }
+  }
+  return (next) => async (req) => {
+    try {
+      const res = await next(req);
+      return res.stream ? { ...res, message: guarded(res.message, req.method.name) } : res;
+    } catch (error) {
+      throw hide(error, req.method.name);
+    }
+  };
 }
 
 interface Target {
@@ -338,7 +367,7 @@ type Adapter = (req: Request, res: Response) => void;
  * reporting failures through our logger; a client that went away mid-stream is not a failure.
  */
 function createAdapter(impl: ServiceImpl<typeof EvaluationServiceDesc>, prefix: string, options: ConnectRouterOptions, source: EvaluationSource, logger: Logger): Adapter {
-  const router = createConnectRouter({ readMaxBytes: BODY_LIMITS.evaluation, ...options });
+  const router = createConnectRouter({ readMaxBytes: BODY_LIMITS.evaluation, ...options, interceptors: [hideInternalErrors(logger)] });
   router.service(EvaluationServiceDesc, impl);
   const handlers = new Map(router.handlers.map((h) => [prefix + h.requestPath, h]));
   return (req, res) => {
