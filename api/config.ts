@@ -62,6 +62,11 @@ const envSchema = z.object({
   /** Number of trusted reverse-proxy hops in front of us; 0 = use the socket address. */
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   SESSION_TTL_HOURS: positiveInt.default(24 * 14),
+  /** Instance administrators by (verified) e-mail, comma-separated: /api/health/admin and /api/health/evaluation. */
+  ADMIN_EMAILS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean)),
   SCRYPT_COST_LOG2: z.coerce.number().int().min(10).max(20).default(17),
   /**
    * Password hashes computed at once, and how many may wait: scrypt runs on libuv's pool (4

@@ -170,6 +170,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       analytics,
       temporal,
       instanceId,
+      admins: config.ADMIN_EMAILS,
       version: { app: APP_VERSION, commit: config.APP_COMMIT, environment: config.NODE_ENV },
     });
     const control: AnyRoute[] = [

@@ -31,9 +31,9 @@ export async function call<T = any>(method: string, url: string, opts: CallOptio
 }
 
 /** A new account (its session cookie and CSRF token) on the control plane. */
-export async function signUp(api: string): Promise<Session> {
+export async function signUp(api: string, email = `bench-memory-${process.pid}-${Date.now()}@example.com`): Promise<Session> {
   const signup = await call('POST', `${api}/api/auth/signup`, {
-    body: { email: `bench-memory-${process.pid}-${Date.now()}@example.com`, password: 'a long benchmark password', name: 'Memory bench' },
+    body: { email, password: 'a long benchmark password', name: 'Memory bench' },
   });
   const cookie = (signup.headers.get('set-cookie') ?? '').split(';')[0];
   if (!cookie) throw new Error('signup set no session cookie');
@@ -154,8 +154,9 @@ export interface EvaluationHealth {
   evaluationEvents: { written?: number; dropped?: number; healthy?: boolean; [k: string]: unknown };
 }
 
-export async function evaluationHealth(base: string): Promise<EvaluationHealth> {
-  const res = await fetch(`${base}/api/health/evaluation`);
+/** Needs an instance administrator's session (ADMIN_EMAILS). */
+export async function evaluationHealth(base: string, admin: Session): Promise<EvaluationHealth> {
+  const res = await fetch(`${base}/api/health/evaluation`, { headers: { cookie: admin.cookie } });
   const body = (await res.json()) as { checks?: EvaluationHealth } & Partial<EvaluationHealth>;
   return (body.checks ?? body) as EvaluationHealth;
 }

@@ -7,7 +7,7 @@ let fx: DataPlaneFixture;
 let other: DataPlaneFixture;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ ADMIN_EMAILS: 'ops@example.com' });
   fx = await createFixture(app);
   other = await createFixture(app);
 });
@@ -119,7 +119,8 @@ describe('evaluation records', () => {
   });
 
   it('counts evaluation events in /api/health/evaluation', async () => {
-    const res = await app.request('GET', '/api/health/evaluation', { listener: 'data' });
+    const ops = await app.signup({ email: 'ops@example.com', verified: true });
+    const res = await ops.request('GET', '/api/health/evaluation', undefined, { listener: 'data' });
     expect(res.status).toBe(200);
     expect(res.body.checks).toMatchObject({
       engine: { working: true },

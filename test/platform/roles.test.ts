@@ -1,4 +1,9 @@
-import { eventually, startTestApp, type TestApp } from '../support/harness';
+import { AccountStore } from '../../api/features/accounts/store';
+import { SESSION_COOKIE, SessionManager } from '../../api/auth/sessions';
+import { newId } from '../../api/infra/ids';
+import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
+
+const OPS = 'ops@example.com';
 
 /** Production runs each role as its own process; these are separate platforms sharing backends. */
 describe('process roles', () => {
@@ -40,8 +45,10 @@ describe('process roles', () => {
 
 describe('data plane and ingest listeners', () => {
   let app: TestApp;
+  let ops: TestUser;
   beforeAll(async () => {
-    app = await startTestApp();
+    app = await startTestApp({ ADMIN_EMAILS: OPS });
+    ops = await app.signup({ email: OPS, verified: true });
   });
   afterAll(() => app?.stop());
 
@@ -72,7 +79,7 @@ describe('data plane and ingest listeners', () => {
   });
 
   it('admin health checks storage, cache, analytics (write + read back), Temporal and auth', async () => {
-    const res = await app.request('GET', '/api/health/admin');
+    const res = await ops.request('GET', '/api/health/admin');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: 'ok',
@@ -85,7 +92,7 @@ describe('data plane and ingest listeners', () => {
   });
 
   it('evaluation health checks the evaluation pipeline', async () => {
-    const res = await app.request('GET', '/api/health/evaluation');
+    const res = await ops.request('GET', '/api/health/evaluation');
     expect(res.status).toBe(200);
     expect(res.body.checks.analytics.working).toBe(true);
   });
@@ -99,7 +106,11 @@ describe('data plane and ingest listeners', () => {
       const res = await app.request('GET', '/api/health');
       expect(res.status).toBe(503);
       expect(res.body.status).toBe('degraded');
-      expect(res.body.cache.readCache).toMatchObject({ working: false, error: 'cache down' });
+      // What failed is public; why (backend error text) only for administrators.
+      expect(res.body.cache.readCache).toEqual({ working: false, testTime: expect.any(Number) });
+      const admin = await ops.request('GET', '/api/health/admin');
+      expect(admin.status).toBe(503);
+      expect(admin.body.cache.readCache).toMatchObject({ working: false, error: 'cache down' });
     } finally {
       app.platform.cache.get = original;
     }
@@ -109,15 +120,24 @@ describe('data plane and ingest listeners', () => {
 describe('a lone data-plane process', () => {
   let data: TestApp;
   beforeAll(async () => {
-    data = await startTestApp({ ROLES: 'data' });
+    data = await startTestApp({ ROLES: 'data', ADMIN_EMAILS: OPS });
   });
+
+  /** An administrator's session, made with the real account code: a lone data plane has no signup route. */
+  async function opsCookie(): Promise<string> {
+    const store = new AccountStore(data.platform.db.sql);
+    const user = await store.createUser({ id: newId('usr'), orgId: newId('org'), email: OPS, name: 'Ops', passwordHash: 'unused' });
+    await data.platform.db.sql`UPDATE users SET email_verified = true WHERE id = ${user.id}`;
+    const { cookieValue } = await new SessionManager(store, 1).create(user.id, '127.0.0.1', 'test');
+    return `${SESSION_COOKIE}=${cookieValue}`;
+  }
   afterAll(() => data?.stop());
 
   it('serves the data plane without connecting to Temporal', async () => {
     expect(Object.keys(data.running.urls)).toEqual(['data']);
     expect(data.platform.temporal.connected).toBe(false);
     expect(() => data.platform.temporal.client).toThrow(/not opened/);
-    const admin = await data.request('GET', '/api/health/admin', { listener: 'data' });
+    const admin = await data.request('GET', '/api/health/admin', { listener: 'data', cookie: await opsCookie() });
     expect(admin.status).toBe(200);
     expect(admin.body.workflows).toMatchObject({ working: true, used: false });
     const evaluation = await data.request('POST', '/api/flags/evaluate', {

@@ -4,6 +4,8 @@ import type { Analytics } from '../../../analytics/client';
 import type { Cache } from '../../infra/cache';
 import type { Database } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
+import { actingUser, type Principal } from '../../auth/principal';
+import { forbidden } from '../../http/errors';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 
 export interface HealthDeps {
@@ -13,6 +15,8 @@ export interface HealthDeps {
   temporal?: Temporal;
   version: { app: string; commit: string; environment: string };
   instanceId: string;
+  /** Instance administrators (ADMIN_EMAILS, lower-cased): who may see the detailed checks. */
+  admins: readonly string[];
   /** Extra checks contributed by other features (evaluation pipeline …), by name. */
   evaluationChecks?: () => Promise<Record<string, Check>>;
 }
@@ -43,8 +47,20 @@ const HealthSchema = z.object({
   storage: z.object({ backend: z.string() }).passthrough(),
 });
 
-/** Real probes: each check writes and reads back, so "ok" means the path works, not just connects. */
+/** The public check says what failed, never why: backend error text is for administrators. */
+const withoutError = ({ error: _hidden, ...check }: Check): Check => check;
+
+/**
+ * Real probes: each check writes and reads back, so "ok" means the path works, not just connects.
+ * The detailed endpoints name backends, counters and error texts: instance administrators only.
+ */
 export function healthRoutes(deps: HealthDeps): AnyRoute[] {
+  const admins = new Set(deps.admins);
+  // A verified address only: anyone can sign up with an unverified one.
+  const requireAdmin = (principal: Principal) => {
+    const user = actingUser(principal);
+    if (!user?.emailVerified || !admins.has(user.email.toLowerCase())) throw forbidden('only instance administrators (ADMIN_EMAILS) may see this');
+  };
   async function cacheChecks() {
     // A key per probe: concurrent health checks must not read each other's value.
     const value = randomUUID();
@@ -101,16 +117,20 @@ export function healthRoutes(deps: HealthDeps): AnyRoute[] {
       async handler() {
         const [cache, storage] = await Promise.all([cacheChecks(), storageCheck()]);
         const ok = cache.readCache.working && cache.writeCache.working && storage.working;
-        return envelope(ok, { cache, storage: { backend: deps.db.backend, ...storage } });
+        return envelope(ok, {
+          cache: { backend: cache.backend, readCache: withoutError(cache.readCache), writeCache: withoutError(cache.writeCache) },
+          storage: { backend: deps.db.backend, ...withoutError(storage) },
+        });
       },
     }),
     defineRoute({
       method: 'get',
       path: '/api/health/admin',
-      summary: 'Storage, cache, analytics, workflow engine and auth subsystem status',
+      summary: 'Storage, cache, analytics, workflow engine and auth subsystem status (instance administrators)',
       tags: ['health'],
-      auth: 'public',
-      async handler() {
+      auth: 'user',
+      async handler({ principal }) {
+        requireAdmin(principal);
         const [cache, storage, analytics, temporal, auth] = await Promise.all([
           cacheChecks(),
           storageCheck(),
@@ -131,10 +151,11 @@ export function healthRoutes(deps: HealthDeps): AnyRoute[] {
     defineRoute({
       method: 'get',
       path: '/api/health/evaluation',
-      summary: 'Checks the evaluation pipeline: snapshots, event writer and analytics store',
+      summary: 'Checks the evaluation pipeline: snapshots, event writer and analytics store (instance administrators)',
       tags: ['health'],
-      auth: 'public',
-      async handler() {
+      auth: 'user',
+      async handler({ principal }) {
+        requireAdmin(principal);
         const [analytics, extra] = await Promise.all([analyticsCheck(), deps.evaluationChecks?.() ?? Promise.resolve({})]);
         const checks: Record<string, Check> = { analytics, ...extra };
         const ok = Object.values(checks).every((c) => c.working);
