@@ -4,14 +4,17 @@
  * opens BENCH_STREAMS (default 10,000) anonymous streams on the demo service, and reports the
  * server's RSS and heap before and after, per stream; then makes one demo write and measures
  * how long until every stream got its `flag-update`; then closes all streams and checks the
- * server forgot them.
+ * server forgot them. Last, one client that resumes (a full replay) and never reads: the
+ * server's memory meanwhile, and how long until it is dropped (STREAM_STALL_TIMEOUT_MS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 10_000);
 const PARALLEL = 500;
+const STALL_MS = 5_000;
 
 interface Memory {
   usage: NodeJS.MemoryUsage;
@@ -26,6 +29,7 @@ function startServer(): Promise<{ child: ChildProcess; urls: { control: string; 
       STREAM_MAX_PER_IP: String(STREAMS),
       STREAM_MAX_PER_SERVICE: String(STREAMS),
       HTTP_MAX_CONNECTIONS: String(STREAMS + 1_000),
+      STREAM_STALL_TIMEOUT_MS: String(STALL_MS),
       ...process.env,
     },
   });
@@ -81,6 +85,36 @@ function open(url: string, flagKey: string): Promise<Stream> {
 
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
 
+/**
+ * One client that resumes from an unknown id (so the server replays every visible flag) and
+ * never reads: the server's memory while it is connected, and how long until it is dropped.
+ */
+async function slowReader(child: ChildProcess, dataUrl: string, serviceId: string) {
+  const before = await ask<Memory>(child, 'memory');
+  const { hostname, port } = new URL(dataUrl);
+  const socket = net.connect(Number(port), hostname);
+  socket.pause();
+  socket.on('error', () => undefined);
+  socket.write(`GET /api/flags/stream?serviceId=${serviceId} HTTP/1.1\r\nHost: x\r\nLast-Event-ID: gone\r\n\r\n`);
+  const t0 = performance.now();
+  let peak = before;
+  let dropped = false;
+  while (performance.now() - t0 < STALL_MS * 4) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = await ask<Memory>(child, 'memory');
+    if (now.usage.rss > peak.usage.rss) peak = now;
+    if (now.streams === 0 && performance.now() - t0 > 1_000) {
+      dropped = true;
+      break;
+    }
+  }
+  socket.destroy();
+  console.log(
+    `one non-reading client of a full replay (all environments): server RSS peak +${mb(peak.usage.rss - before.usage.rss)}, heap+external +${mb(peak.usage.heapUsed + peak.usage.external - before.usage.heapUsed - before.usage.external)}; ` +
+      (dropped ? `dropped after ${((performance.now() - t0) / 1000).toFixed(1)} s (STREAM_STALL_TIMEOUT_MS ${STALL_MS})` : 'NOT dropped'),
+  );
+}
+
 async function main() {
   const { child, urls } = await startServer();
   try {
@@ -122,6 +156,7 @@ async function main() {
       left = (await ask<Memory>(child, 'memory')).streams;
     }
     console.log(`after closing: server counts ${left} open streams`);
+    await slowReader(child, urls.data, serviceId);
   } finally {
     child.send({ type: 'stop' });
     await new Promise((r) => child.once('exit', r));
