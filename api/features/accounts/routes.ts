@@ -8,7 +8,6 @@ import { notFound } from '../../http/errors';
 import { defineRoute, randomToken, reply, type AnyRoute } from '../../http/route';
 import type { Sql } from '../../infra/postgres';
 import type { AccountService } from './service';
-import type { AccountStore } from './store';
 import type { AuthThrottle } from './throttle';
 
 export const UserSchema = z.object({
@@ -26,7 +25,6 @@ const Credentials = z.object({
 
 export interface AccountRouteDeps {
   accounts: AccountService;
-  accountStore: AccountStore;
   sessions: SessionManager;
   throttle: AuthThrottle;
   sql: Sql;
@@ -152,7 +150,7 @@ export function accountRoutes(deps: AccountRouteDeps): AnyRoute[] {
     defineRoute({
       method: 'get',
       path: '/api/dev/mailbox',
-      summary: 'Mail delivered on the embedded profile (absent in production)',
+      summary: 'Mail kept without SMTP_URL, readable in the embedded profile or with DEV_MAILBOX=on (404 otherwise)',
       tags: ['accounts'],
       auth: 'public',
       query: z.object({ to: z.string().trim().email() }),
