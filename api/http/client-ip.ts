@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import ipaddr from 'ipaddr.js';
+import { boundedMemo } from '../infra/ids';
 
 /**
  * The caller's address: the socket peer, unless `trustedHops` proxies sit in front of us, in
@@ -28,12 +29,23 @@ function normalise(address: string): string {
 /**
  * The per-IP rate-limit key of an address: IPv4 as it is, IPv6 by its /64. One subscriber is
  * usually given a whole /64, so counting single IPv6 addresses would hand every client 2^64
- * fresh budgets. IPv4 costs one indexOf (the evaluation hot path calls this per request).
+ * fresh budgets. IPv4 costs one indexOf (the evaluation hot path calls this per request); an
+ * IPv6 parse costs microseconds, so the last addresses seen are remembered.
  */
 export function ipBucket(address: string): string {
-  if (address.indexOf(':') === -1 || !ipaddr.IPv6.isValid(address)) return address;
-  const ip = ipaddr.process(address);
-  if (ip.kind() === 'ipv4') return ip.toString();
-  const p = (ip as ipaddr.IPv6).parts;
+  return address.indexOf(':') === -1 ? address : ipv6Bucket(address);
+}
+
+const ipv6Bucket = boundedMemo(slash64, 10_000);
+
+function slash64(address: string): string {
+  let ip: ipaddr.IPv6;
+  try {
+    ip = ipaddr.IPv6.parse(address);
+  } catch {
+    return address;
+  }
+  if (ip.isIPv4MappedAddress()) return ip.toIPv4Address().toString();
+  const p = ip.parts;
   return `${p[0].toString(16)}:${p[1].toString(16)}:${p[2].toString(16)}:${p[3].toString(16)}::/64`;
 }
