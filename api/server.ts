@@ -176,7 +176,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const control: AnyRoute[] = [
       ...health,
       ...openApiRoutes(openapi),
-      ...accountRoutes({ accounts, accountStore, sessions, throttle: authThrottle, sql: db.sql, secureCookies: config.secureCookies, devMailbox: config.devMailbox }),
+      ...accountRoutes({ accounts, sessions, throttle: authThrottle, sql: db.sql, secureCookies: config.secureCookies, devMailbox: config.devMailbox }),
       ...orgRoutes({ sql: db.sql }),
       ...credentials.routes,
       // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.

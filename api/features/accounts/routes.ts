@@ -8,7 +8,6 @@ import { notFound } from '../../http/errors';
 import { defineRoute, randomToken, reply, type AnyRoute } from '../../http/route';
 import type { Sql } from '../../infra/postgres';
 import type { AccountService } from './service';
-import type { AccountStore } from './store';
 import type { AuthThrottle } from './throttle';
 
 export const UserSchema = z.object({
@@ -26,7 +25,6 @@ const Credentials = z.object({
 
 export interface AccountRouteDeps {
   accounts: AccountService;
-  accountStore: AccountStore;
   sessions: SessionManager;
   throttle: AuthThrottle;
   sql: Sql;
