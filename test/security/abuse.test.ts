@@ -88,7 +88,7 @@ describe('bodies before credentials', () => {
     expect(noCsrf.body.message).toContain('CSRF');
   });
 
-  it('refuses compressed bodies with 415 for callers who may send them, on Express and lean routes', async () => {
+  it('refuses compressed bodies for callers who may send them: 415 on Express and lean routes, Connect accepts no compression', async () => {
     const write = await projectToken(fx.owner, fx.projectId, { write: true });
     for (const [method, path] of [
       ['POST', '/api/flags/import'],
@@ -104,6 +104,9 @@ describe('bodies before credentials', () => {
     const small = gzipSync(JSON.stringify({ flagKey: 'x', serviceId: fx.serviceId }));
     const lean = await app.request('POST', '/api/flags/evaluate', { rawBody: small as unknown as string, headers: { 'content-type': 'application/json', ...gzip } });
     expect(lean.status).toBe(415);
+    // Connect negotiates its own compression and accepts none: refused before the body is read.
+    const rpc = await halfSent('POST', '/api/connect/flags.v1.EvaluationService/ResolveBoolean', BOMB, gzip);
+    expect(rpc.body).toMatchObject({ code: 'unimplemented' });
   });
 
   it('limits anonymous demo writes to 1 MB of body while authenticated bulk keeps 25.6 MB', async () => {
