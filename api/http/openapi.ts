@@ -20,7 +20,7 @@ const ERROR_STATUSES: Record<number, string> = {
   409: 'Conflict',
   410: 'Gone (a single-use resource already used, cancelled or expired)',
   413: 'Request body too large',
-  415: 'Unsupported media type',
+  415: 'Unsupported media type, or a compressed body (no Content-Encoding is accepted)',
   429: 'Rate limited',
   500: 'Internal error',
   503: 'Service unavailable',
