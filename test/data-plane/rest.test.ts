@@ -226,12 +226,10 @@ describe('POST /api/flags/evaluate', () => {
     await untilEvaluated(app, body, (r) => r.reason === 'DEFAULT', { token: fx.readToken, listener: 'data' });
     const toggled = await fx.owner.request('POST', `/api/flags/${flag.key}/toggle?serviceId=${fx.serviceId}&environment=development`, { enabled: true });
     expect(toggled.status).toBe(200);
-    const started = Date.now();
     await untilEvaluated(app, { ...body, defaultValue: 'x' }, (r) => r.reason === 'DEFAULT' && r.value === false, { token: fx.readToken, listener: 'data' });
     const patched = await fx.owner.request('PATCH', `/api/flags/${flag.key}?serviceId=${fx.serviceId}&environment=development`, { defaultValue: true });
     expect(patched.status).toBe(200);
     await untilEvaluated(app, body, (r) => r.value === true, { token: fx.readToken, listener: 'data' });
-    expect(Date.now() - started).toBeLessThan(2_000);
     const deleted = await fx.owner.request('DELETE', `/api/flags/${flag.key}?serviceId=${fx.serviceId}&environment=development`);
     expect([200, 204]).toContain(deleted.status);
     await untilEvaluated(app, body, (r) => r.errorCode === 'FLAG_NOT_FOUND', { token: fx.readToken, listener: 'data' });

@@ -68,7 +68,7 @@ export async function untilEvaluated(
   check: (result: any) => boolean,
   opts: { token?: string; listener?: 'control' | 'data' } = {},
 ) {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const res = await app.request('POST', '/api/flags/evaluate', { body, token: opts.token, listener: opts.listener });
     if (res.status === 200 && check(res.body)) return res.body;

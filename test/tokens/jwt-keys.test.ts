@@ -96,11 +96,13 @@ describe('JWT signing keys', () => {
 describe('verified-token memo', () => {
   it('remembers a verified token but still refuses it once expired, and keeps the type check', async () => {
     const codec = await JwtCodec.create(options({ privateKeyPem: ed25519Pem() }), logger);
-    const token = await codec.sign({ ...claims(), exp: now() + 1 });
+    // Seconds of margin so a loaded machine still verifies before `exp`; then wait until it has passed.
+    const exp = now() + 5;
+    const token = await codec.sign({ ...claims(), exp });
     expect(await codec.verify(token, 'access')).not.toBeNull();
     expect(await codec.verify(token, 'access')).not.toBeNull();
     expect(await codec.verify(token, 'refresh')).toBeNull();
-    await new Promise((r) => setTimeout(r, 1100));
+    while (Date.now() < exp * 1000 + 50) await new Promise((r) => setTimeout(r, exp * 1000 + 50 - Date.now()));
     expect(await codec.verify(token, 'access')).toBeNull();
     const forged = `${token.slice(0, -4)}AAAA`;
     expect(await codec.verify(forged, 'access')).toBeNull();

@@ -73,11 +73,13 @@ describe('opaque project tokens', () => {
     expect(bad.status).toBe(401);
     expect(bad.body).toEqual({ error: 'Unauthorized', message: expect.any(String) });
 
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    // Seconds of margin so a loaded machine still uses it before it expires; then wait until it has.
+    const expiresAtMs = Date.now() + 5000;
+    const expiresAt = new Date(expiresAtMs).toISOString();
     const { token, value } = await createOpaque(owner, projectId, { read: true }, { expiresAt });
     expect(token).toMatchObject({ expiresAt });
     expect((await app.request('GET', '/api/users/me', { token: value })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1700));
+    while (Date.now() < expiresAtMs + 50) await new Promise((r) => setTimeout(r, expiresAtMs + 50 - Date.now()));
     expect((await app.request('GET', '/api/users/me', { token: value })).status).toBe(401);
   });
 
