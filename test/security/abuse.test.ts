@@ -144,6 +144,7 @@ describe('service budgets and anonymous callers', () => {
       floods.push(app.request('POST', '/api/flags/evaluate/batch', { headers: attacker, body: { serviceId: fx.serviceId, flags: [{ flagKey: flag.key }] } }));
       floods.push(app.request('POST', '/api/connect/evaluate', { headers: attacker, body: { flagKey: flag.key, serviceId: fx.serviceId } }));
       floods.push(app.request('POST', '/api/connect/bulk-evaluate', { headers: attacker, body: { serviceId: fx.serviceId } }));
+      floods.push(app.request('POST', '/api/connect/flags.v1.EvaluationService/ResolveBoolean', { headers: attacker, body: { flagKey: flag.key, serviceId: fx.serviceId } }));
     }
     const statuses = (await Promise.all(floods)).map((r) => r.status);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
