@@ -265,7 +265,8 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
     const chat = await createChannel(owner, { type: 'chat', name: 'chat', url: receiver.url(chatPath) }, org);
     const pd = await createChannel(owner, { type: 'paging', name: 'pd', routingKey: 'rk-000000000000', url: receiver.url(pdPath) }, org);
     const hook = await createChannel(owner, { type: 'webhook', name: 'hook', url: receiver.url(hookPath) }, org);
-    const mail = await createChannel(owner, { type: 'email', name: 'mail', recipients: [to] }, org);
+    const unconfirmed = `unconfirmed-${randomBytes(3).toString('hex')}@example.com`;
+    const mail = await createChannel(owner, { type: 'email', name: 'mail', recipients: [to, unconfirmed] }, org);
     await confirmRecipient(to);
     await createChannel(owner, { type: 'chat', name: 'off', url: receiver.url(offPath), enabled: false }, org);
     receiver.expectSecret(hookPath, hook.secret);
@@ -309,6 +310,12 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
     const mails = await eventually(async () => (await alertMails()).length > 0 && alertMails());
     expect(mails).toHaveLength(1);
     expect(mails[0].subject).toBe('[CRITICAL] Guardrail tripped: checkout-v2 rolled back');
+    // The address that never confirmed got its confirmation request and nothing else.
+    const unconfirmedMail = await eventually(async () => {
+      const messages = (await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(unconfirmed)}`)).body.messages;
+      return messages?.length > 0 && messages;
+    });
+    expect(unconfirmedMail.map((m: { subject: string }) => m.subject)).toEqual(['Confirm alert e-mails for "mail"']);
 
     expect(await service.notifyOrgAlertChannels(otherOrgId, alert)).toEqual([]);
   });
