@@ -124,8 +124,8 @@ const envSchema = z.object({
    * conditions of the flags it evaluates, and milliseconds spent in `matches` patterns. Past
    * either, the remaining flags answer ERROR / GENERAL.
    */
-  EVAL_BUDGET_CONDITIONS: positiveInt.default(200_000),
-  EVAL_BUDGET_REGEX_MS: z.coerce.number().min(0).default(10),
+  EVAL_BUDGET_CONDITIONS: positiveInt.default(100_000),
+  EVAL_BUDGET_REGEX_MS: z.coerce.number().min(0).default(5),
   /** Evaluation-context ring size per instance (spec 4.6, /api/contexts). */
   CONTEXT_RING_SIZE: positiveInt.default(1_000),
 
