@@ -91,11 +91,11 @@ describe('GET /api/audit', () => {
   it('is readable by every role and manage_members tokens; never across projects (BOLA)', async () => {
     const { project, owner, admin, member, viewer } = await projectWithRoles(app);
     for (const user of [owner, admin, member, viewer]) expect((await user.request('GET', `/api/audit?projectId=${project.id}`)).status).toBe(200);
-    const readToken = creds.project(project.id, ['read', 'write'], owner.id);
+    const readToken = await creds.project(project.id, ['read', 'write'], owner);
     const refused = await app.request('GET', `/api/audit?projectId=${project.id}`, { token: readToken });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe("Forbidden: You need 'manage_members' permission");
-    const membersToken = creds.project(project.id, ['manage_members'], owner.id);
+    const membersToken = await creds.project(project.id, ['manage_members'], owner);
     expect((await app.request('GET', `/api/audit?projectId=${project.id}`, { token: membersToken })).status).toBe(200);
     const readPat = await creds.personal(viewer, 'read');
     expect((await app.request('GET', `/api/audit?projectId=${project.id}`, { token: readPat })).status).toBe(200);
@@ -105,7 +105,7 @@ describe('GET /api/audit', () => {
     const res = await stranger.request('GET', `/api/audit?projectId=${project.id}`);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: 'Not Found', message: 'Project not found' });
-    const foreignToken = creds.project(strangerProject.id, ['read', 'manage_members'], stranger.id);
+    const foreignToken = await creds.project(strangerProject.id, ['read', 'manage_members'], stranger);
     expect((await app.request('GET', `/api/audit?projectId=${project.id}`, { token: foreignToken })).status).toBe(404);
     // Filters never widen the scope: another project's resource id yields nothing.
     const own = await stranger.request('GET', `/api/audit?projectId=${strangerProject.id}&resourceId=${project.id}`);

@@ -100,7 +100,7 @@ describe('POST /api/projects/{id}/invitations', () => {
     expect((await app.request('POST', invitations(project.id), { cookie: owner.cookie, body: { email: freshEmail(), role: 'viewer' } })).status).toBe(403);
     expect((await app.request('POST', invitations(project.id), { body: { email: freshEmail(), role: 'viewer' } })).status).toBe(401);
     // A viewer reads flags: the token must hold read to grant it (issue 9).
-    const token = creds.project(project.id, ['read', 'manage_members'], owner.id);
+    const token = await creds.project(project.id, ['read', 'manage_members'], owner);
     const byToken = await app.request('POST', invitations(project.id), { token, body: { email: freshEmail(), role: 'viewer' } });
     expect(byToken.status).toBe(201);
     expect(byToken.body.invitedBy).toBe(owner.id);

@@ -35,11 +35,11 @@ describe('GET /api/projects/{id}/members', () => {
     }
     const stranger = await app.signup();
     expect((await stranger.request('GET', path(project.id))).status).toBe(404);
-    const foreignToken = creds.project((await createProject(stranger)).id, ['read', 'manage_members'], stranger.id);
+    const foreignToken = await creds.project((await createProject(stranger)).id, ['read', 'manage_members'], stranger);
     expect((await app.request('GET', path(project.id), { token: foreignToken })).status).toBe(404);
-    const readToken = creds.project(project.id, ['read'], owner.id);
+    const readToken = await creds.project(project.id, ['read'], owner);
     expect((await app.request('GET', path(project.id), { token: readToken })).status).toBe(403);
-    const membersToken = creds.project(project.id, ['manage_members'], owner.id);
+    const membersToken = await creds.project(project.id, ['manage_members'], owner);
     expect((await app.request('GET', path(project.id), { token: membersToken })).body.members).toHaveLength(4);
   });
 });
@@ -90,11 +90,11 @@ describe('POST /api/projects/{id}/members', () => {
     const write = await app.request('POST', path(project.id), { token: writePat, body: { userId: (await app.signup()).id, role: 'viewer' } });
     expect(write.status).toBe(403);
     expect(write.body.message).toBe('Forbidden: personal access token lacks the admin tier');
-    const membersToken = creds.project(project.id, ['manage_members'], owner.id);
+    const membersToken = await creds.project(project.id, ['manage_members'], owner);
     expect((await app.request('POST', path(project.id), { token: membersToken, body: { userId: (await app.signup()).id, role: 'owner' } })).status).toBe(403);
     // A token grants no role beyond its own scopes (issue 9).
     expect((await app.request('POST', path(project.id), { token: membersToken, body: { userId: (await app.signup()).id, role: 'admin' } })).status).toBe(403);
-    const fullToken = creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], owner.id);
+    const fullToken = await creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], owner);
     expect((await app.request('POST', path(project.id), { token: fullToken, body: { userId: (await app.signup()).id, role: 'admin' } })).status).toBe(201);
   });
 });

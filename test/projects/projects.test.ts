@@ -103,7 +103,7 @@ describe('POST /api/projects', () => {
     const ok = await app.request('POST', '/api/projects', { token: admin, body: { name: 'By token' } });
     expect(ok.status).toBe(201);
     const project = await createProject(user);
-    const projectToken = creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], user.id);
+    const projectToken = await creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], user);
     const byProjectToken = await app.request('POST', '/api/projects', { token: projectToken, body: { name: 'x' } });
     expect(byProjectToken.status).toBe(403);
     expect((await user.request('GET', '/api/projects')).body.projects).toHaveLength(2);
@@ -141,7 +141,7 @@ describe('GET /api/projects, /api/projects/{id}, /api/projects/by-slug/{slug}', 
     const owner = await app.signup();
     const a = await createProject(owner);
     const b = await createProject(owner);
-    const token = creds.project(a.id, ['read'], owner.id);
+    const token = await creds.project(a.id, ['read'], owner);
     const own = await app.request('GET', `/api/projects/${a.id}`, { token });
     expect(own.status).toBe(200);
     expect(own.body).toMatchObject({ id: a.id, role: null });
@@ -150,7 +150,7 @@ describe('GET /api/projects, /api/projects/{id}, /api/projects/by-slug/{slug}', 
     expect((await app.request('GET', `/api/projects/by-slug/${a.slug}`, { token })).body.id).toBe(a.id);
     const list = await app.request('GET', '/api/projects', { token });
     expect(list.body.projects.map((p: { id: string }) => p.id)).toEqual([a.id]);
-    const writeOnly = creds.project(a.id, ['write'], owner.id);
+    const writeOnly = await creds.project(a.id, ['write'], owner);
     const refused = await app.request('GET', `/api/projects/${a.id}`, { token: writeOnly });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe("Forbidden: You need 'read' permission");
@@ -198,10 +198,10 @@ describe('PATCH /api/projects/{id}', () => {
   it('accepts a project token with manage_settings but never for the slug', async () => {
     const owner = await app.signup();
     const project = await createProject(owner);
-    const token = creds.project(project.id, ['manage_settings'], owner.id);
+    const token = await creds.project(project.id, ['manage_settings'], owner);
     expect((await app.request('PATCH', `/api/projects/${project.id}`, { token, body: { description: 'by token' } })).status).toBe(200);
     expect((await app.request('PATCH', `/api/projects/${project.id}`, { token, body: { slug: 'x-y' } })).status).toBe(403);
-    const readToken = creds.project(project.id, ['read'], owner.id);
+    const readToken = await creds.project(project.id, ['read'], owner);
     expect((await app.request('PATCH', `/api/projects/${project.id}`, { token: readToken, body: { description: 'x' } })).status).toBe(403);
   });
 });
@@ -239,8 +239,10 @@ describe('DELETE /api/projects/{id}', () => {
     const refused = await app.request('DELETE', `/api/projects/${project.id}`, { token: plainAdmin });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe('Forbidden: this action needs an admin token created with owner actions allowed');
-    const write = await creds.personal(owner, 'write', true);
+    const write = await creds.personal(owner, 'write');
     expect((await app.request('DELETE', `/api/projects/${project.id}`, { token: write })).status).toBe(403);
+    // Owner actions exist only on the admin tier.
+    expect((await owner.request('POST', '/api/users/me/personal-tokens', { name: 'w', tier: 'write', allowOwnerActions: true })).status).toBe(400);
     const ownerActions = await creds.personal(owner, 'admin', true);
     expect((await app.request('DELETE', `/api/projects/${project.id}`, { token: ownerActions })).status).toBe(204);
   });
@@ -250,7 +252,7 @@ describe('DELETE /api/projects/{id}', () => {
     const project = await createProject(owner);
     const csrf = await app.request('DELETE', `/api/projects/${project.id}`, { cookie: owner.cookie });
     expect(csrf.status).toBe(403);
-    const token = creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], owner.id);
+    const token = await creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], owner);
     expect((await app.request('DELETE', `/api/projects/${project.id}`, { token })).status).toBe(403);
     expect((await owner.request('GET', `/api/projects/${project.id}`)).status).toBe(200);
   });

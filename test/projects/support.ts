@@ -1,38 +1,36 @@
 import { randomBytes } from 'node:crypto';
-import type { PersonalTokenTier, Principal, ProjectRole, TokenScope, UserRecord } from '../../api/auth/principal';
+import type { PersonalTokenTier, ProjectRole, TokenScope } from '../../api/auth/principal';
 import type { TestApp, TestUser } from '../support/harness';
 
 /**
- * Bearer credentials for tests of the projects area, independent of the token features: a
- * resolver with its own prefix hands the platform exactly the principal a real personal or
- * project token resolves to, so route policy and ProjectAccess see the real thing.
+ * Real bearer credentials for tests of the projects area, created through the API, so route
+ * policy, ProjectAccess and every refusal go through the real token resolvers.
  */
 export function testCredentials(app: TestApp) {
-  const principals = new Map<string, Principal>();
-  app.platform.authenticator.addResolver({
-    accepts: (token) => token.startsWith('testcred_'),
-    resolve: async (token) => principals.get(token) ?? null,
-  });
-  const issue = (principal: Principal) => {
-    const token = `testcred_${randomBytes(12).toString('hex')}`;
-    principals.set(token, principal);
-    return token;
-  };
+  const sql = app.platform.db.sql;
   return {
+    /**
+     * A personal access token of `user`. Creating one needs a verified address (spec 7): a user
+     * who has none is verified for the call and put back, so the test's user stays as it was.
+     */
     async personal(user: TestUser, tier: PersonalTokenTier, allowOwnerActions = false): Promise<string> {
-      const record = await userRecord(app, user);
-      return issue({ type: 'personal_access_token', tokenId: `pat_${randomBytes(4).toString('hex')}`, user: record, tier, allowOwnerActions });
+      const [{ email_verified: verified }] = await sql<{ email_verified: boolean }[]>`SELECT email_verified FROM users WHERE id = ${user.id}`;
+      if (!verified) await sql`UPDATE users SET email_verified = true WHERE id = ${user.id}`;
+      try {
+        const res = await user.request('POST', '/api/users/me/personal-tokens', { name: `test ${tier}`, tier, allowOwnerActions });
+        if (res.status !== 201) throw new Error(`personal token create failed: ${res.status} ${res.text}`);
+        return res.body.value as string;
+      } finally {
+        if (!verified) await sql`UPDATE users SET email_verified = false WHERE id = ${user.id}`;
+      }
     },
-    project(projectId: string, scopes: TokenScope[], createdBy: string | null = null): string {
-      return issue({ type: 'project_api_token', tokenId: `tok_${randomBytes(4).toString('hex')}`, tokenType: 'jwt', projectId, scopes, createdBy });
+    /** A project JWT access token with `scopes`, created by `creator` (who must be allowed to). */
+    async project(projectId: string, scopes: TokenScope[], creator: TestUser): Promise<string> {
+      const res = await creator.request('POST', `/api/projects/${projectId}/tokens`, { name: `test ${scopes.join(' ')}`, scopes });
+      if (res.status !== 201) throw new Error(`project token create failed: ${res.status} ${res.text}`);
+      return res.body.accessToken as string;
     },
   };
-}
-
-export async function userRecord(app: TestApp, user: TestUser): Promise<UserRecord> {
-  const [row] = await app.platform.db.sql<{ id: string; email: string; name: string; email_verified: boolean; created_at: Date }[]>`
-    SELECT id, email, name, email_verified, created_at FROM users WHERE id = ${user.id}`;
-  return { id: row.id, email: row.email, name: row.name, emailVerified: row.email_verified, createdAt: row.created_at.toISOString() };
 }
 
 export async function createProject(user: TestUser, body: Record<string, unknown> = {}) {

@@ -50,7 +50,7 @@ describe('POST /api/services', () => {
     expect(byViewer.body.message).toBe("Forbidden: You need 'write' permission");
     const stranger = await app.signup();
     expect((await stranger.request('POST', '/api/services', { projectId: project.id, name: 'x' })).status).toBe(404);
-    const readToken = creds.project(project.id, ['read'], owner.id);
+    const readToken = await creds.project(project.id, ['read'], owner);
     expect((await app.request('POST', '/api/services', { token: readToken, body: { projectId: project.id, name: 'x' } })).status).toBe(403);
     const readPat = await creds.personal(owner, 'read');
     const readOnly = await app.request('POST', '/api/services', { token: readPat, body: { projectId: project.id, name: 'x' } });
@@ -97,7 +97,7 @@ describe('GET /api/services', () => {
     await createService(b, projectB.id);
     expect((await a.request('GET', `/api/services?projectId=${projectB.id}`)).status).toBe(404);
     expect((await a.request('GET', '/api/services')).body).toMatchObject({ services: [], total: 0 });
-    const tokenA = creds.project((await createProject(a)).id, ['read'], a.id);
+    const tokenA = await creds.project((await createProject(a)).id, ['read'], a);
     expect((await app.request('GET', `/api/services?projectId=${projectB.id}`, { token: tokenA })).status).toBe(404);
     expect((await app.request('GET', '/api/services', { token: tokenA })).body.total).toBe(0);
   });
@@ -131,9 +131,9 @@ describe('GET /api/services/{id} and /by-slug/{slug}', () => {
     expect(byId.body).toEqual({ error: 'Not Found', message: 'Service not found' });
     expect((await stranger.request('GET', '/api/services/by-slug/secret-svc')).status).toBe(404);
     expect((await stranger.request('GET', `/api/services/by-slug/secret-svc?projectId=${project.id}`)).status).toBe(404);
-    const token = creds.project(project.id, ['read'], owner.id);
+    const token = await creds.project(project.id, ['read'], owner);
     expect((await app.request('GET', `/api/services/${service.id}`, { token })).status).toBe(200);
-    const otherToken = creds.project((await createProject(owner)).id, ['read'], owner.id);
+    const otherToken = await creds.project((await createProject(owner)).id, ['read'], owner);
     expect((await app.request('GET', `/api/services/${service.id}`, { token: otherToken })).status).toBe(404);
   });
 });
@@ -178,7 +178,7 @@ describe('PATCH and DELETE /api/services/{id}', () => {
     }
     const stranger = await app.signup();
     expect((await stranger.request('DELETE', `/api/services/${service.id}`)).status).toBe(404);
-    const writeToken = creds.project(project.id, ['read', 'write'], owner.id);
+    const writeToken = await creds.project(project.id, ['read', 'write'], owner);
     expect((await app.request('DELETE', `/api/services/${service.id}`, { token: writeToken })).status).toBe(403);
     expect((await admin.request('DELETE', `/api/services/${service.id}`)).status).toBe(204);
     expect(await app.platform.db.sql`SELECT 1 FROM flags WHERE id = 'flg_svc_cascade'`).toHaveLength(0);
@@ -187,7 +187,7 @@ describe('PATCH and DELETE /api/services/{id}', () => {
     expect((await admin.request('DELETE', `/api/services/${service.id}`)).status).toBe(404);
     // Project-token scopes cover flags (spec 5.3); services stay with users.
     const other = await createService(owner, project.id);
-    const deleteToken = creds.project(project.id, ['read', 'write', 'delete'], owner.id);
+    const deleteToken = await creds.project(project.id, ['read', 'write', 'delete'], owner);
     expect((await app.request('DELETE', `/api/services/${other.id}`, { token: deleteToken })).status).toBe(403);
     expect((await owner.request('GET', `/api/services/${other.id}`)).status).toBe(200);
   });
@@ -200,7 +200,7 @@ describe('PATCH and DELETE /api/services/{id}', () => {
     await addMember(b, projectB.id, a, 'viewer');
     const serviceB = await createService(b, projectB.id);
     expect((await a.request('PATCH', `/api/services/${serviceB.id}`, { name: 'x' })).status).toBe(403);
-    const tokenA = creds.project(projectA.id, ['read', 'write', 'delete'], a.id);
+    const tokenA = await creds.project(projectA.id, ['read', 'write', 'delete'], a);
     expect((await app.request('PATCH', `/api/services/${serviceB.id}`, { token: tokenA, body: { name: 'x' } })).status).toBe(404);
     expect((await app.request('DELETE', `/api/services/${serviceB.id}`, { token: tokenA })).status).toBe(404);
     expect((await b.request('GET', `/api/services/${serviceB.id}`)).body.name).toBe(serviceB.name);

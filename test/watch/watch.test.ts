@@ -94,7 +94,7 @@ describe('POST/GET/DELETE /api/flags/{key}/watch', () => {
       expect(res.body.message).toBe('Service not found');
       expect((await app.request(method, path, { body })).status).toBe(401);
     }
-    const token = creds.project(project.id, ['read'], owner.id);
+    const token = await creds.project(project.id, ['read'], owner);
     expect((await app.request('POST', watchPath(key), { token, body: { serviceId: service.id, environment: 'production' } })).status).toBe(403);
     expect((await app.request('POST', watchPath(key), { cookie: owner.cookie, body: { serviceId: service.id, environment: 'production' } })).status).toBe(403);
     const readPat = await creds.personal(owner, 'read');
@@ -175,7 +175,7 @@ describe('GET/POST /api/notifications', () => {
     expect((await app.request('GET', '/api/notifications')).status).toBe(401);
     expect((await app.request('POST', '/api/notifications', { cookie: user.cookie })).status).toBe(403);
     const project = await createProject(user);
-    const token = creds.project(project.id, ['read'], user.id);
+    const token = await creds.project(project.id, ['read'], user);
     expect((await app.request('GET', '/api/notifications', { token })).status).toBe(403);
     const pat = await creds.personal(user, 'read');
     expect((await app.request('GET', '/api/notifications', { token: pat })).status).toBe(200);
