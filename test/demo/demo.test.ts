@@ -265,7 +265,7 @@ describe('demo writes (PATCH /api/flags/bulk on demo services)', () => {
       const changed = await eventually(async () => {
         const res = await replica.request('GET', listPath, { headers: { 'if-none-match': etag } });
         return res.status === 200 ? res : undefined;
-      }, 5_000);
+      }, 30_000);
       expect(changed.body.flags.find((f: { key: string }) => f.key === 'px-310')).toEqual({ key: 'px-310', enabled: true });
       expect(changed.body.flags.find((f: { key: string }) => f.key === 'px-311')).toEqual({ key: 'px-311', enabled: false });
     } finally {
@@ -287,7 +287,8 @@ describe('demo writes (PATCH /api/flags/bulk on demo services)', () => {
       SELECT count(*)::int AS n FROM flag_outbox WHERE service_id = ${DEMO} AND environment = 'development' AND payload->>'actor' = 'public-demo'`;
     // Only flags whose state changed are written: 1,366 turned on, and px-5 (turned on by a member above) turned off.
     expect(events.n).toBe(Math.ceil(4096 / 3) + 1);
-    expect(elapsed).toBeLessThan(20_000);
+    // A generous bound for a loaded machine; the speed itself is a benchmark figure.
+    expect(elapsed).toBeLessThan(45_000);
 
     const tooMany = await demoPatch([...flags, cell(0, true, 'staging')], freshIp());
     expect(tooMany.status).toBe(400);
