@@ -59,8 +59,11 @@ operations=$(cat "$report_dir"/*.xml 2>/dev/null | grep -o '<testcase ' | wc -l 
 failing=$(cat "$report_dir"/*.xml 2>/dev/null | grep -o '<failure\|<error' | wc -l || true)
 cases=$(grep -A1 '^Test cases:' "$log_file" | tail -n 1 | sed 's/^ *//' || true)
 if [ "$status" != 0 ]; then
-  # The failures and errors, without the banner lines that imitate pytest.
-  sed -n '/^=* \(FAILURES\|ERRORS\) =*$/,/^=* SUMMARY =*$/p' "$log_file" | grep -v '^==*[^=]*==*$' | head -n 200 || true
+  # The failures and errors (or the end of the log when it stopped before any), without the
+  # banner lines that imitate pytest.
+  details="$(sed -n '/^=* \(FAILURES\|ERRORS\) =*$/,/^=* SUMMARY =*$/p' "$log_file")"
+  [ -n "$details" ] || details="$(tail -n 20 "$log_file")"
+  printf '%s\n' "$details" | grep -v '^==*[^=]*==*$' | head -n 200 || true
 fi
 echo "schemathesis: ${operations:-0} operations (${cases:-no cases}), $failing failing, exit $status (log: $log_file)"
 exit "$status"
