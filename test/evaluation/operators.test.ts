@@ -8,7 +8,8 @@ import {
   validateCondition,
   type Condition,
 } from '../../api/features/evaluation/engine';
-import { parseIsoDate, toComparableNumber } from '../../api/features/evaluation/engine/operators';
+import { toComparableNumber } from '../../api/features/evaluation/engine/comparison';
+import { parseIsoDate } from '../../api/features/evaluation/engine/dates';
 
 const condition = (operator: string, value?: unknown): Condition => ({ property: 'attr', operator, value });
 

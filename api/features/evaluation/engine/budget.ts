@@ -1,6 +1,6 @@
 /**
  * The work one evaluation request may do, whatever its flag count, rule count or input. Each
- * pattern's backtracking is bounded on its own (operators.ts); this bounds the request:
+ * pattern's backtracking is bounded on its own (regex-safety.ts); this bounds the request:
  * - conditions are counted: a flag costs one unit plus the units of every condition of its
  *   rules (about one per simple comparison, more for dates, long prefixes and dotted paths:
  *   conditionUnits in operators.ts), charged before its rules run since all of them may be

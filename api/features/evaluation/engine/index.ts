@@ -11,19 +11,9 @@ export {
   type TargetingRule,
   type Variant,
 } from './types';
-export {
-  OPERATORS,
-  MAX_MATCHES_PER_FLAG,
-  MAX_MATCH_INPUT_LENGTH,
-  MAX_PATTERN_LENGTH,
-  checkRegexSafety,
-  compareSemver,
-  isOperator,
-  parseSemver,
-  validateCondition,
-  type Operator,
-  type Semver,
-} from './operators';
+export { OPERATORS, isOperator, validateCondition, type Operator } from './operators';
+export { MAX_MATCHES_PER_FLAG, MAX_MATCH_INPUT_LENGTH, MAX_PATTERN_LENGTH, checkRegexSafety } from './regex-safety';
+export { compareSemver, parseSemver, type Semver } from './semver';
 export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, rolloutThreshold } from './bucket';
 export { compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
 export { evaluate, type EvaluateOptions } from './evaluate';
