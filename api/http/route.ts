@@ -3,7 +3,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { z, type ZodTypeAny } from 'zod';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
-import { badRequest, forbidden, HttpError, payloadTooLarge, unauthorized, unsupportedEncoding, unsupportedMediaType, type FieldProblem } from './errors';
+import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, unauthorized, unsupportedEncoding, unsupportedMediaType, validationFailed, type FieldProblem } from './errors';
 import type { OpenApiCatalog } from './openapi';
 
 export const KB = 1024;
@@ -171,10 +171,10 @@ function bodyReader(route: AnyRoute, limit: number) {
         if (!err) return resolve();
         const e = err as { type?: string; status?: number };
         if (e.type === 'entity.too.large') return reject(payloadTooLarge(limit));
-        if (e.type === 'entity.parse.failed') return reject(badRequest('Malformed JSON body'));
+        if (e.type === 'entity.parse.failed') return reject(malformedJson());
         if (e.type === 'encoding.unsupported') return reject(unsupportedEncoding());
         if (e.type === 'charset.unsupported') return reject(new HttpError(415, 'Unsupported body charset'));
-        if (e.type === 'request.aborted') return reject(new HttpError(400, 'Request aborted'));
+        if (e.type === 'request.aborted') return reject(requestAborted());
         reject(err);
       });
     });
@@ -247,6 +247,6 @@ function validate(route: AnyRoute, req: Request) {
     if (parsed.success) out[where] = parsed.data;
     else for (const issue of parsed.error.issues) problems.push({ path: [where, ...issue.path].join('.'), message: issue.message });
   }
-  if (problems.length) throw badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+  if (problems.length) throw validationFailed(problems);
   return out;
 }

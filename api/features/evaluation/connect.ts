@@ -18,14 +18,14 @@ import type { Request, Response } from 'express';
 import type { Logger } from '../../infra/logger';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
-import { HttpError, badRequest, tooManyRequests } from '../../http/errors';
+import { HttpError, badRequest, personalTokenRefused, tooManyRequests, type ErrorCode } from '../../http/errors';
 import { ipBucket } from '../../http/client-ip';
 import { applyRateHeaders } from '../../http/rate-limit';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import { ANONYMOUS } from '../../auth/principal';
 import type { Environment } from '../flags/types';
 import { EvaluationService as EvaluationServiceDesc, type AnyFlag } from '../../gen/flags/v1/evaluation_pb';
-import { PERSONAL_TOKEN_REFUSAL, personalTokenRefused, type ServiceGrant } from './access';
+import type { ServiceGrant } from './access';
 import type { EvaluationContext, EvaluationResult, FlagType } from './engine/index';
 import { BATCH_LIMIT, ContextSchema, contextOf } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
@@ -64,22 +64,23 @@ export interface ConnectDeps {
   logger: Logger;
 }
 
+/** Connect codes of our error codes; anything else is INTERNAL. */
+const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
+  bad_request: Code.InvalidArgument,
+  validation_failed: Code.InvalidArgument,
+  malformed_json: Code.InvalidArgument,
+  invalid_context: Code.InvalidArgument,
+  unauthenticated: Code.Unauthenticated,
+  forbidden: Code.PermissionDenied,
+  personal_token_refused: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  payload_too_large: Code.ResourceExhausted,
+  rate_limited: Code.ResourceExhausted,
+};
+
 function toConnectError(error: unknown): unknown {
   if (!(error instanceof HttpError)) return error;
-  if (error.message === PERSONAL_TOKEN_REFUSAL) return new ConnectError(error.message, Code.PermissionDenied);
-  const code =
-    error.status === 400
-      ? Code.InvalidArgument
-      : error.status === 401
-        ? Code.Unauthenticated
-        : error.status === 403
-          ? Code.PermissionDenied
-          : error.status === 404
-            ? Code.NotFound
-            : error.status === 413 || error.status === 429
-              ? Code.ResourceExhausted
-              : Code.Internal;
-  return new ConnectError(error.message, code);
+  return new ConnectError(error.message, CONNECT_CODES[error.code] ?? Code.Internal);
 }
 
 /**

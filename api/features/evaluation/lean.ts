@@ -4,12 +4,12 @@ import { performance } from 'node:perf_hooks';
 import { bearerToken, type Authenticator } from '../../auth/authenticator';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { clientIp, ipBucket } from '../../http/client-ip';
-import { HttpError, payloadTooLarge, serviceUnavailable, tooManyRequests, unsupportedEncoding, unsupportedMediaType, badRequest } from '../../http/errors';
+import { HttpError, badRequest, malformedJson, payloadTooLarge, personalTokenRefused, requestAborted, serviceUnavailable, tooManyRequests, unsupportedEncoding, unsupportedMediaType } from '../../http/errors';
 import type { RateDecision } from '../../http/rate-limit';
 import { BODY_LIMITS } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { Environment } from '../flags/types';
-import { personalTokenRefused, type ServiceGrant } from './access';
+import type { ServiceGrant } from './access';
 import type { LocalRateLimiter } from './local-rate-limiter';
 import { etagMatches, ofrepError, ofrepFailure, ofrepSuccess, ofrepTarget, type OfrepTarget } from './ofrep';
 import { StreamQuery } from './routes';
@@ -274,7 +274,7 @@ function onBodyEnd(this: WithExchange): void {
   try {
     raw = buffer === undefined ? undefined : JSON.parse(buffer.toString('utf8'));
   } catch {
-    fail(ex.deps, ex, badRequest('Malformed JSON body'));
+    fail(ex.deps, ex, malformedJson());
     return;
   }
   afterBody(ex, raw);
@@ -284,7 +284,7 @@ function onBodyError(this: WithExchange): void {
   const ex = this[EXCHANGE]!;
   if (ex.bodyDone) return;
   ex.bodyDone = true;
-  fail(ex.deps, ex, new HttpError(400, 'Request aborted'));
+  fail(ex.deps, ex, requestAborted());
 }
 
 /** GET /api/flags/stream and /api/connect/stream: validated like a route, then an SSE response. */
@@ -421,7 +421,7 @@ function bulkWithGrant(ex: Exchange, target: OfrepTarget, rawContext: unknown, g
   spendServiceBudget(ex, grant);
   const context = contextOf(rawContext);
   if (typeof context !== 'object' || context === null || Array.isArray(context)) {
-    throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] });
+    throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] }, undefined, 'invalid_context');
   }
   const snapshot = grant.service.environments[target.environment];
   // The answer depends on the visible flags and on the context: both go into the ETag.

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { HttpError } from '../../http/errors';
+import { HttpError, type ErrorCode } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import type { Environment } from '../flags/types';
-import { PERSONAL_TOKEN_REFUSAL } from './access';
 import type { EvaluationResult } from './engine/index';
 import { OfrepBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment } from './service';
@@ -38,18 +37,18 @@ export function ofrepFailure(r: EvaluationResult): { status: number; body: Recor
   return { status, body: { key: r.flagKey, errorCode: r.errorCode ?? 'GENERAL', errorDetails: r.errorMessage ?? '' } };
 }
 
+/** OFREP error codes of our error codes; everything else is GENERAL. */
+const OFREP_ERROR_CODES: Partial<Record<ErrorCode, string>> = {
+  personal_token_refused: 'PROVIDER_NOT_READY',
+  not_found: 'FLAG_NOT_FOUND',
+  invalid_context: 'INVALID_CONTEXT',
+  malformed_json: 'PARSE_ERROR',
+};
+
 /** An access or request error in OFREP form (plus our envelope), for the single-flag route. */
 export function ofrepError(error: HttpError, key: string | undefined): Record<string, unknown> {
-  const body = error.toBody();
-  let errorCode = 'GENERAL';
-  if (error.message === PERSONAL_TOKEN_REFUSAL) errorCode = 'PROVIDER_NOT_READY';
-  else if (error.status === 404) errorCode = 'FLAG_NOT_FOUND';
-  else if (error.status === 400) {
-    const details = (body.details as { path: string }[] | undefined) ?? [];
-    if (details.some((d) => d.path.startsWith('body.context'))) errorCode = 'INVALID_CONTEXT';
-    else if (error.message === 'Malformed JSON body') errorCode = 'PARSE_ERROR';
-  }
-  return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: error.message, ...body };
+  const errorCode = OFREP_ERROR_CODES[error.code] ?? 'GENERAL';
+  return { ...(key === undefined ? {} : { key }), errorCode, errorDetails: error.message, ...error.toBody() };
 }
 
 export interface OfrepTarget {

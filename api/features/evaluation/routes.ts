@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ProjectAccess } from '../../auth/access';
 import { roleGrants, tierAllowsCapability, type Capability } from '../../auth/permissions';
 import { actingUser, type Principal } from '../../auth/principal';
-import { badRequest, forbidden, notFound, unauthorized } from '../../http/errors';
+import { forbidden, notFound, unauthorized, validationFailed } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
 import { spendOrThrow } from './connect';
@@ -95,7 +95,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
         const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
         if (body.flags.length > max) {
           const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;
-          throw badRequest(`Validation failed: body.flags: ${message}`, [{ path: 'body.flags', message }]);
+          throw validationFailed([{ path: 'body.flags', message }]);
         }
         const flags = body.flags.map((f) => ({ flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue }));
         evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));

@@ -1,5 +1,5 @@
 import { z, type ZodTypeAny } from 'zod';
-import { badRequest, type FieldProblem, type HttpError } from '../../http/errors';
+import { validationFailed, type HttpError } from '../../http/errors';
 import { ENVIRONMENTS } from '../flags/types';
 import type { EvaluationContext } from './engine/index';
 
@@ -102,14 +102,12 @@ export const OfrepBody = z.object({ context: ContextSchema.optional() }).passthr
 export function validateBody<S extends ZodTypeAny>(schema: S, input: unknown): z.infer<S> | HttpError {
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
-  const problems: FieldProblem[] = parsed.error.issues.map((issue) => ({ path: ['body', ...issue.path].join('.'), message: issue.message }));
-  return badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+  return validationFailed(parsed.error.issues.map((issue) => ({ path: ['body', ...issue.path].join('.'), message: issue.message })));
 }
 
 /** Query validation with the route builder's 400 shape (paths `query.<field>`). */
 export function validateQuery<S extends ZodTypeAny>(schema: S, input: unknown): z.infer<S> | HttpError {
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
-  const problems: FieldProblem[] = parsed.error.issues.map((issue) => ({ path: ['query', ...issue.path].join('.'), message: issue.message }));
-  return badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+  return validationFailed(parsed.error.issues.map((issue) => ({ path: ['query', ...issue.path].join('.'), message: issue.message })));
 }
