@@ -57,6 +57,8 @@ export interface Platform {
   temporal: Temporal;
   rateLimiter: RateLimiter;
   authenticator: Authenticator;
+  /** The one authorization gate (api/auth/access.ts): route access rules and every project check. */
+  access: ProjectAccess;
   routes: Record<'control' | 'data' | 'ingest', AnyRoute[]>;
   openapi: OpenApiCatalog;
   instanceId: string;
@@ -208,6 +210,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       temporal,
       rateLimiter,
       authenticator,
+      access: projectAccess,
       openapi,
       instanceId,
       flagService,
@@ -261,6 +264,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         perIpLimit: config.RATE_LIMIT_PER_IP,
         perTokenLimit: config.RATE_LIMIT_PER_TOKEN,
         authenticator: platform.authenticator,
+        access: platform.access,
         openapi: platform.openapi,
         routes: platform.routes[name],
       });

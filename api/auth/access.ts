@@ -1,7 +1,15 @@
-import { forbidden, notFound, unauthorized } from '../http/errors';
+import { forbidden, notFound, unauthorized, type HttpError } from '../http/errors';
 import type { Sql } from '../infra/postgres';
 import { ADMIN_TIER_CAPABILITIES, CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleBeyondCredential, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
 import type { Principal, ProjectRole } from './principal';
+
+/**
+ * The one authorization module. Every route declares who may call it next to its path
+ * (`access` in `api/http/route.ts`, built by the rules below); the route builder runs the rule
+ * before the handler. The data plane's synchronous grant, bulk items and the extra checks that
+ * depend on stored state (the owner role) ask the same core, `decide`, over the one permission
+ * map in `./permissions.ts`.
+ */
 
 export interface ProjectGrant {
   projectId: string;
@@ -10,11 +18,84 @@ export interface ProjectGrant {
   role: ProjectRole | null;
 }
 
+/** Why the core refused. */
+export type Denial = 'anonymous' | 'hidden' | 'missing' | 'read-only' | 'admin-tier' | 'owner-actions';
+
 /**
- * The single gate for project-scoped work. A caller without any access to the project gets
- * 404 (existence is not revealed); a caller with access but without the capability gets
- * 403 "Forbidden: You need '<permission>' permission" (spec 7).
+ * The core decision, without I/O: may `principal` use `capability` on project `projectId`, where
+ * `role` is the acting user's role there (null: not a member; unused for project tokens)? null
+ * allows. A caller with no access at all to the project is `hidden` (answered 404: existence is
+ * not revealed); access without the capability is `missing` (403, spec 7).
  */
+export function decide(principal: Principal, projectId: string, role: ProjectRole | null, capability: Capability): Denial | null {
+  switch (principal.type) {
+    case 'anonymous':
+      return 'anonymous';
+    case 'project_api_token':
+      if (principal.projectId !== projectId) return 'hidden';
+      return scopesGrant(principal.scopes, capability) ? null : 'missing';
+    default:
+      if (role === null) return 'hidden';
+      if (!roleGrants(role, capability)) return 'missing';
+      if (principal.type === 'personal_access_token') {
+        // Spec 7: what is missing is the admin tier when the capability needs it, else write access.
+        if (!tierAllowsCapability(principal.tier, capability)) return ADMIN_TIER_CAPABILITIES.has(capability) ? 'admin-tier' : 'read-only';
+        if (OWNER_ACTION_CAPABILITIES.has(capability) && !ownerActionsAllowed(principal)) return 'owner-actions';
+      }
+      return null;
+  }
+}
+
+/** The spec 7 answer to a denial; a `hidden` resource is reported as `resource` not found. */
+export function refusal(denial: Denial, capability: Capability, resource = 'Project'): HttpError {
+  switch (denial) {
+    case 'anonymous':
+      return unauthorized();
+    case 'hidden':
+      return notFound(resource);
+    case 'missing':
+      return needsPermission(capability);
+    case 'read-only':
+      return forbidden('personal access token is read-only');
+    case 'admin-tier':
+      return forbidden('personal access token lacks the admin tier');
+    case 'owner-actions':
+      return ownerActionsRefused();
+  }
+}
+
+export const needsPermission = (capability: Capability) => forbidden(`You need '${CAPABILITY_PERMISSION_NAME[capability]}' permission`);
+
+type CapabilityOf<C> = Capability | ((ctx: C) => Capability);
+
+/**
+ * Who may call a route beyond its credential policy, declared next to its path (`access` in
+ * `api/http/route.ts`): the capability it needs and the resource that names the project.
+ * mountRoutes has ProjectAccess check it after validation and before the handler; the grants
+ * reach the handler as `ctx.granted` (one project for a single resource, any number for a list).
+ *
+ * - `project`: the project the request names (a path `:id`, a `projectId` in query or body).
+ * - `service`: the project of the service the request names.
+ * For both, a name the request may leave out (an optional filter, undefined) stands for every
+ * project on which the caller holds the capability: possibly none, an empty list, not a refusal.
+ * - `owner` + `projectOf`: the project owning a resource found by its own id (null: no such one).
+ * - `per`: the handler decides each bulk item or evaluated flag through `decide` (public flags
+ *   are open to anyone); nothing is checked before it.
+ * - `check`: a rule of its own (a public demo list, audit of a deleted project).
+ *
+ * A resource the caller cannot see at all is answered 404 like a missing one (`hiddenAs`, the
+ * resource's name, default Project; Service for `service`, the `owner` name for `owner`).
+ */
+export type AccessRule<C> =
+  | { capability: CapabilityOf<C>; project: (ctx: C) => string | undefined; hiddenAs?: string }
+  | { capability: CapabilityOf<C>; service: (ctx: C) => string | undefined }
+  | { capability: CapabilityOf<C>; owner: string; projectOf: (ctx: C) => Promise<string | null> }
+  | { capability: Capability; per: 'item' | 'flag' }
+  | { capability: Capability; check: (principal: Principal, ctx: C) => Promise<ProjectGrant[]> };
+
+const capabilityOf = <C>(capability: CapabilityOf<C>, ctx: C) => (typeof capability === 'function' ? capability(ctx) : capability);
+
+/** Project roles and resources in Postgres, answered through `decide`. */
 export class ProjectAccess {
   constructor(private readonly sql: Sql) {}
 
@@ -24,51 +105,59 @@ export class ProjectAccess {
     return row?.role ?? null;
   }
 
-  async require(principal: Principal, projectId: string, capability: Capability): Promise<ProjectGrant> {
+  /** `capability` on one project, or the refusal; a hidden project is reported as `resource` not found. */
+  async require(principal: Principal, projectId: string, capability: Capability, resource = 'Project'): Promise<ProjectGrant> {
     if (principal.type === 'anonymous') throw unauthorized();
-    const [project] = await this.sql<{ id: string; org_id: string }[]>`SELECT id, org_id FROM projects WHERE id = ${projectId}`;
-    if (!project) throw notFound('Project');
-    const permission = CAPABILITY_PERMISSION_NAME[capability];
-
-    if (principal.type === 'project_api_token') {
-      if (principal.projectId !== projectId) throw notFound('Project');
-      if (!scopesGrant(principal.scopes, capability)) throw forbidden(`You need '${permission}' permission`);
-      return { projectId, orgId: project.org_id, role: null };
-    }
-
-    const role = await this.roleOf(principal.user.id, projectId);
-    if (!role) throw notFound('Project');
-    if (!roleGrants(role, capability)) throw forbidden(`You need '${permission}' permission`);
-    if (principal.type === 'personal_access_token') {
-      if (!tierAllowsCapability(principal.tier, capability)) {
-        // Spec 7: what is missing is the admin tier when the capability needs it, else write access.
-        throw forbidden(ADMIN_TIER_CAPABILITIES.has(capability) ? 'personal access token lacks the admin tier' : 'personal access token is read-only');
-      }
-      if (OWNER_ACTION_CAPABILITIES.has(capability)) requireOwnerActions(principal);
-    }
-    return { projectId, orgId: project.org_id, role };
+    const userId = principal.type === 'project_api_token' ? null : principal.user.id;
+    const [project] = await this.sql<{ id: string; org_id: string; role: ProjectRole | null }[]>`
+      SELECT p.id, p.org_id, m.role FROM projects p
+      LEFT JOIN project_members m ON m.project_id = p.id AND m.user_id = ${userId}
+      WHERE p.id = ${projectId}`;
+    if (!project) throw notFound(resource);
+    const denial = decide(principal, projectId, project.role, capability);
+    if (denial) throw refusal(denial, capability, resource);
+    return { projectId, orgId: project.org_id, role: userId === null ? null : project.role };
   }
 
   /** Every project on which the principal holds `capability` (lists that span projects). */
   async listAccessible(principal: Principal, capability: Capability): Promise<ProjectGrant[]> {
     if (principal.type === 'anonymous') return [];
     if (principal.type === 'project_api_token') {
-      if (!scopesGrant(principal.scopes, capability)) return [];
+      if (decide(principal, principal.projectId, null, capability)) return [];
       const [project] = await this.sql<{ id: string; org_id: string }[]>`SELECT id, org_id FROM projects WHERE id = ${principal.projectId}`;
       return project ? [{ projectId: project.id, orgId: project.org_id, role: null }] : [];
     }
-    if (principal.type === 'personal_access_token' && !tierAllowsCapability(principal.tier, capability)) return [];
     const rows = await this.sql<{ id: string; org_id: string; role: ProjectRole }[]>`
       SELECT p.id, p.org_id, m.role FROM project_members m JOIN projects p ON p.id = m.project_id
       WHERE m.user_id = ${principal.user.id}`;
-    return rows.filter((r) => roleGrants(r.role, capability)).map((r) => ({ projectId: r.id, orgId: r.org_id, role: r.role }));
+    return rows.filter((r) => decide(principal, r.id, r.role, capability) === null).map((r) => ({ projectId: r.id, orgId: r.org_id, role: r.role }));
+  }
+
+  /** Enforces a route's rule (see AccessRule): the grants, or the refusal. */
+  async check<C>(rule: AccessRule<C>, principal: Principal, ctx: C): Promise<ProjectGrant[]> {
+    if ('per' in rule) return [];
+    if ('check' in rule) return rule.check(principal, ctx);
+    const capability = capabilityOf(rule.capability, ctx);
+    const named = 'project' in rule ? rule.project(ctx) : 'service' in rule ? rule.service(ctx) : '';
+    if (named === undefined) return this.listAccessible(principal, capability);
+    if ('project' in rule) return [await this.require(principal, named, capability, rule.hiddenAs)];
+    if (principal.type === 'anonymous') throw unauthorized();
+    const resource = 'service' in rule ? 'Service' : rule.owner;
+    const projectId = 'service' in rule ? await this.serviceProject(named) : await rule.projectOf(ctx);
+    if (projectId === null) throw notFound(resource);
+    return [await this.require(principal, projectId, capability, resource)];
+  }
+
+  private async serviceProject(serviceId: string): Promise<string | null> {
+    const [row] = await this.sql<{ project_id: string }[]>`SELECT project_id FROM services WHERE id = ${serviceId}`;
+    return row?.project_id ?? null;
   }
 }
 
 /**
  * Adding, inviting or promoting someone to `role` (issue 9): a token cannot hand out more than
- * it holds itself. Sessions are bounded by the caller's own role through ProjectAccess
- * (members:manage, members:owner).
+ * it holds itself. Sessions are bounded by the caller's own role through the route's rule
+ * (members:manage) and members:owner.
  */
 export function requireGrantable(principal: Principal, role: ProjectRole): void {
   if (principal.type === 'project_api_token') {
@@ -76,14 +165,14 @@ export function requireGrantable(principal: Principal, role: ProjectRole): void 
     if (lacking) throw forbidden(`You need '${CAPABILITY_PERMISSION_NAME[lacking]}' permission to grant the ${role} role`);
   } else if (principal.type === 'personal_access_token') {
     const lacking = roleBeyondCredential(principal, role);
-    if (lacking) throw forbidden(ADMIN_TIER_CAPABILITIES.has(lacking) ? 'personal access token lacks the admin tier' : 'personal access token is read-only');
-    if (role === 'owner') requireOwnerActions(principal);
+    if (lacking) throw refusal(ADMIN_TIER_CAPABILITIES.has(lacking) ? 'admin-tier' : 'read-only', lacking);
+    if (role === 'owner' && !ownerActionsAllowed(principal)) throw ownerActionsRefused();
   }
 }
 
 /** Owner actions (delete project/org, grant/demote/remove/transfer owner) with a personal token. */
-export function requireOwnerActions(principal: Principal): void {
-  if (principal.type === 'personal_access_token' && !(principal.tier === 'admin' && principal.allowOwnerActions)) {
-    throw forbidden('this action needs an admin token created with owner actions allowed');
-  }
+function ownerActionsAllowed(principal: Principal): boolean {
+  return principal.type !== 'personal_access_token' || (principal.tier === 'admin' && principal.allowOwnerActions);
 }
+
+const ownerActionsRefused = () => forbidden('this action needs an admin token created with owner actions allowed');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { pinoHttp } from 'pino-http';
+import type { ProjectAccess } from '../auth/access';
 import type { Authenticator } from '../auth/authenticator';
 import type { Logger } from '../infra/logger';
 import { clientIp, ipBucket } from './client-ip';
@@ -20,6 +21,8 @@ export interface HttpAppOptions {
   perIpLimit: number;
   perTokenLimit: number;
   authenticator: Authenticator;
+  /** Enforces the routes' declared access rules. */
+  access: ProjectAccess;
   openapi: OpenApiCatalog;
   routes: AnyRoute[];
 }
@@ -66,6 +69,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   mountRoutes(router, opts.routes, {
     logger: opts.logger,
     openapi: opts.openapi,
+    access: opts.access,
     afterAuth: async (ctx: RequestContext<unknown, unknown, unknown>) => {
       const p = ctx.principal;
       if (p.type === 'project_api_token' || p.type === 'personal_access_token') {

@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z, type ZodTypeAny } from 'zod';
+import type { AccessRule, ProjectAccess, ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
 import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, unauthorized, unsupportedEncoding, unsupportedMediaType, validationFailed, type FieldProblem } from './errors';
@@ -24,6 +25,8 @@ export interface RequestContext<P, Q, B> {
   query: Q;
   body: B;
   principal: Principal;
+  /** What the route's `access` rule granted: one project for a single resource, any number for a list. */
+  granted: ProjectGrant[];
   ip: string;
   userAgent: string;
   requestId: string;
@@ -50,6 +53,12 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
   summary: string;
   tags?: string[];
   auth: AuthMode;
+  /**
+   * Who may call it beyond `auth`: the capability it needs and the resource it applies to
+   * (AccessRule, api/auth/access.ts), checked after validation and before the handler.
+   * Absent: `auth` alone decides (routes on the caller's own account, public routes).
+   */
+  access?: AccessRule<RequestContext<z.infer<P>, z.infer<Q>, z.infer<B>>>;
   params?: P;
   query?: Q;
   body?: B;
@@ -89,6 +98,8 @@ export function defineRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodType
 export interface RouteDeps {
   logger: Logger;
   openapi: OpenApiCatalog;
+  /** Enforces the routes' `access` rules; needed when any route declares one. */
+  access?: Pick<ProjectAccess, 'check'>;
   /** Called after authentication: per-token rate limits and anything else every route needs. */
   afterAuth?: (ctx: RequestContext<unknown, unknown, unknown>) => Promise<void>;
 }
@@ -97,6 +108,8 @@ const MUTATING = new Set(['post', 'patch', 'put', 'delete']);
 
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps): void {
   for (const route of fixedSegmentsFirst(routes)) {
+    const gate = deps.access;
+    if (route.access && !gate) throw new Error(`${route.method.toUpperCase()} ${route.path} declares access but no access gate was given`);
     deps.openapi.register(route);
     const readBody = bodyReader(route, route.bodyLimit ?? BODY_LIMITS.default);
     const readAnonymousBody = route.anonymousBodyLimit === undefined ? readBody : bodyReader(route, route.anonymousBodyLimit);
@@ -112,6 +125,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
           query: req.query,
           body: undefined,
           principal,
+          granted: [],
           ip: req.clientIp,
           userAgent: req.get('user-agent') ?? '',
           requestId: req.requestId,
@@ -122,6 +136,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
         if (deps.afterAuth) await deps.afterAuth(ctx);
         await (principal.type === 'anonymous' ? readAnonymousBody : readBody)(req, res);
         Object.assign(ctx, validate(route, req));
+        if (route.access && gate) ctx.granted = await gate.check(route.access, principal, ctx);
         const result = await route.handler(ctx as never);
         if (result === HANDLED) return;
         send(res, result instanceof Reply ? result : new Reply(result === undefined ? 204 : route.status ?? 200, result));

@@ -1,41 +1,15 @@
 import { createHash } from 'node:crypto';
-import type { Request, Response } from 'express';
-import { badRequest } from '../../http/errors';
-import { HANDLED, reply, type Reply } from '../../http/route';
+import { HANDLED, reply } from '../../http/route';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { decodeCursor, encodeCursor, LIST_DEFAULT_LIMIT } from '../flags/routes';
+import { LIST_DEFAULT_LIMIT, pageBody, pageRequest, type FlagListOverride, type FlagListQuery, type ListPageBody, type PageRequest } from '../flags/list-paging';
 import type { FlagService } from '../flags/service';
-import { toFlagRecord } from '../flags/store';
-import { FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord, type FlagType } from '../flags/types';
+import { FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import type { DemoServiceRegistry } from './registry';
 
 /** Spec 4.2 rule 1 and spec 8: the list page size on a demo service. */
 export const DEMO_LIST_MAX_LIMIT = 4096;
-
-/** GET /api/flags query, as the flags list route validated it. */
-export interface DemoListQuery {
-  projectId?: string;
-  serviceId?: string;
-  environment?: Environment;
-  search?: string;
-  tags?: string[];
-  enabled?: boolean;
-  type?: FlagType;
-  limit?: number;
-  offset: number;
-  cursor?: string;
-  cursor_direction: 'next' | 'prev';
-  fields?: string[];
-}
-
-/**
- * Called first by the flags list route: answers the request when it lists a demo service
- * (anyone, projectId optional, up to 4,096 per page, weak ETag and 304), otherwise returns
- * undefined and the route goes on with its normal, authenticated path.
- */
-export type DemoListHandler = (ctx: { query: DemoListQuery; req: Request; res: Response }) => Promise<Reply | typeof HANDLED | undefined>;
 
 export interface DemoFlagListDeps {
   sql: Sql;
@@ -64,9 +38,6 @@ interface Snapshot {
 const MAX_PAGES_PER_SNAPSHOT = 32;
 const MAX_SNAPSHOTS = 64;
 const ALL_ENVIRONMENTS = '*';
-
-const COLUMNS =
-  'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
 
 /**
  * Demo list reads (spec 4.2 rules 1-3). The plain grid request (no filters, no cursor) is
@@ -148,23 +119,23 @@ export class DemoFlagList {
     }
   }
 
-  readonly handle: DemoListHandler = async ({ query, req, res }) => {
+  /**
+   * Asked first by the flags list route: answers the request when it lists a demo service
+   * (anyone, projectId optional, up to 4,096 per page, weak ETag and 304), otherwise returns
+   * undefined and the route goes on with its normal, authenticated path.
+   */
+  readonly handle: FlagListOverride = async ({ query, req, res }) => {
     const started = process.hrtime.bigint();
     const serviceId = query.serviceId;
     if (!serviceId || !this.deps.registry.isDemoService(serviceId)) return undefined;
     const projectId = await this.projectOf(serviceId);
     // Another project named alongside a demo service is an ordinary (authorized) list.
     if (query.projectId !== undefined && query.projectId !== projectId) return undefined;
-    if (query.cursor && query.offset > 0) {
-      throw badRequest('Validation failed: query.offset: use either offset or cursor paging', [
-        { path: 'query.offset', message: 'use either offset or cursor paging' },
-      ]);
-    }
-    const limit = Math.min(query.limit ?? LIST_DEFAULT_LIMIT, DEMO_LIST_MAX_LIMIT);
+    const request = pageRequest(query, Math.min(query.limit ?? LIST_DEFAULT_LIMIT, DEMO_LIST_MAX_LIMIT));
     const plain = !query.search && !query.tags?.length && query.enabled === undefined && !query.type && !query.cursor;
     const page = plain
-      ? await this.cachedPage(serviceId, query.environment, limit, query.offset, query.fields)
-      : await this.filteredPage(projectId, serviceId, query, limit);
+      ? await this.cachedPage(serviceId, query.environment, request.limit, request.offset, query.fields)
+      : await this.filteredPage(projectId, serviceId, query, request);
     const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
 
     res.setHeader('ETag', page.etag);
@@ -183,47 +154,22 @@ export class DemoFlagList {
     const pageKey = `${fields?.join(',') ?? ''}|${limit}|${offset}`;
     let page = snapshot.pages.get(pageKey);
     if (!page) {
-      const rows = snapshot.rows.slice(offset, offset + limit);
-      const hasMore = snapshot.rows.length > offset + limit;
-      page = render({
-        flags: rows.map((f) => project(f, fields)),
-        total: snapshot.rows.length,
-        limit,
-        offset,
-        hasMore,
-        nextCursor: hasMore && rows.length ? encodeCursor(rows[rows.length - 1]) : null,
-        prevCursor: offset > 0 && rows.length ? encodeCursor(rows[0]) : null,
-      });
+      const rows = { flags: snapshot.rows.slice(offset, offset + limit), total: snapshot.rows.length };
+      page = render(pageBody({ ...rows, hasAfter: rows.total > offset + limit, hasBefore: offset > 0 }, { limit, offset }, fields));
       if (snapshot.pages.size < MAX_PAGES_PER_SNAPSHOT) snapshot.pages.set(pageKey, page);
     }
     return page;
   }
 
-  private async filteredPage(projectId: string | null, serviceId: string, query: DemoListQuery, limit: number): Promise<Page> {
-    if (projectId === null) {
-      return render({ flags: [], total: 0, limit, offset: query.offset, hasMore: false, nextCursor: null, prevCursor: null });
-    }
-    const position = query.cursor ? decodeCursor(query.cursor) : undefined;
-    const result = await this.deps.flags.list(
-      { projectId, serviceId, environment: query.environment, search: query.search, tags: query.tags, enabled: query.enabled, type: query.type },
-      {
-        limit,
-        offset: query.offset,
-        after: position && query.cursor_direction === 'next' ? position : undefined,
-        before: position && query.cursor_direction === 'prev' ? position : undefined,
-      },
-    );
-    const first = result.flags[0];
-    const last = result.flags.at(-1);
-    return render({
-      flags: result.flags.map((f) => project(f, query.fields)),
-      total: result.total,
-      limit,
-      offset: query.offset,
-      hasMore: result.hasAfter,
-      nextCursor: result.hasAfter && last ? encodeCursor(last) : null,
-      prevCursor: result.hasBefore && first ? encodeCursor(first) : null,
-    });
+  private async filteredPage(projectId: string | null, serviceId: string, query: FlagListQuery, request: PageRequest): Promise<Page> {
+    const page =
+      projectId === null
+        ? { flags: [], total: 0, hasAfter: false, hasBefore: false }
+        : await this.deps.flags.list(
+            { projectId, serviceId, environment: query.environment, search: query.search, tags: query.tags, enabled: query.enabled, type: query.type },
+            request,
+          );
+    return render(pageBody(page, request, query.fields));
   }
 
   private snapshot(serviceId: string, environment: Environment | undefined): Promise<Snapshot> {
@@ -265,13 +211,8 @@ export class DemoFlagList {
   }
 
   /** In list order (key, id), like the store. */
-  private async readGrid(serviceId: string, environment: Environment | undefined): Promise<FlagRecord[]> {
-    const sql = this.deps.sql;
-    const rows = await sql<Parameters<typeof toFlagRecord>[0][]>`
-      SELECT ${sql.unsafe(COLUMNS)} FROM flags
-      WHERE service_id = ${serviceId} ${environment ? sql`AND environment = ${environment}` : sql``}
-      ORDER BY key, id`;
-    return rows.map(toFlagRecord);
+  private readGrid(serviceId: string, environment: Environment | undefined): Promise<FlagRecord[]> {
+    return this.deps.flags.listByService(serviceId, environment);
   }
 
   /** A service never changes project; a missing one is asked again next time. */
@@ -289,14 +230,7 @@ function scopeKey(serviceId: string, environment: string): string {
   return `${serviceId}\u0000${environment}`;
 }
 
-function project(flag: FlagRecord, fields: string[] | undefined): Partial<FlagRecord> {
-  if (!fields) return flag;
-  const out: Record<string, unknown> = {};
-  for (const f of fields) out[f] = flag[f as keyof FlagRecord];
-  return out as Partial<FlagRecord>;
-}
-
-function render(body: Record<string, unknown>): Page {
+function render(body: ListPageBody): Page {
   const buffer = Buffer.from(JSON.stringify(body));
   return { body: buffer, etag: `W/"${createHash('sha1').update(buffer).digest('base64url')}"` };
 }

@@ -1,8 +1,7 @@
-import { scopesGrant } from '../../auth/permissions';
+import { decide, refusal, type Denial } from '../../auth/access';
 import type { Principal, ProjectRole } from '../../auth/principal';
-import { HttpError, forbidden, notFound, unauthorized } from '../../http/errors';
+import { HttpError, notFound, unauthorized } from '../../http/errors';
 import type { ServiceSnapshot, SnapshotStore, Visibility } from './snapshots';
-import type { EvaluationStore } from './store';
 
 /** Which services are public demo services (spec 4.2): config ids plus the ones seeded at start. */
 export interface DemoServices {
@@ -58,9 +57,14 @@ const MEMBERSHIP_TTL_MS = 5_000;
 
 // Denials are shared functions, so a grant allocates no closure (it is built per request).
 const hiddenFlag = () => notFound('Flag');
-const hiddenService = () => notFound('Service');
-const needsRead = () => forbidden("You need 'read' permission");
-const needsCredential = () => unauthorized();
+const DENIALS: Record<Denial, () => HttpError> = {
+  anonymous: () => refusal('anonymous', 'flags:read'),
+  hidden: () => refusal('hidden', 'flags:read', 'Service'),
+  missing: () => refusal('missing', 'flags:read'),
+  'read-only': () => refusal('read-only', 'flags:read'),
+  'admin-tier': () => refusal('admin-tier', 'flags:read'),
+  'owner-actions': () => refusal('owner-actions', 'flags:read'),
+};
 
 /**
  * Who may evaluate what (spec 4.1, 5.3): public flags need no credential; every other flag
@@ -73,14 +77,20 @@ const needsCredential = () => unauthorized();
  * revealed, as everywhere else). A missing flag counts as "anything else" unless the caller
  * may read the service, so anonymous callers cannot probe for flag keys.
  *
- * Project tokens are decided without I/O. Session memberships are cached for 5 s per
- * (user, project), so a removed member keeps evaluation access at most that long.
+ * The decision is the one every route makes (`decide` in api/auth/access.ts, flags:read on the
+ * service's project). Project tokens are decided without I/O. Session memberships are cached
+ * for 5 s per (user, project), so a removed member keeps evaluation access at most that long.
  */
 export class EvaluationAccess {
   private readonly memberships = new Map<string, { role: ProjectRole | null; until: number }>();
 
   constructor(
-    private readonly deps: { snapshots: SnapshotStore; store: EvaluationStore; demo: DemoServices },
+    private readonly deps: {
+      snapshots: SnapshotStore;
+      demo: DemoServices;
+      /** The user's role on a project (ProjectAccess.roleOf). */
+      roleOf: (userId: string, projectId: string) => Promise<ProjectRole | null>;
+    },
   ) {}
 
   /** Authorizes `principal` for a service; throws for unknown services and personal tokens. */
@@ -96,22 +106,8 @@ export class EvaluationAccess {
     const demo = this.deps.demo.isDemo(serviceId);
     // Sessions on a demo service are not looked up: like anonymous callers, the per-IP limit holds them.
     if (demo) return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit, reader: readsWithToken(principal, service) };
-    switch (principal.type) {
-      case 'project_api_token': {
-        if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit, reader: false };
-        if (!scopesGrant(principal.scopes, 'flags:read')) {
-          return { service, visibility: 'public', demo, denial: needsRead, cacheHit, reader: false };
-        }
-        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit, reader: true };
-      }
-      case 'session': {
-        const role = await this.roleOf(principal.user.id, service.projectId);
-        if (role === null) return { service, visibility: 'public', demo, denial: hiddenService, cacheHit, reader: false };
-        return { service, visibility: 'all', demo, denial: hiddenFlag, cacheHit, reader: true };
-      }
-      default:
-        return { service, visibility: 'public', demo, denial: needsCredential, cacheHit, reader: false };
-    }
+    const role = principal.type === 'session' ? await this.roleOf(principal.user.id, service.projectId) : null;
+    return decided(principal, service, role, cacheHit);
   }
 
   /** Synchronous fast path: the grant when it needs no I/O (known service, not a session), else undefined. */
@@ -120,12 +116,7 @@ export class EvaluationAccess {
     const service = this.deps.snapshots.get(serviceId);
     if (service === undefined) return undefined;
     if (this.deps.demo.isDemo(serviceId)) return { service, visibility: 'all', demo: true, denial: hiddenFlag, cacheHit: true, reader: readsWithToken(principal, service) };
-    if (principal.type === 'anonymous') return { service, visibility: 'public', demo: false, denial: needsCredential, cacheHit: true, reader: false };
-    if (principal.projectId !== service.projectId) return { service, visibility: 'public', demo: false, denial: hiddenService, cacheHit: true, reader: false };
-    if (!scopesGrant(principal.scopes, 'flags:read')) {
-      return { service, visibility: 'public', demo: false, denial: needsRead, cacheHit: true, reader: false };
-    }
-    return { service, visibility: 'all', demo: false, denial: hiddenFlag, cacheHit: true, reader: true };
+    return decided(principal, service, null, true);
   }
 
   private async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
@@ -133,16 +124,23 @@ export class EvaluationAccess {
     const now = Date.now();
     const hit = this.memberships.get(key);
     if (hit !== undefined && hit.until > now) return hit.role;
-    const role = await this.deps.store.roleOf(userId, projectId);
+    const role = await this.deps.roleOf(userId, projectId);
     if (this.memberships.size > 50_000) this.memberships.clear();
     this.memberships.set(key, { role, until: now + MEMBERSHIP_TTL_MS });
     return role;
   }
 }
 
+/** The grant on a service that is not a demo: everything with flags:read, else public flags only. */
+function decided(principal: Principal, service: ServiceSnapshot, role: ProjectRole | null, cacheHit: boolean): ServiceGrant {
+  const denial = decide(principal, service.projectId, role, 'flags:read');
+  if (denial === null) return { service, visibility: 'all', demo: false, denial: hiddenFlag, cacheHit, reader: true };
+  return { service, visibility: 'public', demo: false, denial: DENIALS[denial], cacheHit, reader: false };
+}
+
 /** A project token of the service's own project with read (decided without I/O). */
 function readsWithToken(principal: Principal, service: ServiceSnapshot): boolean {
-  return principal.type === 'project_api_token' && principal.projectId === service.projectId && scopesGrant(principal.scopes, 'flags:read');
+  return principal.type === 'project_api_token' && decide(principal, service.projectId, null, 'flags:read') === null;
 }
 
 /** Whether a grant lets the caller see this flag key (a missing key counts as hidden unless visibility is all). */

@@ -1,9 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
-import type { ProjectAccess } from '../../auth/access';
-import { roleGrants, tierAllowsCapability, type Capability } from '../../auth/permissions';
-import { actingUser, type Principal } from '../../auth/principal';
-import { forbidden, notFound, unauthorized, validationFailed } from '../../http/errors';
+import { needsPermission } from '../../auth/access';
+import { notFound, validationFailed } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
 import { spendOrThrow } from './connect';
@@ -12,7 +10,6 @@ import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofrep';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, restResult, round3, type EvaluationService } from './service';
-import type { EvaluationStore } from './store';
 
 /** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
 export const BATCH_BODY_LIMIT = 512 * 1024;
@@ -32,6 +29,7 @@ export const restEvaluateDoc: AnyRoute = defineRoute({
   tags: ['evaluation'],
   auth: 'public',
   sdk: true,
+  access: { capability: 'flags:read', per: 'flag' },
   query: DebugQuery,
   body: EvaluateBody,
   response: EvaluationResultSchema,
@@ -54,6 +52,7 @@ export const streamDocs: AnyRoute[] = [
     tags: ['streams'],
     auth: 'public',
     sdk: true,
+    access: { capability: 'flags:read', per: 'flag' },
     query: StreamQuery.omit({ clientId: true }),
     handler: servedByLeanPath,
   }),
@@ -64,6 +63,7 @@ export const streamDocs: AnyRoute[] = [
     tags: ['streams'],
     auth: 'public',
     sdk: true,
+    access: { capability: 'flags:read', per: 'flag' },
     query: StreamQuery,
     handler: servedByLeanPath,
   }),
@@ -81,6 +81,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
       tags: ['evaluation'],
       auth: 'public',
       sdk: true,
+      access: { capability: 'flags:read', per: 'flag' },
       csrfExempt: true,
       bodyLimit: BATCH_BODY_LIMIT,
       query: DebugQuery,
@@ -126,6 +127,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
       tags: ['evaluation'],
       auth: 'public',
       sdk: true,
+      access: { capability: 'flags:read', per: 'flag' },
       query: z.object({ serviceId: z.string().min(1).max(128), environment: z.enum(ENVIRONMENTS).optional() }),
       response: SdkConfigSchema,
       async handler(ctx) {
@@ -193,34 +195,6 @@ export interface ControlRouteDeps {
   evaluation: EvaluationService;
   log: EvaluationLog;
   contexts: ContextRing;
-  store: EvaluationStore;
-  access: ProjectAccess;
-}
-
-/** Projects in which the acting user holds `capability` (for reads and deletes that span projects). */
-async function projectsWith(store: EvaluationStore, principal: Principal, capability: Capability): Promise<string[]> {
-  const user = actingUser(principal);
-  if (user === null) throw unauthorized();
-  if (principal.type === 'personal_access_token' && !tierAllowsCapability(principal.tier, capability)) {
-    throw forbidden('personal access token is read-only');
-  }
-  const memberships = await store.projectsOfUser(user.id);
-  return memberships.filter((m) => roleGrants(m.role, capability)).map((m) => m.projectId);
-}
-
-/** The project of a service the caller names, checked through the one project gate. */
-async function serviceProject(deps: ControlRouteDeps, principal: Principal, serviceId: string, capability: Capability): Promise<string> {
-  const service = await deps.store.service(serviceId);
-  if (service === null) {
-    if (principal.type === 'anonymous') throw unauthorized();
-    throw notFound('Service');
-  }
-  await deps.access.require(principal, service.projectId, capability).catch((error) => {
-    // No access at all to the project means the service "does not exist" for this caller.
-    if ((error as { status?: number }).status === 404) throw notFound('Service');
-    throw error;
-  });
-  return service.projectId;
 }
 
 const EvaluationEntry = z.object({
@@ -250,6 +224,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       summary: 'Recent evaluation events (newest first) of the projects the caller may read',
       tags: ['evaluation'],
       auth: 'user',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       query: z.object({
         flagKey: z.string().min(1).max(256).optional(),
         serviceId: z.string().min(1).max(128).optional(),
@@ -266,9 +241,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       response: z.object({ evaluations: z.array(EvaluationEntry), count: z.number(), limit: z.number() }),
       async handler(ctx) {
         const { flagKey, serviceId, limit, since } = ctx.query;
-        const projectIds = serviceId
-          ? [await serviceProject(deps, ctx.principal, serviceId, 'flags:read')]
-          : await projectsWith(deps.store, ctx.principal, 'flags:read');
+        const projectIds = ctx.granted.map((g) => g.projectId);
         const evaluations = await deps.log.list({ projectIds, serviceId, flagKey, since: since ? new Date(since) : undefined, limit });
         return { evaluations, count: evaluations.length, limit };
       },
@@ -279,16 +252,14 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       summary: "Clear a flag's evaluation events (needs delete permission on the flag's project)",
       tags: ['evaluation'],
       auth: 'user',
+      access: { capability: 'flags:delete', service: (ctx) => ctx.query.serviceId },
       query: z.object({ flagKey: z.string().min(1).max(256), serviceId: z.string().min(1).max(128).optional() }),
       response: z.object({ flagKey: z.string(), deleted: z.number() }),
       async handler(ctx) {
         const { flagKey, serviceId } = ctx.query;
-        let projectIds: string[];
-        if (serviceId) projectIds = [await serviceProject(deps, ctx.principal, serviceId, 'flags:delete')];
-        else {
-          projectIds = await projectsWith(deps.store, ctx.principal, 'flags:delete');
-          if (projectIds.length === 0) throw forbidden("You need 'delete' permission");
-        }
+        // Clearing in none of the caller's projects is refused: no project grants the permission.
+        if (ctx.granted.length === 0) throw needsPermission('flags:delete');
+        const projectIds = ctx.granted.map((g) => g.projectId);
         const deleted = await deps.log.clear({ projectIds, serviceId, flagKey });
         return { flagKey, deleted };
       },
@@ -299,6 +270,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       summary: "Recent evaluation contexts grouped by targetingKey (this instance's ring of about 1,000), or one context's flag values with `key`",
       tags: ['evaluation'],
       auth: 'user',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       query: z.object({
         serviceId: z.string().min(1).max(128),
         environment: z.enum(ENVIRONMENTS).optional(),
@@ -306,7 +278,6 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       }),
       async handler(ctx) {
         const { serviceId, environment, key } = ctx.query;
-        await serviceProject(deps, ctx.principal, serviceId, 'flags:read');
         if (key !== undefined) {
           const context = deps.contexts.context(serviceId, key, environment);
           if (context === undefined) throw notFound('Context');

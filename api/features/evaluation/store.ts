@@ -1,4 +1,3 @@
-import type { ProjectRole } from '../../auth/principal';
 import type { Sql } from '../../infra/postgres';
 import { toFlagRecord, type FlagRow } from '../flags/store';
 import type { Environment, FlagRecord } from '../flags/types';
@@ -57,19 +56,5 @@ export class EvaluationStore {
     const rows = await this.sql<{ id: string; service_id: string; environment: Environment; key: string; version: number }[]>`
       SELECT id, service_id, environment, key, version FROM flags`;
     return rows.map((r) => ({ id: r.id, serviceId: r.service_id, environment: r.environment, key: r.key, version: r.version }));
-  }
-
-  async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
-    if (projectId.includes('\u0000')) return null;
-    const [row] = await this.sql<{ role: ProjectRole }[]>`
-      SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`;
-    return row?.role ?? null;
-  }
-
-  /** Projects where the user holds one of `roles` (for reads and deletes across projects). */
-  async projectsOfUser(userId: string): Promise<{ projectId: string; role: ProjectRole }[]> {
-    const rows = await this.sql<{ project_id: string; role: ProjectRole }[]>`
-      SELECT project_id, role FROM project_members WHERE user_id = ${userId}`;
-    return rows.map((r) => ({ projectId: r.project_id, role: r.role }));
   }
 }

@@ -69,7 +69,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const store = new EvaluationStore(deps.sql);
   const snapshots = new SnapshotStore({ store, cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
   const demo = deps.demo ?? new DemoServiceRegistry(config.DEMO_SERVICE_IDS);
-  const access = new EvaluationAccess({ snapshots, store, demo });
+  const access = new EvaluationAccess({ snapshots, demo, roleOf: (userId, projectId) => deps.projectAccess.roleOf(userId, projectId) });
   const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });
   const recorder = new EvaluationRecorder({
     analytics: deps.analytics,
@@ -114,7 +114,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   ];
   const control = [
     ...shared,
-    ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts, store, access: deps.projectAccess }),
+    ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts }),
   ];
   // Served by the lean path, documented like every other route.
   for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc, ...streamDocs]) deps.openapi.register(doc);

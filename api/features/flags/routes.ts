@@ -5,42 +5,18 @@ import type { Principal } from '../../auth/principal';
 import { badRequest, HttpError, notFound, unauthorized } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import type { DemoListHandler } from '../demo/list';
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
 import type { FlagService } from './service';
-import type { ListPosition } from './store';
-import { ENVIRONMENTS, FLAG_CHANGE_TYPES, FLAG_TYPES, type FlagRecord } from './types';
+import { ENVIRONMENTS, FLAG_CHANGE_TYPES, FLAG_TYPES } from './types';
 import { FlagCreateSchema, FlagPatchSchema } from './validation';
 
 export interface FlagRouteDeps {
   flags: FlagService;
   access: ProjectAccess;
   /** Answers lists of a public demo service (spec 4.2 rules 1-3); undefined = not a demo list. */
-  demoList?: DemoListHandler;
+  demoList?: FlagListOverride;
 }
 
-export const LIST_DEFAULT_LIMIT = 50;
-export const LIST_MAX_LIMIT = 100;
-
-/** Fields `?fields=` may name: spec 2.1's whitelist plus the record's id, projectId and version. */
-export const PROJECTABLE_FIELDS = [
-  'id',
-  'projectId',
-  'key',
-  'name',
-  'description',
-  'type',
-  'enabled',
-  'defaultValue',
-  'serviceId',
-  'environment',
-  'tags',
-  'variants',
-  'targeting',
-  'isPublic',
-  'version',
-  'createdAt',
-  'updatedAt',
-] as const satisfies readonly (keyof FlagRecord)[];
 const PROJECTABLE = new Set<string>(PROJECTABLE_FIELDS);
 
 export const FlagRecordSchema = z
@@ -134,27 +110,6 @@ const VersionSchema = z.object({
   createdAt: z.string(),
 });
 
-export function encodeCursor(p: ListPosition): string {
-  return Buffer.from(JSON.stringify([p.key, p.id])).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): ListPosition {
-  try {
-    const [key, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof key === 'string' && typeof id === 'string') return { key, id };
-  } catch {
-    // Falls through to the 400 below.
-  }
-  throw badRequest('Validation failed: query.cursor: not a cursor returned by this API', [{ path: 'query.cursor', message: 'invalid cursor' }]);
-}
-
-function project(flag: FlagRecord, fields: string[] | undefined): Partial<FlagRecord> {
-  if (!fields) return flag;
-  const out: Record<string, unknown> = {};
-  for (const f of fields) out[f] = flag[f as keyof FlagRecord];
-  return out as Partial<FlagRecord>;
-}
-
 /** Spec 4.3 flag management. Every route authorizes on the owning project before touching a flag. */
 export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
   const { flags, access } = deps;
@@ -202,13 +157,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
         if (principal.type === 'anonymous') throw unauthorized();
         if (!query.projectId) throw badRequest('Validation failed: query.projectId: Required', [{ path: 'query.projectId', message: 'Required' }]);
         await access.require(principal, query.projectId, 'flags:read');
-        const limit = Math.min(query.limit ?? LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
-        if (query.cursor && query.offset > 0) {
-          throw badRequest('Validation failed: query.offset: use either offset or cursor paging', [
-            { path: 'query.offset', message: 'use either offset or cursor paging' },
-          ]);
-        }
-        const position = query.cursor ? decodeCursor(query.cursor) : undefined;
+        const request = pageRequest(query, Math.min(query.limit ?? LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT));
         const page = await flags.list(
           {
             projectId: query.projectId,
@@ -219,24 +168,9 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
             enabled: query.enabled,
             type: query.type,
           },
-          {
-            limit,
-            offset: query.offset,
-            after: position && query.cursor_direction === 'next' ? position : undefined,
-            before: position && query.cursor_direction === 'prev' ? position : undefined,
-          },
+          request,
         );
-        const first = page.flags[0];
-        const last = page.flags.at(-1);
-        return {
-          flags: page.flags.map((f) => project(f, query.fields)),
-          total: page.total,
-          limit,
-          offset: query.offset,
-          hasMore: page.hasAfter,
-          nextCursor: page.hasAfter && last ? encodeCursor(last) : null,
-          prevCursor: page.hasBefore && first ? encodeCursor(first) : null,
-        };
+        return pageBody(page, request, query.fields);
       },
     }),
     defineRoute({

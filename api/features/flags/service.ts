@@ -63,6 +63,11 @@ export class FlagService {
     return this.deps.store.list(filter, page);
   }
 
+  /** Every flag of the service (in one environment when given), in list order. */
+  listByService(serviceId: string, environment?: Environment): Promise<FlagRecord[]> {
+    return this.deps.store.listByService(serviceId, environment);
+  }
+
   async history(ref: FlagRef, limit: number, offset: number): Promise<{ versions: FlagVersionRecord[]; total: number }> {
     const flag = await this.requireFlag(ref);
     return this.deps.store.listVersions(flag.id, limit, offset);

@@ -175,6 +175,16 @@ export class FlagStore {
     return { versions: rows.map(toVersionRecord), total: count.total };
   }
 
+  /** Every flag of the service (in one environment when given), in list order (key, id). */
+  async listByService(serviceId: string, environment?: Environment): Promise<FlagRecord[]> {
+    const sql = this.sql;
+    const rows = await sql<FlagRow[]>`
+      SELECT ${sql.unsafe(FLAG_COLUMNS)} FROM flags
+      WHERE service_id = ${serviceId} ${environment ? sql`AND environment = ${environment}` : sql``}
+      ORDER BY key, id`;
+    return rows.map(toFlagRecord);
+  }
+
   /**
    * One page in (key, id) order. With `after`/`before` the page starts after / ends before that
    * position (cursor paging); otherwise `offset` rows are skipped.
