@@ -3,9 +3,10 @@ import { OutboundRequestError } from '../api/http/outbound';
 import type { Sql } from '../api/infra/postgres';
 import { channelRequest } from '../api/features/alert-channels/payloads';
 import { AlertChannelStore } from '../api/features/alert-channels/store';
-import { DeliveryStore, type AttemptResult, type DeliveryRecord, type DeliveryStatus } from '../api/features/webhooks/deliveries';
+import { DeliveryStore, type DeliveryRecord } from '../api/features/webhooks/deliveries';
 import { signedHeaders } from '../api/features/webhooks/signing';
 import { WebhookStore } from '../api/features/webhooks/store';
+import type { AttemptResult, DeliveryActivities, DeliveryStatus } from '../workflows/messages';
 
 export interface DeliveryDeps {
   sql: Sql;
@@ -13,8 +14,6 @@ export interface DeliveryDeps {
   /** Spec 8: 10 s per attempt. */
   attemptTimeoutMs?: number;
 }
-
-export type DeliveryActivities = ReturnType<typeof createDeliveryActivities>;
 
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 
@@ -34,7 +33,7 @@ export function classifyStatus(status: number): Pick<AttemptResult, 'outcome' | 
  * again (the address is pinned for the connection). Attempts never throw for an HTTP outcome:
  * they return it, and the workflow decides about the next one.
  */
-export function createDeliveryActivities(deps: DeliveryDeps) {
+export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities {
   const deliveries = new DeliveryStore(deps.sql);
   const webhooks = new WebhookStore();
   const channels = new AlertChannelStore();

@@ -1,16 +1,15 @@
 import type { Sql } from '../api/infra/postgres';
 import { writeAudit } from '../api/features/audit/writer';
+import type { InvitationActivities } from '../workflows/messages';
 
 export interface InvitationDeps {
   sql: Sql;
 }
 
-export type InvitationActivities = ReturnType<typeof createInvitationActivities>;
-
 /** The audit actor of expiries: nobody did it, the clock did. */
 const EXPIRY_ACTOR = { name: 'system:invitation-expiry', userId: null };
 
-export function createInvitationActivities(deps: InvitationDeps) {
+export function createInvitationActivities(deps: InvitationDeps): InvitationActivities {
   return {
     /**
      * Marks a still-pending invitation expired and records it in the project's audit trail.

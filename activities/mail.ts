@@ -1,5 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { Sql } from '../api/infra/postgres';
+import type { MailActivities } from '../workflows/messages';
 
 export interface MailMessage {
   to: string;
@@ -15,15 +16,13 @@ export interface MailDeps {
   from: string;
 }
 
-export type MailActivities = ReturnType<typeof createMailActivities>;
-
 /**
  * SMTP when SMTP_URL is set, else the dev mailbox table. The message is read from outgoing_mail
  * (MailQueue stored it; the workflow carries only its id) and deleted once delivered, so a retry
  * after a lost completion finds nothing left to send, and no secret outlives its delivery. SMTP
  * itself may still see a retry when the process dies between sending and deleting.
  */
-export function createMailActivities(deps: MailDeps) {
+export function createMailActivities(deps: MailDeps): MailActivities {
   const transport = deps.smtpUrl ? nodemailer.createTransport(deps.smtpUrl as string) : undefined;
   return {
     async deliverMail(mailId: string): Promise<void> {

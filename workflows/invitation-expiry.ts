@@ -1,15 +1,8 @@
-import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { InvitationActivities } from '../activities/invitations';
+import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { invitationSettledSignal, type InvitationActivities, type InvitationExpiryInput, type InvitationExpiryResult } from './messages';
 
 /** Spec 2.3 / 8: an invitation expires 7 days after creation. */
 export const INVITATION_LIFETIME = '7 days';
-
-/** Sent on accept or cancel: the invitation is settled and the timer is no longer needed. */
-export const invitationSettledSignal = defineSignal('settled');
-
-export interface InvitationExpiryInput {
-  invitationId: string;
-}
 
 const { expireInvitation } = proxyActivities<InvitationActivities>({
   startToCloseTimeout: '30 seconds',
@@ -21,7 +14,7 @@ const { expireInvitation } = proxyActivities<InvitationActivities>({
  * that marks the invitation expired, unless it is settled first. The database stays the source
  * of truth: accepting checks `expires_at` itself, and the activity only moves a pending row.
  */
-export async function invitationExpiry(input: InvitationExpiryInput): Promise<'settled' | 'expired'> {
+export async function invitationExpiry(input: InvitationExpiryInput): Promise<InvitationExpiryResult> {
   let settled = false;
   setHandler(invitationSettledSignal, () => {
     settled = true;

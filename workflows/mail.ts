@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { MailActivities } from '../activities/mail';
+import type { MailActivities, SendMailInput } from './messages';
 
 const { deliverMail } = proxyActivities<MailActivities>({
   startToCloseTimeout: '30 seconds',
@@ -11,6 +11,6 @@ const { deliverMail } = proxyActivities<MailActivities>({
  * and the id of the stored message (outgoing_mail). The message itself never enters the
  * history: it carries one-time tokens.
  */
-export async function sendMail(mailId: string): Promise<void> {
+export async function sendMail(mailId: SendMailInput): Promise<void> {
   await deliverMail(mailId);
 }

@@ -1,6 +1,5 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { DeliveryActivities } from '../activities/delivery';
-import type { AttemptResult, DeliveryStatus } from '../api/features/webhooks/deliveries';
+import type { AttemptResult, DeliverOutboundInput, DeliverOutboundResult, DeliveryActivities, DeliveryStatus } from './messages';
 
 /**
  * Spec 8: at most 4 attempts, made 0, 1, 2 and 4 seconds after the previous one failed (7 s
@@ -23,18 +22,6 @@ const { recordOutboundAttempt } = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
-
-export interface DeliverOutboundInput {
-  deliveryId: string;
-  maxAttempts?: number;
-}
-
-export interface DeliverOutboundResult {
-  status: Exclude<DeliveryStatus, 'pending'>;
-  attempts: number;
-  statusCode: number | null;
-  error: string | null;
-}
 
 /**
  * Delivers one stored delivery (webhook event or alert); the payload and target stay in Postgres.

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import type { WorkflowMessage } from '../../workflows/messages';
 import type { Logger } from './logger';
 
 export interface Temporal {
@@ -72,6 +73,31 @@ export function detachedTemporal(opts: Pick<TemporalOptions, 'namespace' | 'task
     connected: false,
     close: async () => undefined,
   };
+}
+
+/** A started workflow's handle, typed by its message. */
+export type StartedWorkflow<Input, Result> = WorkflowHandle<(input: Input) => Promise<Result>>;
+
+/**
+ * Starts `workflow` on this process's task queue once its input passed the workflow's schema
+ * (workflows/messages.ts). Every start goes through here, so an input the workflow cannot take
+ * fails in the caller instead of as a started workflow.
+ */
+export async function startWorkflow<Input, Result>(
+  temporal: Temporal,
+  workflow: WorkflowMessage<Input, Result>,
+  input: Input,
+  options: Omit<WorkflowStartOptions, 'args' | 'taskQueue'>,
+): Promise<StartedWorkflow<Input, Result>> {
+  const checked = workflow.input.safeParse(input);
+  if (!checked.success) {
+    throw new Error(`invalid input for workflow ${workflow.name}: ${checked.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`);
+  }
+  return temporal.client.workflow.start<(input: Input) => Promise<Result>>(workflow.name, {
+    ...options,
+    taskQueue: temporal.taskQueue,
+    args: [checked.data],
+  });
 }
 
 function startDevServer(opts: TemporalOptions, port: number): ChildProcess {

@@ -3,7 +3,8 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import postgres from 'postgres';
 import { createInvitationActivities } from '../../activities/invitations';
-import { invitationExpiry, invitationSettledSignal } from '../../workflows/invitation-expiry';
+import { invitationExpiry } from '../../workflows/invitation-expiry';
+import { invitationSettledSignal } from '../../workflows/messages';
 import { eventually, requireInfra } from '../support/harness';
 import { templateDatabase, withDatabase } from '../support/global-setup';
 

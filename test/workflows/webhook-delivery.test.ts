@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, DefaultLogger, Worker } from '@temporalio/worker';
-import type { AttemptResult, DeliveryStatus } from '../../api/features/webhooks/deliveries';
+import type { AttemptResult, DeliveryStatus } from '../../workflows/messages';
 import { projectPath } from '../../api/infra/paths';
 import type { deliverOutbound } from '../../workflows/webhook-delivery';
 

@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Logger } from '../../infra/logger';
-import type { Temporal } from '../../infra/temporal';
-import { invitationSettledSignal, type invitationExpiry } from '../../../workflows/invitation-expiry';
+import { startWorkflow, type Temporal } from '../../infra/temporal';
+import { INVITATION_EXPIRY, invitationSettledSignal } from '../../../workflows/messages';
 
 /** The Temporal side of invitations: one durable 7-day timer per invitation. */
 export class InvitationExpiryTimers {
@@ -15,11 +15,7 @@ export class InvitationExpiryTimers {
   }
 
   async start(invitationId: string): Promise<void> {
-    await this.temporal.client.workflow.start<typeof invitationExpiry>('invitationExpiry', {
-      workflowId: InvitationExpiryTimers.workflowId(invitationId),
-      taskQueue: this.temporal.taskQueue,
-      args: [{ invitationId }],
-    });
+    await startWorkflow(this.temporal, INVITATION_EXPIRY, { invitationId }, { workflowId: InvitationExpiryTimers.workflowId(invitationId) });
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { MailMessage } from '../../../activities/mail';
 import type { Sql } from '../../infra/postgres';
-import type { Temporal } from '../../infra/temporal';
-import type { sendMail } from '../../../workflows/mail';
+import { startWorkflow, type Temporal } from '../../infra/temporal';
+import { SEND_MAIL } from '../../../workflows/messages';
 
 /**
  * Stores a message in Postgres and hands its id to Temporal; once started, delivery (with
@@ -22,11 +22,7 @@ export class MailQueue {
       VALUES (${id}, ${message.to}, ${message.subject}, ${message.text}, ${message.token ?? null})
       ON CONFLICT (id) DO NOTHING RETURNING id`;
     try {
-      await this.temporal.client.workflow.start<typeof sendMail>('sendMail', {
-        workflowId: id,
-        taskQueue: this.temporal.taskQueue,
-        args: [id],
-      });
+      await startWorkflow(this.temporal, SEND_MAIL, id, { workflowId: id });
     } catch (error) {
       // No workflow will deliver it: do not keep the secret around.
       if (stored.length > 0) await this.sql`DELETE FROM outgoing_mail WHERE id = ${id}`;

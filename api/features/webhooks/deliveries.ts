@@ -1,25 +1,13 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Sql } from '../../infra/postgres';
-import type { Temporal } from '../../infra/temporal';
-import type { deliverOutbound } from '../../../workflows/webhook-delivery';
+import { startWorkflow, type Temporal } from '../../infra/temporal';
+import { DELIVER_OUTBOUND, type AttemptOutcome, type AttemptResult, type DeliveryStatus } from '../../../workflows/messages';
 
 /**
  * The outbound delivery log shared by webhooks and alert channels, and the queue that hands a
  * delivery to its Temporal workflow. A delivery's id is its workflow id, derived from the
  * target and the event, so enqueuing the same (target, event) twice never delivers twice.
  */
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped';
-export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'skipped';
-
-/** What one attempt produced; returned by the attempt activity, stored by the record activity. */
-export interface AttemptResult {
-  outcome: AttemptOutcome;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number | null;
-  startedAt: string;
-}
 
 export interface DeliveryAttempt {
   attempt: number;
@@ -116,8 +104,6 @@ const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
 export function deliveryIdFor(target: DeliveryTarget, eventId: string): string {
   return target.kind === 'webhook' ? `whd:${target.webhookId}:${eventId}` : `acd:${target.channelId}:${eventId}`;
 }
-
-export const DELIVERY_WORKFLOW = 'deliverOutbound';
 
 export class DeliveryStore {
   constructor(private readonly sql: Sql) {}
@@ -220,10 +206,8 @@ export class DeliveryQueue {
     const { delivery } = await this.store.create(deliveryId, d);
     if (delivery.status !== 'pending') return { deliveryId, started: false };
     try {
-      await this.temporal.client.workflow.start<typeof deliverOutbound>(DELIVERY_WORKFLOW, {
+      await startWorkflow(this.temporal, DELIVER_OUTBOUND, { deliveryId, maxAttempts: delivery.maxAttempts }, {
         workflowId: deliveryId,
-        taskQueue: this.temporal.taskQueue,
-        args: [{ deliveryId, maxAttempts: delivery.maxAttempts }],
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
       });
       return { deliveryId, started: true };
