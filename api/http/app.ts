@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { ProjectAccess } from '../auth/access';
@@ -8,6 +7,7 @@ import { clientIp, ipBucket } from './client-ip';
 import { HttpError } from './errors';
 import type { OpenApiCatalog } from './openapi';
 import type { RateLimiter } from './rate-limit';
+import { requestIdOf } from './request-id';
 import { mountRoutes, type AnyRoute, type RequestContext } from './route';
 
 /** Paths whose segment is itself a credential (trigger URLs, invitation links): logged without it. */
@@ -27,8 +27,6 @@ export interface HttpAppOptions {
   routes: AnyRoute[];
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
-
 /** One Express app per listener; all three share this middleware chain and error envelope. */
 export function createHttpApp(opts: HttpAppOptions): express.Express {
   const app = express();
@@ -37,8 +35,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   app.set('query parser', 'simple');
 
   app.use((req, res, next) => {
-    const incoming = req.get('x-request-id');
-    req.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    req.requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', req.requestId);
     req.clientIp = clientIp(req, opts.trustProxy);
     next();

@@ -27,21 +27,43 @@ export class RateLimiter {
 
   /** Consumes one unit, writes the headers (keeping the tightest budget seen) and throws 429 past it. */
   async enforce(res: Response, bucket: string, limit: number, what: string): Promise<void> {
-    const decision = await this.consume(bucket, limit);
-    applyRateHeaders(res, decision);
-    if (!decision.allowed) {
-      res.setHeader('Retry-After', String(Math.max(1, decision.reset - Math.floor(Date.now() / 1000))));
-      throw tooManyRequests(`Rate limit exceeded: ${limit} requests per ${this.windowSeconds} seconds per ${what}`);
-    }
+    enforceDecision(res, await this.consume(bucket, limit), rateLimitMessage(limit, this.windowSeconds, what));
   }
 }
 
-export function applyRateHeaders(res: Response, d: RateDecision): void {
+export const rateLimitMessage = (limit: number, windowSeconds: number, what: string) =>
+  `Rate limit exceeded: ${limit} requests per ${windowSeconds} seconds per ${what}`;
+
+/**
+ * The budget a request's RateLimit-* headers report among those it spent: the one with the
+ * smallest share left, and a refusal over any budget that still allowed.
+ */
+export function tighter(current: RateDecision | undefined, d: RateDecision): RateDecision {
+  if (current === undefined || (!d.allowed && current.allowed)) return d;
+  return d.remaining / d.limit < current.remaining / current.limit ? d : current;
+}
+
+/**
+ * RateLimit-Limit, -Remaining and -Reset of a budget, and Retry-After (seconds until its window
+ * resets) when it refused: the one place these headers are made, for Express responses
+ * (enforceDecision) and the lean path's node:http ones.
+ */
+export function rateHeaders(d: RateDecision): Record<string, string | number> {
+  const headers: Record<string, string | number> = { 'RateLimit-Limit': d.limit, 'RateLimit-Remaining': d.remaining, 'RateLimit-Reset': d.reset };
+  if (!d.allowed) headers['Retry-After'] = Math.max(1, d.reset - Math.floor(Date.now() / 1000));
+  return headers;
+}
+
+/** On an Express response: keeps the tightest budget of the request and its headers, and throws 429 when `d` refused. */
+export function enforceDecision(res: Response, d: RateDecision, message: string): void {
   const current = res.locals.rateLimit as RateDecision | undefined;
-  if (current && current.remaining / current.limit <= d.remaining / d.limit) return;
-  res.locals.rateLimit = d;
-  if (res.headersSent) return;
-  res.setHeader('RateLimit-Limit', String(d.limit));
-  res.setHeader('RateLimit-Remaining', String(d.remaining));
-  res.setHeader('RateLimit-Reset', String(d.reset));
+  const next = tighter(current, d);
+  if (next !== current) {
+    res.locals.rateLimit = next;
+    if (!res.headersSent) {
+      const headers = rateHeaders(next);
+      for (const name in headers) res.setHeader(name, String(headers[name]));
+    }
+  }
+  if (!d.allowed) throw tooManyRequests(message);
 }

@@ -4,7 +4,8 @@ import { z, type ZodTypeAny } from 'zod';
 import type { AccessRule, ProjectAccess, ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
-import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, unauthorized, unsupportedEncoding, unsupportedMediaType, validationFailed, type FieldProblem } from './errors';
+import { checkBodyHeaders } from './body';
+import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, unauthorized, validationFailed, type FieldProblem } from './errors';
 import type { OpenApiCatalog } from './openapi';
 
 export const KB = 1024;
@@ -169,25 +170,25 @@ function send(res: Response, r: Reply) {
 
 /**
  * Reads the JSON body into req.body, with `limit`; a body on a route without one is ignored.
- * Compressed bodies are refused (415) before reading: `inflate: false`, as on the lean path.
+ * Its headers are checked as on the lean path (checkBodyHeaders): compressed bodies, other
+ * types and declared lengths over the limit are refused before a byte is read.
  */
 function bodyReader(route: AnyRoute, limit: number) {
   const parser = express.json({ limit, type: () => true, inflate: false });
   return (req: Request, res: Response) =>
     new Promise<void>((resolve, reject) => {
       if (!route.body) return resolve();
-      const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-      if (!hasBody) {
+      const problem = checkBodyHeaders(req.headers, limit);
+      if (problem === null) {
         req.body = undefined;
         return resolve();
       }
-      if (!req.is('application/json') && !req.is('application/*+json')) return reject(unsupportedMediaType());
+      if (problem !== undefined) return reject(problem);
       parser(req, res, (err?: unknown) => {
         if (!err) return resolve();
         const e = err as { type?: string; status?: number };
         if (e.type === 'entity.too.large') return reject(payloadTooLarge(limit));
         if (e.type === 'entity.parse.failed') return reject(malformedJson());
-        if (e.type === 'encoding.unsupported') return reject(unsupportedEncoding());
         if (e.type === 'charset.unsupported') return reject(new HttpError(415, 'Unsupported body charset'));
         if (e.type === 'request.aborted') return reject(requestAborted());
         reject(err);

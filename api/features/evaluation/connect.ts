@@ -20,7 +20,7 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, personalTokenRefused, tooManyRequests, type ErrorCode } from '../../http/errors';
 import { ipBucket } from '../../http/client-ip';
-import { applyRateHeaders } from '../../http/rate-limit';
+import { enforceDecision } from '../../http/rate-limit';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import { ANONYMOUS } from '../../auth/principal';
 import type { Environment } from '../flags/types';
@@ -548,11 +548,6 @@ function anyFlagJson(m: Omit<AnyFlag, '$typeName' | '$unknown'>): Record<string,
 /** The per-service budget on an Express route (only callers who read the service spend it). */
 export function spendOrThrow(evaluation: EvaluationService, ctx: RequestContext<unknown, unknown, unknown>, grant: ServiceGrant) {
   const decision = evaluation.consumeServiceBudget(grant);
-  if (decision === undefined) return;
-  applyRateHeaders(ctx.res, decision);
-  if (!decision.allowed) {
-    ctx.res.setHeader('Retry-After', String(Math.max(1, decision.reset - Math.floor(Date.now() / 1000))));
-    throw tooManyRequests('Rate limit exceeded for this service');
-  }
+  if (decision !== undefined) enforceDecision(ctx.res, decision, 'Rate limit exceeded for this service');
 }
 

@@ -1,11 +1,13 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { bearerToken, type Authenticator } from '../../auth/authenticator';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { clientIp, ipBucket } from '../../http/client-ip';
-import { HttpError, badRequest, malformedJson, payloadTooLarge, personalTokenRefused, requestAborted, serviceUnavailable, tooManyRequests, unsupportedEncoding, unsupportedMediaType } from '../../http/errors';
-import type { RateDecision } from '../../http/rate-limit';
+import { checkBodyHeaders } from '../../http/body';
+import { HttpError, badRequest, malformedJson, payloadTooLarge, personalTokenRefused, requestAborted, serviceUnavailable, tooManyRequests } from '../../http/errors';
+import { rateHeaders, rateLimitMessage, tighter, type RateDecision } from '../../http/rate-limit';
+import { requestIdOf } from '../../http/request-id';
 import { BODY_LIMITS } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { Environment } from '../flags/types';
@@ -57,7 +59,6 @@ const REST_PATH = '/api/flags/evaluate';
 const STREAM_PATHS = new Set(['/api/flags/stream', '/api/connect/stream']);
 const OFREP_BULK_PATH = '/api/ofrep/v1/evaluate/flags';
 const OFREP_PREFIX = '/api/ofrep/v1/evaluate/flags/';
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /**
  * CORS for the evaluation and SDK routes: any origin, without credentials (a browser never sends
@@ -77,7 +78,6 @@ const CORS_PREFLIGHT_HEADERS: Record<string, string> = {
     'Authorization, Content-Type, X-Service-Id, X-Environment, X-Request-Id, If-None-Match, Last-Event-ID, Connect-Protocol-Version, Connect-Timeout-Ms, X-Grpc-Web, X-User-Agent, Grpc-Timeout',
   'Access-Control-Max-Age': '600',
 };
-const JSON_TYPE = /^application\/(?:[^;\s]+\+)?json\s*(?:;|$)/i;
 const BODY_LIMIT = BODY_LIMITS.evaluation;
 
 /**
@@ -106,10 +106,6 @@ interface Exchange {
 
 const EXCHANGE = Symbol('lean exchange');
 
-/** Request ids: a random per-process prefix and a counter (unique, and cheaper than a UUID per request). */
-const ID_PREFIX = randomBytes(6).toString('hex');
-let idCounter = 0;
-const nextRequestId = () => `${ID_PREFIX}-${(++idCounter).toString(36)}`;
 type WithExchange = IncomingMessage & { [EXCHANGE]?: Exchange };
 
 export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
@@ -138,14 +134,13 @@ export function createLeanHandler(deps: LeanDeps): (req: IncomingMessage, res: S
       kind = 'ofrep';
       ofrepKey = path.slice(OFREP_PREFIX.length);
     } else return false;
-    const incoming = req.headers['x-request-id'];
     const ex: Exchange = {
       deps,
       kind,
       req,
       res,
       startedAt: performance.now(),
-      requestId: typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : nextRequestId(),
+      requestId: requestIdOf(req.headers['x-request-id']),
       query: q === -1 ? '' : url.slice(q + 1),
       ofrepKey,
       rate: undefined,
@@ -192,7 +187,7 @@ function afterAuth(ex: Exchange, principal: Principal): void {
     ex.principal = principal;
     ex.rateLimitMs = performance.now() - ex.startedAt;
     if (ex.kind === 'stream') return settle(ex, openStream(ex));
-    const problem = checkBodyHeaders(ex.req);
+    const problem = checkBodyHeaders(ex.req.headers, BODY_LIMIT);
     if (problem === null) return afterBody(ex, undefined);
     if (problem !== undefined) throw problem;
     (ex.req as WithExchange)[EXCHANGE] = ex;
@@ -231,23 +226,6 @@ function dispatch(ex: Exchange, raw: unknown): Promise<void> | undefined {
     return evaluateOfrep(ex, raw, key);
   }
   return evaluateOfrepBulk(ex, raw);
-}
-
-/**
- * Body headers decide before any byte is read: null for no body, undefined to read one, or the
- * error (415 not JSON, 415 compressed, 413 declared over the 64 KB evaluation limit of spec 8).
- */
-function checkBodyHeaders(req: IncomingMessage): HttpError | null | undefined {
-  const length = req.headers['content-length'];
-  const declared = length === undefined ? undefined : Number(length);
-  const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (!chunked && (declared === undefined || declared === 0)) return null;
-  const type = req.headers['content-type'];
-  if (type === undefined || !JSON_TYPE.test(type)) return unsupportedMediaType();
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return unsupportedEncoding();
-  if (declared !== undefined && declared > BODY_LIMIT) return payloadTooLarge(BODY_LIMIT);
-  return undefined;
 }
 
 function onBodyData(this: WithExchange, chunk: Buffer): void {
@@ -456,11 +434,10 @@ function limit(deps: LeanDeps, ex: Exchange, bucket: string, max: number, what: 
   limitDecision(ex, deps.limiter.consume(bucket, max), what, deps.limiter.windowSeconds);
 }
 
-/** Keeps the tightest budget for the headers (as applyRateHeaders does) and throws 429 past one. */
+/** Keeps the tightest budget for the headers and throws 429 past one. */
 function limitDecision(ex: Exchange, d: RateDecision, what: string, windowSeconds: number) {
-  const current = ex.rate;
-  if (current === undefined || d.remaining / d.limit < current.remaining / current.limit) ex.rate = d;
-  if (!d.allowed) throw tooManyRequests(`Rate limit exceeded: ${d.limit} requests per ${windowSeconds} seconds per ${what}`);
+  ex.rate = tighter(ex.rate, d);
+  if (!d.allowed) throw tooManyRequests(rateLimitMessage(d.limit, windowSeconds, what));
 }
 
 function fail(deps: LeanDeps, ex: Exchange, error: unknown) {
@@ -471,21 +448,15 @@ function fail(deps: LeanDeps, ex: Exchange, error: unknown) {
     http = new HttpError(500, 'Internal server error');
   }
   const extra: Record<string, string> = {};
-  if (http.status === 429 && ex.rate) extra['Retry-After'] = String(Math.max(1, ex.rate.reset - Math.floor(Date.now() / 1000)));
   if (http.status === 413) extra.Connection = 'close';
   const body = ex.kind === 'rest' || ex.kind === 'stream' ? http.toBody() : ofrepError(http, ex.kind === 'ofrep' ? ex.ofrepKey : undefined);
   send(ex, http.status, JSON.stringify(body), extra);
 }
 
-/** X-Request-Id and the RateLimit-* headers of the tightest budget. */
+/** X-Request-Id, and the RateLimit-* headers of the tightest budget (Retry-After when it refused). */
 function commonHeaders(ex: Exchange): Record<string, string | number> {
-  const headers: Record<string, string | number> = { 'X-Request-Id': ex.requestId };
-  const rate = ex.rate;
-  if (rate !== undefined) {
-    headers['RateLimit-Limit'] = rate.limit;
-    headers['RateLimit-Remaining'] = rate.remaining;
-    headers['RateLimit-Reset'] = rate.reset;
-  }
+  const headers = ex.rate === undefined ? {} : rateHeaders(ex.rate);
+  headers['X-Request-Id'] = ex.requestId;
   return headers;
 }
 
