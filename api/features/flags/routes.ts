@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import type { ProjectAccess } from '../../auth/access';
-import type { Capability } from '../../auth/permissions';
+import type { AccessRule, ProjectAccess } from '../../auth/access';
 import type { Principal } from '../../auth/principal';
-import { badRequest, HttpError, notFound, unauthorized } from '../../http/errors';
-import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
+import { badRequest, notFound, unauthorized } from '../../http/errors';
+import { BODY_LIMITS, defineRoute, type AnyRoute, type Reply, type RequestContext, type HANDLED } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
 import type { FlagService } from './service';
@@ -115,20 +114,24 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
   const { flags, access } = deps;
 
   /**
-   * Resolves the service and checks the capability on its project. A service the caller cannot
-   * see is reported exactly like one that does not exist (no BOLA oracle).
+   * The list of a public demo service is open to anyone (spec 4.2 rules 1-3: demoList answers
+   * it, the page reaches the handler through demoPages); any other list needs flags:read on
+   * ?projectId.
    */
-  async function authorize(principal: Principal, serviceId: string, capability: Capability) {
-    const service = await flags.findService(serviceId);
-    if (!service) throw notFound('Service');
-    try {
-      await access.require(principal, service.projectId, capability);
-    } catch (error) {
-      if (error instanceof HttpError && error.status === 404) throw notFound('Service');
-      throw error;
-    }
-    return service;
-  }
+  const demoPages = new WeakMap<object, Reply | typeof HANDLED>();
+  const listAccess: AccessRule<RequestContext<unknown, z.infer<typeof ListQuery>, unknown>> = {
+    capability: 'flags:read',
+    async check(principal, ctx) {
+      const demoPage = await deps.demoList?.(ctx);
+      if (demoPage !== undefined) {
+        demoPages.set(ctx, demoPage);
+        return [];
+      }
+      if (principal.type === 'anonymous') throw unauthorized();
+      if (!ctx.query.projectId) throw badRequest('Validation failed: query.projectId: Required', [{ path: 'query.projectId', message: 'Required' }]);
+      return [await access.require(principal, ctx.query.projectId, 'flags:read')];
+    },
+  };
 
   const client = (ctx: { principal: Principal; ip: string; userAgent: string }) =>
     actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
@@ -140,6 +143,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'List flags of a project (filters, offset or cursor paging, field projection; demo services: no auth, 4,096 per page, ETag)',
       tags: ['flags'],
       auth: 'public',
+      access: listAccess,
       query: ListQuery,
       response: z.object({
         flags: z.array(FlagRecordSchema.partial()),
@@ -151,16 +155,14 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
         prevCursor: z.string().nullable(),
       }),
       async handler(ctx) {
-        const demoPage = await deps.demoList?.(ctx);
+        const demoPage = demoPages.get(ctx);
         if (demoPage !== undefined) return demoPage;
-        const { principal, query } = ctx;
-        if (principal.type === 'anonymous') throw unauthorized();
-        if (!query.projectId) throw badRequest('Validation failed: query.projectId: Required', [{ path: 'query.projectId', message: 'Required' }]);
-        await access.require(principal, query.projectId, 'flags:read');
+        const { query } = ctx;
+        const projectId = ctx.granted[0].projectId;
         const request = pageRequest(query, Math.min(query.limit ?? LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT));
         const page = await flags.list(
           {
-            projectId: query.projectId,
+            projectId,
             serviceId: query.serviceId,
             environment: query.environment,
             search: query.search,
@@ -179,13 +181,13 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'Create a flag (in every environment when none is given; returns the requested or development copy)',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
       status: 201,
       bodyLimit: BODY_LIMITS.flagWrite,
       body: FlagCreateSchema,
       response: FlagRecordSchema,
       async handler(ctx) {
         const { body } = ctx;
-        await authorize(ctx.principal, body.serviceId, 'flags:write');
         const created = await flags.create(client(ctx), body);
         return created.find((f) => f.environment === (body.environment ?? 'development')) ?? created[0];
       },
@@ -196,11 +198,11 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'Read one flag',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: RefQuery,
       response: FlagRecordSchema,
-      async handler({ principal, params, query }) {
-        await authorize(principal, query.serviceId, 'flags:read');
+      async handler({ params, query }) {
         const flag = await flags.get({ key: params.key, ...query });
         if (!flag) throw notFound(`Flag "${params.key}"`);
         return flag;
@@ -212,6 +214,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'Change the given fields of a flag (optional `version` for optimistic concurrency)',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.query.serviceId },
       bodyLimit: BODY_LIMITS.flagWrite,
       params: KeyParams,
       query: RefQuery,
@@ -219,7 +222,6 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       response: FlagRecordSchema,
       async handler(ctx) {
         const { params, query, body } = ctx;
-        await authorize(ctx.principal, query.serviceId, 'flags:write');
         const { version, ...patch } = body;
         return flags.update(client(ctx), { key: params.key, ...query }, patch, version);
       },
@@ -230,11 +232,11 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'Delete a flag (optional `version` query for optimistic concurrency)',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:delete', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: RefQuery.extend({ version: Version.optional() }),
       async handler(ctx) {
         const { params, query } = ctx;
-        await authorize(ctx.principal, query.serviceId, 'flags:delete');
         await flags.remove(client(ctx), { key: params.key, serviceId: query.serviceId, environment: query.environment }, query.version);
       },
     }),
@@ -244,6 +246,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'Flip a flag, or set `enabled` when given',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.query.serviceId },
       bodyLimit: BODY_LIMITS.flagWrite,
       params: KeyParams,
       query: RefQuery,
@@ -257,7 +260,6 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       response: FlagRecordSchema,
       async handler(ctx) {
         const { params, query, body } = ctx;
-        await authorize(ctx.principal, query.serviceId, 'flags:write');
         return flags.toggle(client(ctx), { key: params.key, ...query }, body?.enabled, body?.version);
       },
     }),
@@ -267,11 +269,11 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: 'Version history of a flag, newest first',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: HistoryQuery,
       response: z.object({ versions: z.array(VersionSchema), total: z.number().int(), hasMore: z.boolean() }),
-      async handler({ principal, params, query }) {
-        await authorize(principal, query.serviceId, 'flags:read');
+      async handler({ params, query }) {
         const { versions, total } = await flags.history(
           { key: params.key, serviceId: query.serviceId, environment: query.environment },
           query.limit,
@@ -286,12 +288,12 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       summary: "Restore a version's content as a new version",
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.query.serviceId },
       params: KeyParams.extend({ version: Version }),
       query: RefQuery,
       response: FlagRecordSchema,
       async handler(ctx) {
         const { params, query } = ctx;
-        await authorize(ctx.principal, query.serviceId, 'flags:write');
         return flags.rollback(client(ctx), { key: params.key, ...query }, params.version);
       },
     }),
