@@ -4,12 +4,11 @@ import { needsPermission } from '../../auth/access';
 import { notFound, validationFailed } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
-import { spendOrThrow } from './connect';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofrep';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody } from './schemas';
-import { DEFAULT_ENVIRONMENT, restResult, round3, type EvaluationService } from './service';
+import { DEFAULT_ENVIRONMENT, restResult, round3, spendOrThrow, type EvaluationService } from './service';
 
 /** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
 export const BATCH_BODY_LIMIT = 512 * 1024;

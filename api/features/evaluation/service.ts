@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Principal } from '../../auth/principal';
-import type { RateDecision } from '../../http/rate-limit';
+import { enforceDecision, type RateDecision } from '../../http/rate-limit';
+import type { RequestContext } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
 import { canSee, type EvaluationAccess, type ServiceGrant } from './access';
 import type { ContextRing } from './contexts';
@@ -34,12 +35,6 @@ export const DEFAULT_ENVIRONMENT: Environment = 'development';
 
 export function isEnvironment(value: unknown): value is Environment {
   return typeof value === 'string' && (ENVIRONMENTS as readonly string[]).includes(value);
-}
-
-export class RateLimited extends Error {
-  constructor(readonly decision: RateDecision) {
-    super('rate limited');
-  }
 }
 
 /**
@@ -177,3 +172,9 @@ export function restResult(r: EvaluationResult): Record<string, unknown> {
 export const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
 
 const clock = () => performance.now();
+
+/** The per-service budget on an Express route (only callers who read the service spend it). */
+export function spendOrThrow(evaluation: EvaluationService, ctx: RequestContext<unknown, unknown, unknown>, grant: ServiceGrant) {
+  const decision = evaluation.consumeServiceBudget(grant);
+  if (decision !== undefined) enforceDecision(ctx.res, decision, 'Rate limit exceeded for this service');
+}

@@ -11,7 +11,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { Check } from '../health/routes';
 import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
-import { connectJsonRoutes, connectRoutes } from './connect';
+import { connectJsonRoutes, connectRoutes } from './connect-routes';
 import { ContextRing } from './contexts';
 import { compileFlag, evaluate } from './engine/index';
 import { EvaluationLog } from './evaluation-log';
