@@ -16,11 +16,20 @@ export interface Analytics {
  * chDB allows one data path per process; several sessions on that path (several platforms in
  * one test process) each keep their own current database.
  */
-export async function openAnalytics(opts: { url?: string; database: string; chdbPath: string }): Promise<Analytics> {
+export async function openAnalytics(opts: {
+  url?: string;
+  database: string;
+  chdbPath: string;
+  /** False in processes that only write (ownsAnalyticsSchema); scripts and tests own what they open. */
+  ownsSchema?: boolean;
+}): Promise<Analytics> {
   if (opts.url) {
-    const bootstrap = createClient({ url: opts.url });
-    await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
-    await bootstrap.close();
+    // On a server the database is schema too: only its owner creates it.
+    if (opts.ownsSchema ?? true) {
+      const bootstrap = createClient({ url: opts.url });
+      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
+      await bootstrap.close();
+    }
     const client = createClient({
       url: opts.url,
       database: opts.database,
@@ -32,6 +41,7 @@ export async function openAnalytics(opts: { url?: string; database: string; chdb
   fs.mkdirSync(opts.chdbPath, { recursive: true });
   const connection = createChdbConnection({ path: opts.chdbPath });
   const client = createClient({ connection } as Parameters<typeof createClient>[0]);
+  // chDB lives in this process alone, which therefore owns its schema (ownsAnalyticsSchema).
   await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
   // The chDB connection ignores the `database` option; its session keeps USE instead, so
   // queries can name tables unqualified exactly as they do against a server.

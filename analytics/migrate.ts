@@ -1,9 +1,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Role } from '../api/config';
 import { projectPath } from '../api/infra/paths';
 import type { Analytics } from './client';
 
 const SCHEMA_DIR = projectPath('analytics', 'schema');
+
+/**
+ * Whether a process creates and migrates the analytics schema: the control plane does (and
+ * `npm run migrate`); data-plane, ingest and worker processes only write, and wait for the
+ * schema when it is not there yet. chDB (no CLICKHOUSE_URL) runs inside the process, so no
+ * other process can reach it: there every process owns its store.
+ */
+export function ownsAnalyticsSchema(roles: readonly Role[], clickhouseUrl: string | undefined): boolean {
+  return roles.includes('control') || !clickhouseUrl;
+}
 
 /**
  * Applies analytics/schema/NNN_*.sql in order. ClickHouse has no transactions, so every file

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openAnalytics, type Analytics } from '../analytics/client';
-import { migrateAnalytics } from '../analytics/migrate';
+import { migrateAnalytics, ownsAnalyticsSchema } from '../analytics/migrate';
 import type { WorkerHandle } from '../activities/worker';
 import { ProjectAccess } from './auth/access';
 import { Authenticator } from './auth/authenticator';
@@ -100,10 +100,14 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX);
     onShutdown(() => cache.close());
 
-    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb') });
+    // Only the schema's owners run analytics DDL; data-plane and ingest processes only write.
+    const ownsSchema = ownsAnalyticsSchema(config.ROLES, config.CLICKHOUSE_URL);
+    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb'), ownsSchema });
     onShutdown(() => analytics.close());
-    const analyticsApplied = await migrateAnalytics(analytics);
-    if (analyticsApplied.length) logger.info({ applied: analyticsApplied }, 'analytics migrations applied');
+    if (ownsSchema) {
+      const analyticsApplied = await migrateAnalytics(analytics);
+      if (analyticsApplied.length) logger.info({ applied: analyticsApplied }, 'analytics migrations applied');
+    }
 
     // Only the control plane (starts workflows) and the worker (runs them) talk to Temporal.
     const usesTemporal = config.ROLES.includes('control') || config.ROLES.includes('worker');

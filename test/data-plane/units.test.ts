@@ -8,6 +8,7 @@ import { LocalRateLimiter } from '../../api/features/evaluation/local-rate-limit
 import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent } from '../../api/features/evaluation/recorder';
 import { createCache } from '../../api/infra/cache';
 import { createLogger } from '../../api/infra/logger';
+import { eventually } from '../support/harness';
 
 const logger = createLogger('silent');
 
@@ -208,6 +209,28 @@ describe('ContextRing', () => {
 });
 
 describe('EvaluationRecorder into chDB', () => {
+  it('waits for a schema its owner has not created yet, without spending attempts or dropping events', async () => {
+    // A data plane's writer: it never creates tables, the control plane (here migrateAnalytics) does.
+    const database = `recorder_wait_${process.pid}`;
+    const analytics = await openAnalytics({ database, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    try {
+      const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 5 });
+      recorder.record({ ...event(1, 'early-flag'), timestamp: Math.floor(Date.now() / 1000) * 1000 });
+      const flushed = recorder.flush();
+      await eventually(async () => recorder.stats().lastError?.includes('does not exist'));
+      // Several tries have failed by now, with one attempt allowed: none was counted.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(recorder.stats()).toMatchObject({ healthy: false, dropped: 0, failedBatches: 0, written: 0 });
+      await migrateAnalytics(analytics);
+      await flushed;
+      expect(recorder.stats()).toMatchObject({ healthy: true, written: 1, dropped: 0, failedBatches: 0 });
+      await recorder.close();
+    } finally {
+      await analytics.client.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => undefined);
+      await analytics.close();
+    }
+  });
+
   it('stores awkward strings exactly (TabSeparated escaping) and millisecond timestamps', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'recorder-chdb-'));
     // One chDB path per process (as the harness): a database of our own inside it.

@@ -1,6 +1,7 @@
 import { AccountStore } from '../../api/features/accounts/store';
 import { SESSION_COOKIE, SessionManager } from '../../api/auth/sessions';
 import { newId } from '../../api/infra/ids';
+import { freePort } from '../../api/infra/temporal';
 import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 
 const OPS = 'ops@example.com';
@@ -145,5 +146,30 @@ describe('a lone data-plane process', () => {
       body: { flagKey: 'nope', serviceId: 'svc_missing', environment: 'development', defaultValue: false, context: {} },
     });
     expect(evaluation.status).toBeLessThan(500);
+  });
+});
+
+describe('analytics schema ownership', () => {
+  /** A ClickHouse URL nothing answers: a process that runs analytics DDL at start cannot start against it. */
+  let nobody: string;
+  let data: TestApp | undefined;
+  beforeAll(async () => {
+    nobody = `http://127.0.0.1:${await freePort()}`;
+  });
+  afterAll(() => data?.stop());
+
+  it('a data-only process runs no analytics DDL: it starts and serves without reaching ClickHouse', async () => {
+    data = await startTestApp({ ROLES: 'data', CLICKHOUSE_URL: nobody });
+    expect(data.platform.analytics.backend).toBe('clickhouse');
+    const evaluation = await data.request('POST', '/api/flags/evaluate', {
+      listener: 'data',
+      body: { flagKey: 'nope', serviceId: 'svc_missing', environment: 'development', defaultValue: false, context: {} },
+    });
+    expect(evaluation.status).toBeLessThan(500);
+  });
+
+  it('the control plane owns the schema: it creates it at start', async () => {
+    // Same Postgres database as the data plane, so the failed start leaves nothing behind.
+    await expect(startTestApp({ ROLES: 'control', CLICKHOUSE_URL: nobody, DATABASE_URL: data!.databaseUrl })).rejects.toThrow(/ECONNREFUSED|connect/i);
   });
 });

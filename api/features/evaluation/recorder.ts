@@ -65,6 +65,8 @@ const COLUMNS = [
   'variant', 'value', 'latency_ms', 'error_code', 'targeting_key_hash', 'source',
 ] as const;
 const HASHES_KEPT = 50_000;
+/** The longest wait between two tries of a batch. */
+const MAX_RETRY_DELAY_MS = 5_000;
 
 /** Which buffered events DELETE /api/evaluations removes before they are written. */
 export interface DiscardFilter {
@@ -88,7 +90,9 @@ interface Chunk {
  * what waits for an insert is a few flat strings, not hundreds of thousands of objects: at
  * 200,000 events/s, tracing buffered event objects in the old generation was most of the
  * writer's cost. Memory is bounded by `maxBuffered` events; a failed insert is retried with
- * exponential backoff up to `maxAttempts`, then the batch is dropped. Every dropped event is
+ * exponential backoff up to `maxAttempts`, then the batch is dropped; while the analytics schema
+ * is not there yet (a data plane started before the control plane that owns it), batches wait
+ * for it without spending attempts, and `maxBuffered` still bounds the wait. Every dropped event is
  * counted (stats, /api/health/evaluation). `close` flushes everything before the process exits.
  */
 export class EvaluationRecorder {
@@ -281,6 +285,7 @@ export class EvaluationRecorder {
   }
 
   private async insertWithRetry(texts: string[]): Promise<void> {
+    let failures = 0;
     for (let attempt = 1; ; attempt++) {
       try {
         const values = Readable.from(texts, { objectMode: false, encoding: 'utf8' });
@@ -290,9 +295,14 @@ export class EvaluationRecorder {
       } catch (error) {
         this.lastError = (error as Error).message;
         this.healthy = false;
-        if (attempt >= this.opts.maxAttempts || this.closed) throw error;
-        this.opts.logger.warn({ err: error, attempt }, 'evaluation event insert failed; retrying');
-        await new Promise((r) => setTimeout(r, this.opts.retryBaseMs * 2 ** (attempt - 1)));
+        const awaitingSchema = isSchemaMissing(error);
+        if (!awaitingSchema) failures++;
+        if (failures >= this.opts.maxAttempts || this.closed) throw error;
+        this.opts.logger.warn(
+          { err: error, attempt },
+          awaitingSchema ? 'analytics schema not there yet (the control plane or npm run migrate creates it); waiting' : 'evaluation event insert failed; retrying',
+        );
+        await new Promise((r) => setTimeout(r, Math.min(this.opts.retryBaseMs * 2 ** Math.min(attempt - 1, 16), MAX_RETRY_DELAY_MS)));
       }
     }
   }
@@ -322,4 +332,10 @@ const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '
 /** A string as a TabSeparated field: backslash, tab, newline, carriage return and NUL escaped. */
 export function tsv(value: string): string {
   return TSV_SPECIAL.test(value) ? value.replace(TSV_SPECIALS, (c) => TSV_ESCAPES[c]) : value;
+}
+
+/** ClickHouse's answer while the schema's owner has not created the table (or the database) yet. */
+function isSchemaMissing(error: unknown): boolean {
+  const type = (error as { type?: unknown } | null)?.type;
+  return type === 'UNKNOWN_TABLE' || type === 'UNKNOWN_DATABASE';
 }
