@@ -39,11 +39,12 @@ export function invitationRoutes(deps: { invitations: InvitationService }): AnyR
       summary: "The project's invitations (status pending, accepted, cancelled or expired)",
       tags: ['invitations'],
       auth: 'authenticated',
+      access: { capability: 'members:view', project: (ctx) => ctx.params.id },
       params: ProjectParams,
       query: z.object({ status: z.enum(INVITATION_STATUSES).optional() }),
       response: z.object({ invitations: z.array(InvitationSchema) }),
-      async handler({ principal, params, query }) {
-        return { invitations: await invitations.list(principal, params.id, query.status) };
+      async handler({ params, query }) {
+        return { invitations: await invitations.list(params.id, query.status) };
       },
     }),
     defineRoute({
@@ -52,6 +53,8 @@ export function invitationRoutes(deps: { invitations: InvitationService }): AnyR
       summary: 'Invite someone by e-mail as admin, member or viewer; expires after 7 days',
       tags: ['invitations'],
       auth: 'authenticated',
+      // No token invites to a role beyond what it holds (InvitationService).
+      access: { capability: 'members:manage', project: (ctx) => ctx.params.id },
       noPersonalTokens: true,
       status: 201,
       params: ProjectParams,
@@ -67,6 +70,7 @@ export function invitationRoutes(deps: { invitations: InvitationService }): AnyR
       summary: 'Cancel a pending invitation',
       tags: ['invitations'],
       auth: 'authenticated',
+      access: { capability: 'members:manage', project: (ctx) => ctx.params.id },
       status: 204,
       params: z.object({ id: idSchema, invitationId: idSchema }),
       async handler(ctx) {

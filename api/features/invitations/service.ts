@@ -1,5 +1,5 @@
-import { requireGrantable, type ProjectAccess } from '../../auth/access';
-import type { Principal, UserRecord } from '../../auth/principal';
+import { requireGrantable } from '../../auth/access';
+import type { UserRecord } from '../../auth/principal';
 import { conflict, forbidden, HttpError, notFound, serviceUnavailable } from '../../http/errors';
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
@@ -18,7 +18,6 @@ import { INVITATION_LIFETIME_MS, type InvitableRole, type InvitationRecord, type
 
 export interface InvitationServiceDeps {
   sql: Sql;
-  access: ProjectAccess;
   store: InvitationStore;
   members: MemberStore;
   projects: ProjectStore;
@@ -46,14 +45,12 @@ const gone = (status: InvitationStatus) =>
 export class InvitationService {
   constructor(private readonly deps: InvitationServiceDeps) {}
 
-  async list(principal: Principal, projectId: string, status?: InvitationStatus): Promise<InvitationRecord[]> {
-    await this.deps.access.require(principal, projectId, 'members:view');
+  async list(projectId: string, status?: InvitationStatus): Promise<InvitationRecord[]> {
     return this.deps.store.list(this.deps.sql, projectId, status);
   }
 
   async create(caller: Caller, projectId: string, input: { email: string; role: InvitableRole }): Promise<InvitationRecord> {
-    const { access, store, members, projects, sql } = this.deps;
-    await access.require(caller.principal, projectId, 'members:manage');
+    const { store, members, projects, sql } = this.deps;
     requireGrantable(caller.principal, input.role);
     const project = await projects.findById(sql, projectId);
     if (!project) throw notFound('Project');
@@ -112,8 +109,7 @@ export class InvitationService {
   }
 
   async cancel(caller: Caller, projectId: string, invitationId: string): Promise<void> {
-    const { access, store, sql } = this.deps;
-    await access.require(caller.principal, projectId, 'members:manage');
+    const { store, sql } = this.deps;
     const invitation = await store.get(sql, projectId, invitationId);
     if (!invitation) throw notFound('Invitation');
     await sql.begin(async (tx) => {

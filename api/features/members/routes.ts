@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { actingUser } from '../../auth/principal';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { callerOf, idSchema } from '../projects/common';
 import type { MemberService } from './service';
@@ -27,10 +28,11 @@ export function memberRoutes(deps: { members: MemberService }): AnyRoute[] {
       summary: "The project's members with their roles",
       tags: ['members'],
       auth: 'authenticated',
+      access: { capability: 'members:view', project: (ctx) => ctx.params.id },
       params: ProjectParams,
       response: z.object({ members: z.array(MemberSchema) }),
-      async handler({ principal, params }) {
-        return { members: await members.list(principal, params.id) };
+      async handler({ params }) {
+        return { members: await members.list(params.id) };
       },
     }),
     defineRoute({
@@ -39,6 +41,8 @@ export function memberRoutes(deps: { members: MemberService }): AnyRoute[] {
       summary: 'Add a user to the project (granting owner needs an owner)',
       tags: ['members'],
       auth: 'authenticated',
+      // Granting owner also needs members:owner; no token grants a role beyond what it holds (MemberService).
+      access: { capability: 'members:manage', project: (ctx) => ctx.params.id },
       adminTier: true,
       status: 201,
       params: ProjectParams,
@@ -54,6 +58,8 @@ export function memberRoutes(deps: { members: MemberService }): AnyRoute[] {
       summary: "Change a member's role (owner changes need an owner; the last owner cannot be demoted)",
       tags: ['members'],
       auth: 'authenticated',
+      // Changes to or from owner also need members:owner (MemberService).
+      access: { capability: 'members:manage', project: (ctx) => ctx.params.id },
       adminTier: true,
       params: MemberParams,
       body: z.object({ role: z.enum(PROJECT_ROLES) }).strict(),
@@ -68,6 +74,11 @@ export function memberRoutes(deps: { members: MemberService }): AnyRoute[] {
       summary: 'Remove a member (anyone may leave; the last owner cannot be removed)',
       tags: ['members'],
       auth: 'authenticated',
+      // Leaving needs only members:view; removing an owner also needs members:owner (MemberService).
+      access: {
+        capability: (ctx) => (actingUser(ctx.principal)?.id === ctx.params.memberId ? 'members:view' : 'members:manage'),
+        project: (ctx) => ctx.params.id,
+      },
       adminTier: true,
       status: 204,
       params: MemberParams,

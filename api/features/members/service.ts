@@ -1,5 +1,5 @@
 import { requireGrantable, type ProjectAccess } from '../../auth/access';
-import { actingUser, type Principal, type ProjectRole } from '../../auth/principal';
+import { actingUser, type ProjectRole } from '../../auth/principal';
 import { conflict, notFound } from '../../http/errors';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit } from '../audit/writer';
@@ -17,7 +17,8 @@ const lastOwner = () => conflict('The project must keep at least one owner; make
 const changedMeanwhile = () => conflict('The membership changed while this request ran; reload and retry');
 
 /**
- * Project membership (spec 4.7). members:view lists, members:manage changes; anything that
+ * Project membership (spec 4.7). The routes check members:view to list and leave and
+ * members:manage to change (access rules, members/routes.ts); anything that
  * grants, demotes, removes or transfers `owner` also needs members:owner (owners only, and an
  * owner-actions personal token). No token grants a role beyond what it holds itself
  * (requireGrantable). A project never loses its last owner.
@@ -25,14 +26,12 @@ const changedMeanwhile = () => conflict('The membership changed while this reque
 export class MemberService {
   constructor(private readonly deps: MemberServiceDeps) {}
 
-  async list(principal: Principal, projectId: string): Promise<MemberRecord[]> {
-    await this.deps.access.require(principal, projectId, 'members:view');
+  async list(projectId: string): Promise<MemberRecord[]> {
     return this.deps.store.list(this.deps.sql, projectId);
   }
 
   async add(caller: Caller, projectId: string, input: { userId: string; role: ProjectRole }): Promise<MemberRecord> {
     const { access, store, sql } = this.deps;
-    await access.require(caller.principal, projectId, 'members:manage');
     if (input.role === 'owner') await access.require(caller.principal, projectId, 'members:owner');
     requireGrantable(caller.principal, input.role);
     if (!(await store.userExists(sql, input.userId))) throw notFound('User');
@@ -51,7 +50,6 @@ export class MemberService {
 
   async changeRole(caller: Caller, projectId: string, userId: string, role: ProjectRole): Promise<MemberRecord> {
     const { access, store, sql } = this.deps;
-    await access.require(caller.principal, projectId, 'members:manage');
     const target = await store.get(sql, projectId, userId);
     if (!target) throw notFound('Member');
     if (target.role === role) return target;
@@ -74,7 +72,6 @@ export class MemberService {
   async remove(caller: Caller, projectId: string, userId: string): Promise<void> {
     const { access, store, sql } = this.deps;
     const self = actingUser(caller.principal)?.id === userId;
-    await access.require(caller.principal, projectId, self ? 'members:view' : 'members:manage');
     const target = await store.get(sql, projectId, userId);
     if (!target) throw notFound('Member');
     if (target.role === 'owner') await access.require(caller.principal, projectId, 'members:owner');

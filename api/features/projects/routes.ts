@@ -28,9 +28,10 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'Projects the caller can access, each with the caller\'s role',
       tags: ['projects'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', project: () => undefined },
       response: z.object({ projects: z.array(ProjectSchema) }),
-      async handler({ principal }) {
-        return { projects: await projects.list(principal) };
+      async handler({ granted }) {
+        return { projects: await projects.list(granted) };
       },
     }),
     defineRoute({
@@ -61,11 +62,12 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'A project by slug (slugs are unique per organization; pass orgId when ambiguous)',
       tags: ['projects'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', project: () => undefined },
       params: z.object({ slug: z.string().min(1).max(64) }),
       query: z.object({ orgId: idSchema.optional() }),
       response: ProjectSchema,
-      async handler({ principal, params, query }) {
-        return projects.getBySlug(principal, params.slug, query.orgId);
+      async handler({ granted, params, query }) {
+        return projects.getBySlug(granted, params.slug, query.orgId);
       },
     }),
     defineRoute({
@@ -74,10 +76,11 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'A project',
       tags: ['projects'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
       params: IdParams,
       response: ProjectSchema,
-      async handler({ principal, params }) {
-        return projects.get(principal, params.id);
+      async handler({ granted }) {
+        return projects.get(granted[0]);
       },
     }),
     defineRoute({
@@ -86,6 +89,8 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'Change project settings (manage_settings; only owners may change the slug)',
       tags: ['projects'],
       auth: 'authenticated',
+      // Changing the slug also needs settings:slug (owners; ProjectService).
+      access: { capability: 'settings:manage', project: (ctx) => ctx.params.id },
       adminTier: true,
       params: IdParams,
       body: nonEmptyPatch({
@@ -96,7 +101,7 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       }),
       response: ProjectSchema,
       async handler(ctx) {
-        return projects.update(callerOf(ctx), ctx.params.id, ctx.body);
+        return projects.update(callerOf(ctx), ctx.granted[0], ctx.body);
       },
     }),
     defineRoute({
@@ -105,6 +110,7 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'Delete a project and everything in it (delete_project: owners; personal tokens need owner actions)',
       tags: ['projects'],
       auth: 'authenticated',
+      access: { capability: 'project:delete', project: (ctx) => ctx.params.id },
       params: IdParams,
       status: 204,
       async handler(ctx) {

@@ -1,5 +1,5 @@
-import type { ProjectAccess } from '../../auth/access';
-import { actingUser, type Principal } from '../../auth/principal';
+import type { ProjectAccess, ProjectGrant } from '../../auth/access';
+import { actingUser } from '../../auth/principal';
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql } from '../../infra/postgres';
@@ -68,24 +68,22 @@ export class ProjectService {
     }
   }
 
-  /** Projects the caller can read, each with the caller's role. */
-  async list(principal: Principal): Promise<ProjectWithRole[]> {
-    const grants = await this.deps.access.listAccessible(principal, 'flags:read');
+  /** The projects the caller can read (the route's grants), each with the caller's role. */
+  async list(grants: ProjectGrant[]): Promise<ProjectWithRole[]> {
     const roles = new Map(grants.map((g) => [g.projectId, g.role]));
     const projects = await this.deps.store.findByIds(this.deps.sql, [...roles.keys()]);
     return projects.map((p) => ({ ...p, role: roles.get(p.id) ?? null }));
   }
 
-  async get(principal: Principal, id: string): Promise<ProjectWithRole> {
-    const grant = await this.deps.access.require(principal, id, 'flags:read');
-    const project = await this.deps.store.findById(this.deps.sql, id);
+  async get(grant: ProjectGrant): Promise<ProjectWithRole> {
+    const project = await this.deps.store.findById(this.deps.sql, grant.projectId);
     if (!project) throw notFound('Project');
     return { ...project, role: grant.role };
   }
 
   /** Slugs are unique per organization; a user in several organizations may need `orgId`. */
-  async getBySlug(principal: Principal, slug: string, orgId?: string): Promise<ProjectWithRole> {
-    const visible = await this.list(principal);
+  async getBySlug(grants: ProjectGrant[], slug: string, orgId?: string): Promise<ProjectWithRole> {
+    const visible = await this.list(grants);
     const matches = visible.filter((p) => p.slug === slug && (!orgId || p.orgId === orgId));
     if (!matches.length) throw notFound('Project');
     if (matches.length > 1) {
@@ -93,13 +91,13 @@ export class ProjectService {
         { path: 'query.orgId', message: 'Required when the slug is ambiguous' },
       ]);
     }
-    return this.get(principal, matches[0].id);
+    return matches[0];
   }
 
-  /** Needs manage_settings; changing the slug is reserved to owners. */
-  async update(caller: Caller, id: string, patch: ProjectPatch): Promise<ProjectWithRole> {
+  /** `grant`: settings:manage on the project (the route's rule); changing the slug is reserved to owners. */
+  async update(caller: Caller, grant: ProjectGrant, patch: ProjectPatch): Promise<ProjectWithRole> {
     const { access, store, sql } = this.deps;
-    const grant = await access.require(caller.principal, id, 'settings:manage');
+    const id = grant.projectId;
     const current = await store.findById(sql, id);
     if (!current) throw notFound('Project');
     if (patch.slug !== undefined && patch.slug !== current.slug) await access.require(caller.principal, id, 'settings:slug');
@@ -132,8 +130,7 @@ export class ProjectService {
    * owners and admins can still read the trail.
    */
   async delete(caller: Caller, id: string): Promise<void> {
-    const { access, store, sql, invitations } = this.deps;
-    await access.require(caller.principal, id, 'project:delete');
+    const { store, sql, invitations } = this.deps;
     const actor = actorFromPrincipal(caller.principal, caller);
     const pending = await sql.begin(async (tx) => {
       const project: ProjectRecord | null = await store.findById(tx, id, { forUpdate: true });

@@ -48,7 +48,6 @@ export function projectFeatureRoutes(deps: ProjectFeatureDeps): AnyRoute[] {
   const members = new MemberService({ sql, access, store: memberStore });
   const invitations = new InvitationService({
     sql,
-    access,
     store: invitationStore,
     members: memberStore,
     projects: projectStore,
@@ -57,7 +56,7 @@ export function projectFeatureRoutes(deps: ProjectFeatureDeps): AnyRoute[] {
     publicBaseUrl: deps.publicBaseUrl,
     logger: deps.logger,
   });
-  const services = new ServiceService({ sql, access, store: serviceStore });
+  const services = new ServiceService({ sql, store: serviceStore });
   const watch = new WatchService({ sql, access, store: new WatchStore(), services: serviceStore });
 
   return [

@@ -26,6 +26,7 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
       summary: "Services of a project, or of every project the caller can read; `search` matches names and slugs",
       tags: ['services'],
       auth: 'authenticated',
+      access: { capability: 'services:read', project: (ctx) => ctx.query.projectId },
       query: z.object({
         projectId: idSchema.optional(),
         search: text(200).optional(),
@@ -33,8 +34,8 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
         offset: offsetSchema,
       }),
       response: z.object({ services: z.array(ServiceSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
-      async handler({ principal, query }) {
-        return services.list(principal, query);
+      async handler({ granted, query }) {
+        return services.list(granted, query);
       },
     }),
     defineRoute({
@@ -43,6 +44,7 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
       summary: 'Create a service in a project (slug derived from the name when absent; unique per project)',
       tags: ['services'],
       auth: 'authenticated',
+      access: { capability: 'services:write', project: (ctx) => ctx.body.projectId },
       status: 201,
       body: z
         .object({
@@ -64,11 +66,12 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
       summary: 'A service by slug; pass projectId when the slug exists in several of your projects',
       tags: ['services'],
       auth: 'authenticated',
+      access: { capability: 'services:read', project: (ctx) => ctx.query.projectId, hiddenAs: 'Service' },
       params: z.object({ slug: slugSchema }),
       query: z.object({ projectId: idSchema.optional() }),
       response: ServiceSchema,
-      async handler({ principal, params, query }) {
-        return services.getBySlug(principal, params.slug, query.projectId);
+      async handler({ granted, params }) {
+        return services.getBySlug(granted, params.slug);
       },
     }),
     defineRoute({
@@ -77,10 +80,11 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
       summary: 'A service',
       tags: ['services'],
       auth: 'authenticated',
+      access: { capability: 'services:read', service: (ctx) => ctx.params.id },
       params: IdParams,
       response: ServiceSchema,
-      async handler({ principal, params }) {
-        return services.get(principal, params.id);
+      async handler({ params }) {
+        return services.get(params.id);
       },
     }),
     defineRoute({
@@ -89,6 +93,7 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
       summary: 'Change a service',
       tags: ['services'],
       auth: 'authenticated',
+      access: { capability: 'services:write', service: (ctx) => ctx.params.id },
       params: IdParams,
       body: nonEmptyPatch({
         name: nameSchema.optional(),
@@ -107,6 +112,7 @@ export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
       summary: 'Delete a service and all its flags',
       tags: ['services'],
       auth: 'authenticated',
+      access: { capability: 'services:delete', service: (ctx) => ctx.params.id },
       status: 204,
       params: IdParams,
       async handler(ctx) {

@@ -1,28 +1,28 @@
-import type { ProjectAccess } from '../../auth/access';
-import type { Principal } from '../../auth/principal';
+import type { ProjectGrant } from '../../auth/access';
 import { badRequest, conflict, notFound } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit } from '../audit/writer';
-import { asNotFound, deriveSlug, type Caller } from '../projects/common';
+import { deriveSlug, type Caller } from '../projects/common';
 import { ServiceSlugTakenError, type ServiceStore } from './store';
 import type { ServiceInput, ServicePatch, ServiceRecord } from './types';
 
 export interface ServiceServiceDeps {
   sql: Sql;
-  access: ProjectAccess;
   store: ServiceStore;
 }
 
 const slugTaken = (slug: string) => conflict(`A service with slug '${slug}' already exists in this project; choose another name or pass a slug`);
 
-/** Services of a project (spec 2.3, CONTRACT 7): services:read/write/delete on the owning project. */
+/**
+ * Services of a project (spec 2.3, CONTRACT 7): the routes check services:read/write/delete on
+ * the owning project (access rules, services/routes.ts) before any method here runs.
+ */
 export class ServiceService {
   constructor(private readonly deps: ServiceServiceDeps) {}
 
   async create(caller: Caller, input: ServiceInput): Promise<ServiceRecord> {
-    const { access, store, sql } = this.deps;
-    await access.require(caller.principal, input.projectId, 'services:write');
+    const { store, sql } = this.deps;
     const slug = input.slug ?? deriveSlug(input.name);
     if (!slug) throw badRequest('Cannot derive a slug from this name; pass a slug', [{ path: 'body.slug', message: 'Required when the name has no letters or digits' }]);
     try {
@@ -51,28 +51,23 @@ export class ServiceService {
     }
   }
 
-  /** One project's services, or those of every project the caller can read. */
-  async list(principal: Principal, q: { projectId?: string; search?: string; limit: number; offset: number }) {
-    const projectIds = q.projectId
-      ? [(await this.deps.access.require(principal, q.projectId, 'services:read')).projectId]
-      : (await this.deps.access.listAccessible(principal, 'services:read')).map((g) => g.projectId);
+  /** The services of the granted projects (one named project, or every project the caller can read). */
+  async list(grants: ProjectGrant[], q: { search?: string; limit: number; offset: number }) {
+    const projectIds = grants.map((g) => g.projectId);
     const page = await this.deps.store.list(this.deps.sql, { projectIds, search: q.search, limit: q.limit, offset: q.offset });
     return { ...page, limit: q.limit, offset: q.offset };
   }
 
-  async get(principal: Principal, id: string): Promise<ServiceRecord> {
+  async get(id: string): Promise<ServiceRecord> {
     const service = await this.deps.store.findById(this.deps.sql, id);
     if (!service) throw notFound('Service');
-    await asNotFound('Service', this.deps.access.require(principal, service.projectId, 'services:read'));
     return service;
   }
 
-  /** Slugs are unique per project; when the caller's projects share one, `projectId` decides. */
-  async getBySlug(principal: Principal, slug: string, projectId?: string): Promise<ServiceRecord> {
-    const { access, store, sql } = this.deps;
-    const projectIds = projectId
-      ? [(await asNotFound('Service', access.require(principal, projectId, 'services:read'))).projectId]
-      : (await access.listAccessible(principal, 'services:read')).map((g) => g.projectId);
+  /** Slugs are unique per project; when the caller's projects share one, `projectId` decides (one grant). */
+  async getBySlug(grants: ProjectGrant[], slug: string): Promise<ServiceRecord> {
+    const { store, sql } = this.deps;
+    const projectIds = grants.map((g) => g.projectId);
     const matches = await store.findBySlug(sql, projectIds, slug);
     if (!matches.length) throw notFound('Service');
     if (matches.length > 1) {
@@ -84,10 +79,7 @@ export class ServiceService {
   }
 
   async update(caller: Caller, id: string, patch: ServicePatch): Promise<ServiceRecord> {
-    const { access, store, sql } = this.deps;
-    const found = await store.findById(sql, id);
-    if (!found) throw notFound('Service');
-    await asNotFound('Service', access.require(caller.principal, found.projectId, 'services:write'));
+    const { store, sql } = this.deps;
     try {
       return await sql.begin(async (tx) => {
         const before = await store.findById(tx, id, { forUpdate: true });
@@ -112,10 +104,7 @@ export class ServiceService {
 
   /** Deletes the service with all its flags (cascade). */
   async delete(caller: Caller, id: string): Promise<void> {
-    const { access, store, sql } = this.deps;
-    const found = await store.findById(sql, id);
-    if (!found) throw notFound('Service');
-    await asNotFound('Service', access.require(caller.principal, found.projectId, 'services:delete'));
+    const { store, sql } = this.deps;
     await sql.begin(async (tx) => {
       const before = await store.findById(tx, id, { forUpdate: true });
       if (!before) throw notFound('Service');

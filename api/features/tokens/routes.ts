@@ -21,10 +21,11 @@ export function tokenRoutes(deps: { tokens: ProjectTokenService; jwt: JwtCodec }
       summary: "The project's live API tokens (never their secrets)",
       tags: ['tokens'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', project: (ctx) => ctx.params.id },
       params: ProjectParams,
       response: z.object({ tokens: z.array(ProjectTokenSchema) }),
-      async handler({ principal, params }) {
-        return { tokens: await tokens.list(principal, params.id) };
+      async handler({ params }) {
+        return { tokens: await tokens.list(params.id) };
       },
     }),
     defineRoute({
@@ -33,6 +34,8 @@ export function tokenRoutes(deps: { tokens: ProjectTokenService; jwt: JwtCodec }
       summary: 'Create an opaque (`permissions`) or JWT (`scopes`) project token; the secret is returned only here',
       tags: ['tokens'],
       auth: 'authenticated',
+      // A token mints no scope it does not hold (ProjectTokenService).
+      access: { capability: 'settings:manage', project: (ctx) => ctx.params.id },
       // Spec 5.5: personal tokens may list and revoke project tokens, never create them.
       noPersonalTokens: true,
       status: 201,
@@ -65,6 +68,7 @@ export function tokenRoutes(deps: { tokens: ProjectTokenService; jwt: JwtCodec }
       summary: 'Revoke a project token at once (for a JWT, every access and refresh token of it)',
       tags: ['tokens'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', project: (ctx) => ctx.params.id },
       params: TokenParams,
       async handler({ principal, params, ip, userAgent }) {
         await tokens.revoke(principal, params.id, params.tokenId, { ip, userAgent });

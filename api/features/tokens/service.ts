@@ -1,5 +1,4 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ProjectAccess } from '../../auth/access';
 import type { CredentialCache } from '../../auth/credential-cache';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type JwtCodec } from '../../auth/jwt';
 import { opaquePermissionsToScopes } from '../../auth/permissions';
@@ -25,7 +24,6 @@ interface Client {
 
 export interface ProjectTokenServiceDeps {
   store: ProjectTokenStore;
-  access: ProjectAccess;
   jwt: JwtCodec;
   revocations: JwtRevocationList;
   opaqueCache: CredentialCache<CachedOpaqueToken>;
@@ -41,8 +39,8 @@ const SECRET_HASHES_KEPT = 10_000;
 
 /**
  * Project API tokens (spec 2.4, 4.8, 5.4): opaque `fgr_` secrets and JWT families with
- * single-use refresh tokens. Managing them needs the settings capability; the permission map
- * in api/auth/permissions.ts decides what each scope grants.
+ * single-use refresh tokens. Managing them needs the settings capability (the routes' access
+ * rules); the permission map in api/auth/permissions.ts decides what each scope grants.
  */
 export class ProjectTokenService {
   /**
@@ -56,8 +54,7 @@ export class ProjectTokenService {
 
   constructor(private readonly deps: ProjectTokenServiceDeps) {}
 
-  async list(principal: Principal, projectId: string): Promise<ProjectTokenRecord[]> {
-    await this.deps.access.require(principal, projectId, 'settings:manage');
+  async list(projectId: string): Promise<ProjectTokenRecord[]> {
     return (await this.deps.store.listActive(projectId)).map(toTokenRecord);
   }
 
@@ -66,7 +63,6 @@ export class ProjectTokenService {
   }
 
   async create(principal: Principal, projectId: string, input: CreateTokenInput, client: Client) {
-    await this.deps.access.require(principal, projectId, 'settings:manage');
     const tokenType = input.tokenType ?? (input.scopes ? 'jwt' : 'opaque');
     const scopes: TokenScope[] = tokenType === 'jwt' ? input.scopes! : opaquePermissionsToScopes(input.permissions ?? {});
     requireNoEscalation(principal, scopes);
@@ -100,7 +96,6 @@ export class ProjectTokenService {
   }
 
   async revoke(principal: Principal, projectId: string, tokenId: string, client: Client): Promise<void> {
-    await this.deps.access.require(principal, projectId, 'settings:manage');
     const actor = actorFromPrincipal(principal, client);
     const result = await this.deps.store.sql.begin(async (tx) => {
       const row = await this.deps.store.markRevoked(tx, projectId, tokenId, 'revoked');

@@ -1,4 +1,3 @@
-import { ProjectAccess } from '../../auth/access';
 import type { Authenticator } from '../../auth/authenticator';
 import { CredentialCache } from '../../auth/credential-cache';
 import { JwtCodec } from '../../auth/jwt';
@@ -65,7 +64,6 @@ export async function createCredentialFeatures(deps: {
   const revocations = new JwtRevocationList({ sql, cache, logger });
   const projectTokens = new ProjectTokenService({
     store: new ProjectTokenStore(sql),
-    access: new ProjectAccess(sql),
     jwt,
     revocations,
     opaqueCache,
