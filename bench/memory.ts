@@ -43,7 +43,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import postgres from 'postgres';
 import { CONFIG_VARIABLES } from '../api/config';
-import { Child, descendants, listenerUrl, procMemory, ROOT, sleep, startApp, startScript, type MemorySample, type ProcMemory } from './memory-procs';
+import { type Child, descendants, listenerUrl, procMemory, ROOT, sleep, startApp, startScript, type MemorySample, type ProcMemory } from './memory-procs';
 import { bulkCreate, createProject, createReadToken, createService, evaluate, evaluationHealth, signUp } from './memory-setup';
 
 const MB = 1024 * 1024;

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { z, type ZodTypeAny } from 'zod';
+import type { z, ZodTypeAny } from 'zod';
 import type { AccessRule, ProjectAccess, ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';

@@ -1,5 +1,5 @@
 import { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, createBucketPrefix, rolloutThreshold, type BucketPrefix } from './bucket';
-import { CompiledCondition, compileCondition } from './operators';
+import { compileCondition, type CompiledCondition } from './operators';
 import type { Condition, FlagDefinition, FlagType } from './types';
 
 /** Why part of a stored flag was set aside at compile time; the flag itself still evaluates. */
