@@ -152,7 +152,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     onShutdown(() => outbound.close());
     // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.
-    const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, access: projectAccess, mail, outbound, sends, publicBaseUrl, logger });
+    const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, mail, outbound, sends, publicBaseUrl, logger });
     outbox.register(eventDelivery.webhookConsumer);
     // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
@@ -193,7 +193,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...flagRoutes({ flags: flagService, access: projectAccess, demoList: demo.list.handle }),
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
       ...eventDelivery.routes,
-      ...triggerFeatureRoutes({ sql: db.sql, cache, access: projectAccess, flags: flagService, publicBaseUrl }),
+      ...triggerFeatureRoutes({ sql: db.sql, cache, flags: flagService, publicBaseUrl }),
     ];
     const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? [])];
     const ingest: AnyRoute[] = [...health];

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ProjectAccess } from '../../auth/access';
+import type { ProjectAccess, ProjectGrant } from '../../auth/access';
 import { actingUser, type Principal } from '../../auth/principal';
 import { badRequest, HttpError, notFound } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
@@ -56,17 +56,17 @@ export interface AuditRouteDeps {
  * project token needs manage_members). After the project is deleted, the owners and admins of
  * its organization.
  */
-async function requireAuditAccess(deps: AuditRouteDeps, principal: Principal, projectId: string): Promise<void> {
+async function auditAccess(deps: AuditRouteDeps, principal: Principal, projectId: string): Promise<ProjectGrant[]> {
   try {
-    await deps.access.require(principal, projectId, 'members:view');
-    return;
+    return [await deps.access.require(principal, projectId, 'members:view')];
   } catch (error) {
     if (!(error instanceof HttpError && error.status === 404)) throw error;
   }
   const user = actingUser(principal);
   const deleted = await deps.projects.findDeleted(deps.sql, projectId);
   const orgRole = user && deleted ? await deps.projects.orgRoleOf(deps.sql, user.id, deleted.orgId) : null;
-  if (orgRole !== 'owner' && orgRole !== 'admin') throw notFound('Project');
+  if (!deleted || (orgRole !== 'owner' && orgRole !== 'admin')) throw notFound('Project');
+  return [{ projectId, orgId: deleted.orgId, role: null }];
 }
 
 /** Spec 4.9 GET /api/audit. */
@@ -78,6 +78,7 @@ export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
       summary: "A project's audit trail, newest first, filtered and paged (limit max 100, default 50)",
       tags: ['audit'],
       auth: 'authenticated',
+      access: { capability: 'members:view', check: (principal, ctx) => auditAccess(deps, principal, ctx.query.projectId) },
       query: z.object({
         projectId: idSchema,
         action: text(100).optional(),
@@ -90,13 +91,12 @@ export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
         offset: offsetSchema,
       }),
       response: z.object({ logs: z.array(AuditLogSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
-      async handler({ principal, query }) {
+      async handler({ query }) {
         const startDate = query.startDate?.date;
         const endBefore = query.endDate && new Date(query.endDate.date.getTime() + (query.endDate.dateOnly ? DAY_MS : 1));
         if (startDate && endBefore && startDate >= endBefore) {
           throw badRequest('startDate must not be after endDate', [{ path: 'query.startDate', message: 'must not be after endDate' }]);
         }
-        await requireAuditAccess(deps, principal, query.projectId);
         const page = await deps.audit.query(deps.sql, {
           projectId: query.projectId,
           action: query.action,

@@ -1,7 +1,6 @@
 import type postgres from 'postgres';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
-import { HttpError, notFound } from '../../http/errors';
 
 /**
  * Input fields shared by projects, services, members and invitations. Postgres refuses NUL
@@ -54,19 +53,6 @@ export interface Caller {
   principal: Principal;
   ip: string;
   userAgent: string;
-}
-
-/**
- * Runs an access check for a resource found by its own id: a caller without any access to the
- * owning project sees the same 404 as for an id that does not exist.
- */
-export async function asNotFound<T>(what: string, check: Promise<T>): Promise<T> {
-  try {
-    return await check;
-  } catch (error) {
-    if (error instanceof HttpError && error.status === 404) throw notFound(what);
-    throw error;
-  }
 }
 
 export const callerOf = (ctx: Caller): Caller => ({ principal: ctx.principal, ip: ctx.ip, userAgent: ctx.userAgent });

@@ -57,7 +57,7 @@ export function projectFeatureRoutes(deps: ProjectFeatureDeps): AnyRoute[] {
     logger: deps.logger,
   });
   const services = new ServiceService({ sql, store: serviceStore });
-  const watch = new WatchService({ sql, access, store: new WatchStore(), services: serviceStore });
+  const watch = new WatchService({ sql, store: new WatchStore() });
 
   return [
     ...projectRoutes({ projects }),

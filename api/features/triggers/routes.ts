@@ -33,6 +33,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       summary: 'Create a trigger URL for a flag; the URL and its token are returned only here',
       tags: ['triggers'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
       // Spec 5.5: personal tokens never create trigger URLs.
       noPersonalTokens: true,
       status: 201,
@@ -48,7 +49,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       response: TriggerSchema.extend({ url: z.string(), token: z.string() }),
       async handler(ctx) {
         const { params, body } = ctx;
-        return triggers.create(callerOf(ctx), { key: params.key, serviceId: body.serviceId, environment: body.environment }, body);
+        return triggers.create(callerOf(ctx), ctx.granted[0].projectId, { key: params.key, serviceId: body.serviceId, environment: body.environment }, body);
       },
     }),
     defineRoute({
@@ -57,11 +58,12 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       summary: "A flag's active triggers (never their tokens)",
       tags: ['triggers'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: z.object({ serviceId: idSchema, environment: environment.optional().describe('All environments when absent') }),
       response: z.object({ triggers: z.array(TriggerSchema) }),
-      async handler({ principal, params, query }) {
-        return { triggers: await triggers.list(principal, query.serviceId, params.key, query.environment) };
+      async handler({ params, query }) {
+        return { triggers: await triggers.list(query.serviceId, params.key, query.environment) };
       },
     }),
     defineRoute({
@@ -70,11 +72,12 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       summary: 'Revoke a trigger; its URL answers 404 from then on',
       tags: ['triggers'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.query.serviceId },
       status: 204,
       params: KeyParams.extend({ triggerId: idSchema }),
       query: z.object({ serviceId: idSchema }),
       async handler(ctx) {
-        await triggers.revoke(callerOf(ctx), ctx.query.serviceId, ctx.params.key, ctx.params.triggerId);
+        await triggers.revoke(callerOf(ctx), ctx.granted[0].projectId, ctx.query.serviceId, ctx.params.key, ctx.params.triggerId);
       },
     }),
     defineRoute({

@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Response } from 'express';
-import type { ProjectAccess } from '../../auth/access';
-import type { Capability } from '../../auth/permissions';
-import { actingUser, type Principal } from '../../auth/principal';
+import { actingUser } from '../../auth/principal';
 import { notFound } from '../../http/errors';
 import type { RateLimiter } from '../../http/rate-limit';
 import { newId, sha256Hex } from '../../infra/ids';
@@ -10,15 +8,14 @@ import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit } from '../audit/writer';
 import type { FlagService } from '../flags/service';
 import type { Environment, FlagRecord, FlagRef } from '../flags/types';
-import { asNotFound, type Caller } from '../projects/common';
+import type { Caller } from '../projects/common';
 import type { TriggerStore } from './store';
 import { TRIGGER_RATE_LIMIT, type TriggerAction, type TriggerRecord } from './types';
 
 export interface TriggerServiceDeps {
   sql: Sql;
   store: TriggerStore;
-  flags: Pick<FlagService, 'get' | 'findService' | 'toggle'>;
-  access: ProjectAccess;
+  flags: Pick<FlagService, 'get' | 'toggle'>;
   /** A limiter whose window is one minute (spec 8: 30 executions per minute per token). */
   limiter: RateLimiter;
   publicBaseUrl: string;
@@ -46,8 +43,8 @@ const TOKEN_PATTERN = /^fgt_[A-Za-z0-9_-]{43}$/;
 export class TriggerService {
   constructor(private readonly deps: TriggerServiceDeps) {}
 
-  async create(caller: Caller, ref: FlagRef, input: { name: string; action: TriggerAction }): Promise<TriggerRecord & { url: string; token: string }> {
-    const projectId = await this.authorize(caller.principal, ref.serviceId, 'flags:write');
+  /** `projectId`: the project of the flag's service, where the route's rule granted flags:write. */
+  async create(caller: Caller, projectId: string, ref: FlagRef, input: { name: string; action: TriggerAction }): Promise<TriggerRecord & { url: string; token: string }> {
     const flag = await this.deps.flags.get(ref);
     if (!flag) throw notFound(`Flag "${ref.key}"`);
     const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
@@ -80,14 +77,12 @@ export class TriggerService {
     return { ...trigger, url: this.urlFor(token), token };
   }
 
-  async list(principal: Principal, serviceId: string, flagKey: string, environment?: Environment): Promise<TriggerRecord[]> {
-    await this.authorize(principal, serviceId, 'flags:read');
+  async list(serviceId: string, flagKey: string, environment?: Environment): Promise<TriggerRecord[]> {
     return this.deps.store.listActive(this.deps.sql, serviceId, flagKey, environment);
   }
 
   /** Revokes at once: the URL answers 404 from now on. The record stays for the audit trail. */
-  async revoke(caller: Caller, serviceId: string, flagKey: string, triggerId: string): Promise<void> {
-    const projectId = await this.authorize(caller.principal, serviceId, 'flags:write');
+  async revoke(caller: Caller, projectId: string, serviceId: string, flagKey: string, triggerId: string): Promise<void> {
     await this.deps.sql.begin(async (tx) => {
       const current = await this.deps.store.findById(tx, triggerId, { forUpdate: true });
       if (!current || current.serviceId !== serviceId || current.flagKey !== flagKey || current.revokedAt) throw notFound('Trigger');
@@ -132,13 +127,5 @@ export class TriggerService {
 
   private urlFor(token: string): string {
     return `${this.deps.publicBaseUrl.replace(/\/+$/, '')}/api/triggers/${token}`;
-  }
-
-  /** The service's project after the capability check; a service the caller cannot see is a 404. */
-  private async authorize(principal: Principal, serviceId: string, capability: Capability): Promise<string> {
-    const service = await this.deps.flags.findService(serviceId);
-    if (!service) throw notFound('Service');
-    await asNotFound('Service', this.deps.access.require(principal, service.projectId, capability));
-    return service.projectId;
   }
 }

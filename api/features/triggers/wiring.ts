@@ -1,4 +1,3 @@
-import type { ProjectAccess } from '../../auth/access';
 import { RateLimiter } from '../../http/rate-limit';
 import type { AnyRoute } from '../../http/route';
 import type { Cache } from '../../infra/cache';
@@ -10,12 +9,11 @@ import { TriggerStore } from './store';
 import { TRIGGER_RATE_WINDOW_SECONDS } from './types';
 
 /** Flag triggers, applied through the one flag mutation path. */
-export function triggerFeatureRoutes(deps: { sql: Sql; cache: Cache; access: ProjectAccess; flags: FlagService; publicBaseUrl: string }): AnyRoute[] {
+export function triggerFeatureRoutes(deps: { sql: Sql; cache: Cache; flags: FlagService; publicBaseUrl: string }): AnyRoute[] {
   const triggers = new TriggerService({
     sql: deps.sql,
     store: new TriggerStore(),
     flags: deps.flags,
-    access: deps.access,
     // Its own one-minute window in the shared cache, so every replica counts against one budget.
     limiter: new RateLimiter(deps.cache, TRIGGER_RATE_WINDOW_SECONDS),
     publicBaseUrl: deps.publicBaseUrl,

@@ -43,11 +43,12 @@ export function watchRoutes(deps: { watch: WatchService }): AnyRoute[] {
       summary: 'Watch a flag in one service and environment: changes by others appear in notifications',
       tags: ['watch'],
       auth: 'user',
+      access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
       params: KeyParams,
       body: Target.strict(),
       response: WatchSchema,
-      async handler({ principal, params, body }) {
-        return watch.watch(principal, actingUser(principal)!, { ...body, flagKey: params.key });
+      async handler({ principal, granted, params, body }) {
+        return watch.watch(actingUser(principal)!, granted[0].projectId, { ...body, flagKey: params.key });
       },
     }),
     defineRoute({
@@ -56,11 +57,12 @@ export function watchRoutes(deps: { watch: WatchService }): AnyRoute[] {
       summary: 'Stop watching a flag',
       tags: ['watch'],
       auth: 'user',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: Target,
       response: WatchSchema,
       async handler({ principal, params, query }) {
-        return watch.unwatch(principal, actingUser(principal)!, { ...query, flagKey: params.key });
+        return watch.unwatch(actingUser(principal)!, { ...query, flagKey: params.key });
       },
     }),
     defineRoute({
@@ -69,11 +71,12 @@ export function watchRoutes(deps: { watch: WatchService }): AnyRoute[] {
       summary: 'Whether the caller watches a flag',
       tags: ['watch'],
       auth: 'user',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: Target,
       response: WatchSchema,
       async handler({ principal, params, query }) {
-        return watch.status(principal, actingUser(principal)!, { ...query, flagKey: params.key });
+        return watch.status(actingUser(principal)!, { ...query, flagKey: params.key });
       },
     }),
     defineRoute({

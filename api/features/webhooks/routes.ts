@@ -50,7 +50,7 @@ const DeliverySchema = z.object({
 
 const IdParams = z.object({ id: idSchema });
 
-/** Spec 4.9 webhooks (CONTRACT 7: they belong to a project). Every route needs settings rights on it. */
+/** Spec 4.9 webhooks (CONTRACT 7: they belong to a project). Every route needs settings:manage on it. */
 export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
   const { webhooks } = deps;
   return [
@@ -60,10 +60,11 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       summary: "A project's webhooks (never their secrets)",
       tags: ['webhooks'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', project: (ctx) => ctx.query.projectId },
       query: z.object({ projectId: idSchema }),
       response: z.object({ webhooks: z.array(WebhookSchema) }),
-      async handler({ principal, query }) {
-        return { webhooks: await webhooks.list(principal, query.projectId) };
+      async handler({ query }) {
+        return { webhooks: await webhooks.list(query.projectId) };
       },
     }),
     defineRoute({
@@ -72,6 +73,7 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       summary: 'Create a webhook; the secret is returned only in this response',
       tags: ['webhooks'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', project: (ctx) => ctx.body.projectId },
       status: 201,
       body: z
         .object({
@@ -93,10 +95,11 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       summary: 'A webhook (without its secret)',
       tags: ['webhooks'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', owner: 'Webhook', projectOf: (ctx) => webhooks.projectOf(ctx.params.id) },
       params: IdParams,
       response: WebhookSchema,
-      async handler({ principal, params }) {
-        return webhooks.get(principal, params.id);
+      async handler({ params }) {
+        return webhooks.get(params.id);
       },
     }),
     defineRoute({
@@ -105,6 +108,7 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       summary: 'Change a webhook; active:false pauses deliveries and keeps the configuration',
       tags: ['webhooks'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', owner: 'Webhook', projectOf: (ctx) => webhooks.projectOf(ctx.params.id) },
       params: IdParams,
       body: nonEmptyPatch({
         url: urlSchema.optional(),
@@ -123,6 +127,7 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       summary: 'Delete a webhook and its delivery log; deliveries in flight stop',
       tags: ['webhooks'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', owner: 'Webhook', projectOf: (ctx) => webhooks.projectOf(ctx.params.id) },
       params: IdParams,
       status: 204,
       async handler(ctx) {
@@ -135,11 +140,12 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       summary: 'Recent deliveries, newest first, with every attempt (status code, timing, error)',
       tags: ['webhooks'],
       auth: 'authenticated',
+      access: { capability: 'settings:manage', owner: 'Webhook', projectOf: (ctx) => webhooks.projectOf(ctx.params.id) },
       params: IdParams,
       query: z.object({ limit: limitSchema, cursor: idSchema.optional().describe('nextCursor of the previous page') }),
       response: z.object({ deliveries: z.array(DeliverySchema), hasMore: z.boolean(), nextCursor: z.string().nullable() }),
-      async handler({ principal, params, query }) {
-        return webhooks.deliveries(principal, params.id, query);
+      async handler({ params, query }) {
+        return webhooks.deliveries(params.id, query);
       },
     }),
   ];

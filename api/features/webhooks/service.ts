@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { ProjectAccess } from '../../auth/access';
-import { actingUser, type Principal } from '../../auth/principal';
+import { actingUser } from '../../auth/principal';
 import { badRequest, notFound } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
 import { newId } from '../../infra/ids';
 import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit } from '../audit/writer';
-import { asNotFound, type Caller } from '../projects/common';
+import type { Caller } from '../projects/common';
 import type { DeliveryAttempt, DeliveryRecord, DeliveryStore } from './deliveries';
 import type { WebhookStore } from './store';
 import { WEBHOOK_EVENTS, type WebhookInput, type WebhookPatch, type WebhookRecord } from './types';
@@ -15,7 +14,6 @@ export interface WebhookServiceDeps {
   sql: Sql;
   store: WebhookStore;
   deliveries: DeliveryStore;
-  access: ProjectAccess;
   outbound: OutboundClient;
 }
 
@@ -38,19 +36,23 @@ export interface DeliveryView {
 export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
 /**
- * Project webhooks (spec 2.6, 4.9; CONTRACT 7). Only members with settings rights on the
- * webhook's project see or change it; anyone else gets the same 404 as for a missing id.
+ * Project webhooks (spec 2.6, 4.9; CONTRACT 7). The routes let only callers with settings:manage
+ * on the webhook's project see or change it (access rules, webhooks/routes.ts); anyone else gets
+ * the same 404 as for a missing id.
  */
 export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}
 
-  async list(principal: Principal, projectId: string): Promise<WebhookRecord[]> {
-    await this.deps.access.require(principal, projectId, 'settings:manage');
+  /** The project owning a webhook, null when there is no such webhook (the routes' access rule). */
+  async projectOf(id: string): Promise<string | null> {
+    return (await this.deps.store.findById(this.deps.sql, id))?.projectId ?? null;
+  }
+
+  async list(projectId: string): Promise<WebhookRecord[]> {
     return this.deps.store.listByProject(this.deps.sql, projectId);
   }
 
   async create(caller: Caller, input: WebhookInput): Promise<WebhookRecord & { secret: string }> {
-    await this.deps.access.require(caller.principal, input.projectId, 'settings:manage');
     const url = await this.checkUrl(input.url);
     const secret = input.secret ?? generateWebhookSecret();
     const webhook = await this.deps.sql.begin(async (tx) => {
@@ -76,12 +78,13 @@ export class WebhookService {
     return { ...webhook, secret };
   }
 
-  async get(principal: Principal, id: string): Promise<WebhookRecord> {
-    return this.authorize(principal, id);
+  async get(id: string): Promise<WebhookRecord> {
+    const webhook = await this.deps.store.findById(this.deps.sql, id);
+    if (!webhook) throw notFound('Webhook');
+    return webhook;
   }
 
   async update(caller: Caller, id: string, patch: WebhookPatch): Promise<WebhookRecord> {
-    await this.authorize(caller.principal, id);
     const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
     return this.deps.sql.begin(async (tx) => {
       const before = await this.deps.store.findById(tx, id, { forUpdate: true });
@@ -102,7 +105,6 @@ export class WebhookService {
   }
 
   async remove(caller: Caller, id: string): Promise<void> {
-    await this.authorize(caller.principal, id);
     await this.deps.sql.begin(async (tx) => {
       const before = await this.deps.store.findById(tx, id, { forUpdate: true });
       if (!before) throw notFound('Webhook');
@@ -119,8 +121,7 @@ export class WebhookService {
   }
 
   /** Recent deliveries, newest first, with every attempt: what a user needs to debug a receiver. */
-  async deliveries(principal: Principal, id: string, page: { limit: number; cursor?: string }) {
-    await this.authorize(principal, id);
+  async deliveries(id: string, page: { limit: number; cursor?: string }) {
     const rows = await this.deps.deliveries.listForWebhook(id, { limit: page.limit + 1, before: page.cursor });
     const hasMore = rows.length > page.limit;
     const pageRows = rows.slice(0, page.limit);
@@ -142,14 +143,6 @@ export class WebhookService {
     return { deliveries, hasMore, nextCursor: hasMore ? pageRows[pageRows.length - 1].id : null };
   }
 
-  private async authorize(principal: Principal, id: string): Promise<WebhookRecord> {
-    const webhook = await this.deps.store.findById(this.deps.sql, id);
-    if (!webhook) throw notFound('Webhook');
-    await asNotFound('Webhook', this.deps.access.require(principal, webhook.projectId, 'settings:manage'));
-    return webhook;
-  }
-
-  /** Write-time SSRF check (delivery checks again); the URL is stored as given. */
   private async checkUrl(raw: string): Promise<string> {
     try {
       await this.deps.outbound.assertAllowedUrl(raw);

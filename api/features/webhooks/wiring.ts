@@ -1,4 +1,3 @@
-import type { ProjectAccess } from '../../auth/access';
 import type { OutboundClient } from '../../http/outbound';
 import type { AnyRoute } from '../../http/route';
 import type { Logger } from '../../infra/logger';
@@ -19,7 +18,6 @@ import { WebhookStore } from './store';
 export interface EventDeliveryDeps {
   sql: Sql;
   temporal: Temporal;
-  access: ProjectAccess;
   mail: MailQueue;
   outbound: OutboundClient;
   sends: SendThrottle;
@@ -38,10 +36,10 @@ export interface EventDeliveryFeatures {
 
 /** Webhooks and organization alert channels, both delivered by the Temporal delivery workflow. */
 export function createEventDeliveryFeatures(deps: EventDeliveryDeps): EventDeliveryFeatures {
-  const { sql, access, outbound } = deps;
+  const { sql, outbound } = deps;
   const webhookStore = new WebhookStore();
   const deliveries = new DeliveryQueue(deps.temporal, new DeliveryStore(sql));
-  const webhooks = new WebhookService({ sql, store: webhookStore, deliveries: deliveries.store, access, outbound });
+  const webhooks = new WebhookService({ sql, store: webhookStore, deliveries: deliveries.store, outbound });
   const alertChannels = new AlertChannelService({
     sql,
     store: new AlertChannelStore(),
