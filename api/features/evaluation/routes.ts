@@ -1,17 +1,14 @@
-import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { needsPermission } from '../../auth/access';
-import { notFound, validationFailed } from '../../http/errors';
+import { notFound } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { ENVIRONMENTS } from '../flags/types';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
-import { OFREP_POLLING_INTERVAL_MS, etagMatches, servedByLeanPath } from './ofrep';
-import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody } from './schemas';
-import { DEFAULT_ENVIRONMENT, restResult, round3, spendOrThrow, type EvaluationService } from './service';
-
-/** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
-export const BATCH_BODY_LIMIT = 512 * 1024;
+import { OFREP_POLLING_INTERVAL_MS, etagMatches } from './ofrep';
+import { restBatchRoute } from './rest';
+import { BATCH_LIMIT, DEMO_BATCH_LIMIT } from './schemas';
+import { DEFAULT_ENVIRONMENT, type EvaluationService } from './service';
 
 export interface EvaluationRouteDeps {
   evaluation: EvaluationService;
@@ -20,105 +17,12 @@ export interface EvaluationRouteDeps {
   limits: { perIp: number; perToken: number; perService: number; windowSeconds: number };
 }
 
-/** REST single evaluation, for the OpenAPI document only: lean.ts serves it. */
-export const restEvaluateDoc: AnyRoute = defineRoute({
-  method: 'post',
-  path: '/api/flags/evaluate',
-  summary: 'Evaluate one flag for a context (public flags need no credential; `?debug=true` adds _debug timings)',
-  tags: ['evaluation'],
-  auth: 'public',
-  sdk: true,
-  access: { capability: 'flags:read', per: 'flag' },
-  query: DebugQuery,
-  body: EvaluateBody,
-  response: EvaluationResultSchema,
-  handler: servedByLeanPath,
-});
-
-export const StreamQuery = z.object({
-  serviceId: z.string().min(1).max(128),
-  environment: z.enum(ENVIRONMENTS).optional().describe('Every environment when absent'),
-  clientId: z.string().max(128).optional(),
-  lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),
-});
-
-/** The SSE routes, for the OpenAPI document only: lean.ts serves them (no Express state per open stream). */
-export const streamDocs: AnyRoute[] = [
-  defineRoute({
-    method: 'get',
-    path: '/api/flags/stream',
-    summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
-    tags: ['streams'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    query: StreamQuery.omit({ clientId: true }),
-    handler: servedByLeanPath,
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/connect/stream',
-    summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
-    tags: ['streams'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    query: StreamQuery,
-    handler: servedByLeanPath,
-  }),
-];
-
 /** Routes served on both listeners (CONTRACT 1: evaluation and SDK routes). */
 export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
   const { evaluation } = deps;
 
   return [
-    defineRoute({
-      method: 'post',
-      path: '/api/flags/evaluate/batch',
-      summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
-      tags: ['evaluation'],
-      auth: 'public',
-      sdk: true,
-      access: { capability: 'flags:read', per: 'flag' },
-      csrfExempt: true,
-      bodyLimit: BATCH_BODY_LIMIT,
-      query: DebugQuery,
-      body: BatchBody,
-      quickBody: quickBatchBody,
-      response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
-      async handler(ctx) {
-        const t0 = performance.now();
-        const body = ctx.body;
-        const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
-        const grant = await evaluation.grant(ctx.principal, body.serviceId);
-        const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
-        if (body.flags.length > max) {
-          const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;
-          throw validationFailed([{ path: 'body.flags', message }]);
-        }
-        const flags = body.flags.map((f) => ({ flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue }));
-        evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
-        const t1 = performance.now();
-        spendOrThrow(evaluation, ctx, grant);
-        const t2 = performance.now();
-        const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
-          source: 'rest',
-          startedAt: t0,
-          bodyBytes: Number(ctx.req.headers['content-length'] ?? 0),
-        });
-        const t3 = performance.now();
-        const out: Record<string, unknown> = { results: results.map(restResult) };
-        if (ctx.query.debug === 'true') {
-          out._debug = {
-            timings: { rateLimit: round3(t2 - t1), validation: 0, cacheGet: round3(t1 - t0), evaluate: round3(t3 - t2) },
-            cacheHit: grant.cacheHit,
-            totalMs: round3(performance.now() - t0),
-          };
-        }
-        return out;
-      },
-    }),
+    restBatchRoute(evaluation),
     defineRoute({
       method: 'get',
       path: '/api/sdk-config',

@@ -24,13 +24,6 @@ export interface FlagRequest {
   defaultValue?: unknown;
 }
 
-/** `_debug` of spec 2.2. */
-export interface DebugInfo {
-  timings: { rateLimit: number; validation: number; cacheGet: number; evaluate: number };
-  cacheHit: boolean;
-  totalMs: number;
-}
-
 export const DEFAULT_ENVIRONMENT: Environment = 'development';
 
 export function isEnvironment(value: unknown): value is Environment {
@@ -38,9 +31,9 @@ export function isEnvironment(value: unknown): value is Environment {
 }
 
 /**
- * Evaluation over snapshots, shared by every protocol adapter (REST, lean REST/OFREP, OFREP
- * bulk, Connect, gRPC-Web). Reads memory only; each result is handed to the recorder and the
- * context ring, which never make the caller wait.
+ * Evaluation over snapshots, shared by every protocol adapter (REST and OFREP in rest.ts and
+ * ofrep.ts, Connect and gRPC-Web in connect-*.ts, SSE grants in sse.ts). Reads memory only;
+ * each result is handed to the recorder and the context ring, which never make the caller wait.
  */
 export class EvaluationService {
   constructor(
@@ -157,19 +150,6 @@ export class EvaluationService {
     }
   }
 }
-
-/** The REST result shape (spec 2.2): absent fields are left out, `value` is never undefined. */
-export function restResult(r: EvaluationResult): Record<string, unknown> {
-  const out: Record<string, unknown> = { flagKey: r.flagKey, value: r.value === undefined ? null : r.value, reason: r.reason };
-  if (r.variant !== undefined) out.variant = r.variant;
-  if (r.errorCode !== undefined) {
-    out.errorCode = r.errorCode;
-    out.errorMessage = r.errorMessage;
-  }
-  return out;
-}
-
-export const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
 
 const clock = () => performance.now();
 

@@ -17,11 +17,13 @@ import { compileFlag, evaluate } from './engine/index';
 import { EvaluationLog } from './evaluation-log';
 import { createLeanHandler } from './lean';
 import { LocalRateLimiter } from './local-rate-limiter';
-import { ofrepBulkDoc, ofrepRoutes, ofrepSingleDoc } from './ofrep';
+import { ofrepBulkDoc, ofrepEvaluateRoutes, ofrepRoutes, ofrepSingleDoc } from './ofrep';
 import { EvaluationRecorder } from './recorder';
-import { evaluationControlRoutes, evaluationRoutes, restEvaluateDoc, streamDocs } from './routes';
+import { restEvaluateDoc, restEvaluateRoute } from './rest';
+import { evaluationControlRoutes, evaluationRoutes } from './routes';
 import { EvaluationService } from './service';
 import { SnapshotStore } from './snapshots';
+import { sseRoute, streamDocs } from './sse';
 import { EvaluationStore } from './store';
 import { StreamLimits } from './stream-limits';
 import { StreamHub } from './streams';
@@ -119,18 +121,10 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   // Served by the lean path, documented like every other route.
   for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc, ...streamDocs]) deps.openapi.register(doc);
 
-  const front = createLeanHandler({
-    evaluation,
-    hub,
-    streamLimits,
-    streamClient,
-    authenticator: deps.authenticator,
-    limiter,
-    perIpLimit: config.RATE_LIMIT_PER_IP,
-    perTokenLimit: config.RATE_LIMIT_PER_TOKEN,
-    trustProxy: config.TRUST_PROXY,
-    logger,
-  });
+  const front = createLeanHandler(
+    { authenticator: deps.authenticator, limiter, perIpLimit: config.RATE_LIMIT_PER_IP, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, trustProxy: config.TRUST_PROXY, logger },
+    [restEvaluateRoute(evaluation), ...ofrepEvaluateRoutes(evaluation), sseRoute({ evaluation, hub, streamLimits, streamClient, trustProxy: config.TRUST_PROXY })],
+  );
 
   const probe = compileFlag({ key: 'health-probe', type: 'boolean', enabled: true, defaultValue: false, variants: [], targeting: [] });
 

@@ -1,0 +1,168 @@
+import { performance } from 'node:perf_hooks';
+import { z } from 'zod';
+import { HttpError, validationFailed } from '../../http/errors';
+import { defineRoute, type AnyRoute } from '../../http/route';
+import type { Environment } from '../flags/types';
+import type { ServiceGrant } from './access';
+import type { EvaluationResult } from './engine/index';
+import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
+import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody, validateBody } from './schemas';
+import { DEFAULT_ENVIRONMENT, isEnvironment, spendOrThrow, type EvaluationService } from './service';
+
+/**
+ * REST evaluation (spec 2.2): POST /api/flags/evaluate, one flag, served by the lean edge
+ * (lean.ts), and POST /api/flags/evaluate/batch, up to 100 flags (4,096 on a demo service),
+ * an Express route. Both answer `{flagKey, value, reason, variant?, errorCode?, errorMessage?}`
+ * per flag and add `_debug` timings with `?debug=true`.
+ */
+
+/** `_debug` of spec 2.2 (milliseconds). */
+interface DebugInfo {
+  timings: { rateLimit: number; validation: number; cacheGet: number; evaluate: number };
+  cacheHit: boolean;
+  totalMs: number;
+}
+
+/** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
+export const BATCH_BODY_LIMIT = 512 * 1024;
+
+const EVALUATE_PATH = '/api/flags/evaluate';
+
+/** REST single evaluation on the lean edge: body, access, per-service budget, evaluation, answer. */
+export function restEvaluateRoute(evaluation: EvaluationService): LeanRoute {
+  return { method: 'POST', paths: [EVALUATE_PATH], respond: (ex, raw) => evaluateOne(evaluation, ex, raw) };
+}
+
+function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
+  const t1 = performance.now();
+  let body = quickEvaluateBody(raw);
+  if (body === undefined) {
+    const checked = validateBody(EvaluateBody, raw);
+    if (checked instanceof HttpError) throw checked;
+    body = checked;
+  }
+  const t2 = performance.now();
+  const grant = evaluation.grantNow(ex.principal, body.serviceId);
+  if (grant === undefined) {
+    const valid = body;
+    return evaluation.grant(ex.principal, body.serviceId).then((g) => answerOne(evaluation, ex, valid, g, t1, t2));
+  }
+  answerOne(evaluation, ex, body, grant, t1, t2);
+  return undefined;
+}
+
+function answerOne(evaluation: EvaluationService, ex: Exchange, body: EvaluateBody, grant: ServiceGrant, t1: number, t2: number): void {
+  const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+  evaluation.checkVisible(grant, environment, [body.flagKey]);
+  const t3 = performance.now();
+  ex.limit(evaluation.consumeServiceBudget(grant), 'service');
+  const t4 = performance.now();
+  const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), {
+    source: 'rest',
+    startedAt: ex.startedAt,
+    bodyBytes: ex.bodyBytes,
+  });
+  const t5 = performance.now();
+  const out = restResult(result);
+  if (ex.query !== '' && new URLSearchParams(ex.query).get('debug') === 'true') {
+    const debug: DebugInfo = {
+      timings: { rateLimit: round3(ex.rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
+      cacheHit: grant.cacheHit,
+      totalMs: round3(t5 - ex.startedAt),
+    };
+    out._debug = debug;
+  }
+  ex.send(200, JSON.stringify(out));
+}
+
+const EVALUATE_FIELDS = new Set(['flagKey', 'serviceId', 'environment', 'defaultValue', 'context']);
+
+/** The common valid body, checked without zod; anything unusual goes to zod for the exact 400. */
+function quickEvaluateBody(raw: unknown): EvaluateBody | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  for (const key in raw) if (!EVALUATE_FIELDS.has(key)) return undefined;
+  const { flagKey, serviceId, environment } = raw as Record<string, unknown>;
+  if (typeof flagKey !== 'string' || flagKey.length < 1 || flagKey.length > 256) return undefined;
+  if (typeof serviceId !== 'string' || serviceId.length < 1 || serviceId.length > 128) return undefined;
+  if (environment !== undefined && !isEnvironment(environment)) return undefined;
+  return raw as EvaluateBody;
+}
+
+/** REST single evaluation, for the OpenAPI document only: the lean edge serves it. */
+export const restEvaluateDoc: AnyRoute = defineRoute({
+  method: 'post',
+  path: EVALUATE_PATH,
+  summary: 'Evaluate one flag for a context (public flags need no credential; `?debug=true` adds _debug timings)',
+  tags: ['evaluation'],
+  auth: 'public',
+  sdk: true,
+  access: { capability: 'flags:read', per: 'flag' },
+  query: DebugQuery,
+  body: EvaluateBody,
+  response: EvaluationResultSchema,
+  handler: servedByLeanPath,
+});
+
+/** POST /api/flags/evaluate/batch: an Express route (its body may be 512 KB). */
+export function restBatchRoute(evaluation: EvaluationService): AnyRoute {
+  return defineRoute({
+    method: 'post',
+    path: '/api/flags/evaluate/batch',
+    summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
+    tags: ['evaluation'],
+    auth: 'public',
+    sdk: true,
+    access: { capability: 'flags:read', per: 'flag' },
+    csrfExempt: true,
+    bodyLimit: BATCH_BODY_LIMIT,
+    query: DebugQuery,
+    body: BatchBody,
+    quickBody: quickBatchBody,
+    response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
+    async handler(ctx) {
+      const t0 = performance.now();
+      const body = ctx.body;
+      const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+      const grant = await evaluation.grant(ctx.principal, body.serviceId);
+      const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
+      if (body.flags.length > max) {
+        const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;
+        throw validationFailed([{ path: 'body.flags', message }]);
+      }
+      const flags = body.flags.map((f) => ({ flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue }));
+      evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
+      const t1 = performance.now();
+      spendOrThrow(evaluation, ctx, grant);
+      const t2 = performance.now();
+      const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
+        source: 'rest',
+        startedAt: t0,
+        bodyBytes: Number(ctx.req.headers['content-length'] ?? 0),
+      });
+      const t3 = performance.now();
+      const out: Record<string, unknown> = { results: results.map(restResult) };
+      if (ctx.query.debug === 'true') {
+        const debug: DebugInfo = {
+          timings: { rateLimit: round3(t2 - t1), validation: 0, cacheGet: round3(t1 - t0), evaluate: round3(t3 - t2) },
+          cacheHit: grant.cacheHit,
+          totalMs: round3(performance.now() - t0),
+        };
+        out._debug = debug;
+      }
+      return out;
+    },
+  });
+}
+
+/** The REST result shape (spec 2.2): absent fields are left out, `value` is never undefined. */
+function restResult(r: EvaluationResult): Record<string, unknown> {
+  const out: Record<string, unknown> = { flagKey: r.flagKey, value: r.value === undefined ? null : r.value, reason: r.reason };
+  if (r.variant !== undefined) out.variant = r.variant;
+  if (r.errorCode !== undefined) {
+    out.errorCode = r.errorCode;
+    out.errorMessage = r.errorMessage;
+  }
+  return out;
+}
+
+const round3 = (ms: number) => Math.round(ms * 1000) / 1000;

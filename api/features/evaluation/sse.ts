@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { clientIp, ipBucket } from '../../http/client-ip';
+import { HttpError, serviceUnavailable } from '../../http/errors';
+import { defineRoute, type AnyRoute } from '../../http/route';
+import { ENVIRONMENTS } from '../flags/types';
+import type { ServiceGrant } from './access';
+import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
+import { validateQuery } from './schemas';
+import type { EvaluationService } from './service';
+import { STREAM_RETRY_AFTER_SECONDS, type StreamLimits } from './stream-limits';
+import { openSse, type StreamClientLimits, type StreamHub } from './streams';
+
+/**
+ * Server-Sent Events of flag changes (spec 6.2): GET /api/flags/stream and /api/connect/stream,
+ * on the lean edge so an open stream holds no Express or per-request logger state (see
+ * bench:streams). The query is validated like a route's; then the caller's grant, the
+ * open-stream caps, and the stream itself (streams.ts).
+ */
+export interface SseDeps {
+  evaluation: EvaluationService;
+  hub: StreamHub;
+  /** Open-stream caps (per IP, credential, service), shared with the Connect EventStream. */
+  streamLimits: StreamLimits;
+  /** What one SSE client may cost before it is dropped (buffered output, stall time). */
+  streamClient: StreamClientLimits;
+  trustProxy: number;
+}
+
+const STREAM_PATHS = ['/api/flags/stream', '/api/connect/stream'] as const;
+
+export const StreamQuery = z.object({
+  serviceId: z.string().min(1).max(128),
+  environment: z.enum(ENVIRONMENTS).optional().describe('Every environment when absent'),
+  clientId: z.string().max(128).optional(),
+  lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),
+});
+type StreamQuery = z.infer<typeof StreamQuery>;
+
+export function sseRoute(deps: SseDeps): LeanRoute {
+  return { method: 'GET', paths: STREAM_PATHS, respond: (ex) => openStream(deps, ex) };
+}
+
+function openStream(deps: SseDeps, ex: Exchange): Promise<void> | undefined {
+  const query = validateQuery(StreamQuery, Object.fromEntries(new URLSearchParams(ex.query)));
+  if (query instanceof HttpError) throw query;
+  const grant = deps.evaluation.grantNow(ex.principal, query.serviceId);
+  if (grant === undefined) return deps.evaluation.grant(ex.principal, query.serviceId).then((g) => open(deps, ex, query, g));
+  open(deps, ex, query, grant);
+  return undefined;
+}
+
+function open(deps: SseDeps, ex: Exchange, query: StreamQuery, grant: ServiceGrant): void {
+  if (deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
+  // Gone while its service loaded: its 'close' has passed, so it must not take a slot.
+  if (ex.req.socket.destroyed) return;
+  const admission = deps.streamLimits.acquire({ ip: ipBucket(clientIp(ex.req, deps.trustProxy)), principal: ex.principal, serviceId: grant.service.id });
+  if (!admission.ok) return ex.send(429, JSON.stringify(admission.error.toBody()), { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
+  const lastEventId = ex.req.headers['last-event-id'];
+  openSse(deps.hub, ex.req, ex.res, {
+    service: grant.service,
+    visibility: grant.visibility,
+    environment: query.environment,
+    clientId: query.clientId,
+    lastEventId: (typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined) ?? query.lastEventId,
+    headers: ex.headers(),
+    limits: deps.streamClient,
+    release: admission.release,
+  });
+}
+
+/** The SSE routes, for the OpenAPI document only: the lean edge serves them. */
+export const streamDocs: AnyRoute[] = [
+  defineRoute({
+    method: 'get',
+    path: '/api/flags/stream',
+    summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
+    tags: ['streams'],
+    auth: 'public',
+    sdk: true,
+    access: { capability: 'flags:read', per: 'flag' },
+    query: StreamQuery.omit({ clientId: true }),
+    handler: servedByLeanPath,
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/connect/stream',
+    summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
+    tags: ['streams'],
+    auth: 'public',
+    sdk: true,
+    access: { capability: 'flags:read', per: 'flag' },
+    query: StreamQuery,
+    handler: servedByLeanPath,
+  }),
+];
