@@ -6,7 +6,6 @@ import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
 import { checkBodyHeaders } from './body';
 import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, unauthorized, validationFailed, type FieldProblem } from './errors';
-import type { OpenApiCatalog } from './openapi';
 
 export const KB = 1024;
 /** Spec 8 request-size limits; anonymousBulk is what an unauthenticated demo write may send (4,096 updates fit in about 0.5 MB). */
@@ -98,7 +97,8 @@ export function defineRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodType
 
 export interface RouteDeps {
   logger: Logger;
-  openapi: OpenApiCatalog;
+  /** The OpenAPI catalog (openapi.ts), which reads routes: named by what the router calls, so neither module imports the other. */
+  openapi: { register(route: AnyRoute): void };
   /** Enforces the routes' `access` rules; needed when any route declares one. */
   access?: Pick<ProjectAccess, 'check'>;
   /** Called after authentication: per-token rate limits and anything else every route needs. */
