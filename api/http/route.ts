@@ -5,7 +5,7 @@ import type { AccessRule, ProjectAccess, ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
 import { checkBodyHeaders } from './body';
-import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, unauthorized, validationFailed, type FieldProblem } from './errors';
+import { forbidden, HttpError, malformedJson, payloadTooLarge, personalTokenRefused, requestAborted, unauthorized, validationFailed, type FieldProblem } from './errors';
 
 export const KB = 1024;
 /** Spec 8 request-size limits; anonymousBulk is what an unauthenticated demo write may send (4,096 updates fit in about 0.5 MB). */
@@ -199,7 +199,7 @@ function bodyReader(route: AnyRoute, limit: number) {
 /** Spec 5.2 and 5.5, decided once for every route from its declared policy. */
 function enforceCredentialPolicy(route: AnyRoute, p: Principal, method: string) {
   if (route.sdk && p.type === 'personal_access_token') {
-    throw new HttpError(403, 'Forbidden: personal tokens cannot evaluate flags or call SDK endpoints; use a project API token', {}, 'FORBIDDEN');
+    throw personalTokenRefused();
   }
   switch (route.auth) {
     case 'public':
