@@ -141,16 +141,21 @@ export class ProjectAccess {
     const named = 'project' in rule ? rule.project(ctx) : 'service' in rule ? rule.service(ctx) : '';
     if (named === undefined) return this.listAccessible(principal, capability);
     if ('project' in rule) return [await this.require(principal, named, capability, rule.hiddenAs)];
+    if ('service' in rule) return [await this.requireOnService(principal, named, capability)];
     if (principal.type === 'anonymous') throw unauthorized();
-    const resource = 'service' in rule ? 'Service' : rule.owner;
-    const projectId = 'service' in rule ? await this.serviceProject(named) : await rule.projectOf(ctx);
-    if (projectId === null) throw notFound(resource);
-    return [await this.require(principal, projectId, capability, resource)];
+    return [await this.requireOwned(principal, await rule.projectOf(ctx), capability, rule.owner)];
   }
 
-  private async serviceProject(serviceId: string): Promise<string | null> {
+  /** `capability` on the project of a service (routes, bulk items); a service the caller cannot see is 404 like a missing one. */
+  async requireOnService(principal: Principal, serviceId: string, capability: Capability): Promise<ProjectGrant> {
+    if (principal.type === 'anonymous') throw unauthorized();
     const [row] = await this.sql<{ project_id: string }[]>`SELECT project_id FROM services WHERE id = ${serviceId}`;
-    return row?.project_id ?? null;
+    return this.requireOwned(principal, row?.project_id ?? null, capability, 'Service');
+  }
+
+  private async requireOwned(principal: Principal, projectId: string | null, capability: Capability, resource: string): Promise<ProjectGrant> {
+    if (projectId === null) throw notFound(resource);
+    return this.require(principal, projectId, capability, resource);
   }
 }
 

@@ -33,7 +33,7 @@ export function flagBatchRoutes(deps: FlagBatchDeps): AnyRoute[] {
     logger: deps.logger,
     afterDemoWrite: (flags) => deps.demo.list.apply(flags),
   });
-  const transfer = new FlagTransfer({ sql: deps.sql, flags: deps.flags, access: deps.access, logger: deps.logger });
+  const transfer = new FlagTransfer({ sql: deps.sql, flags: deps.flags, logger: deps.logger });
   return [
     ...bulkFlagRoutes({ bulk, demo: { isDemoService: (id) => deps.demo.registry.isDemoService(id), throttle: deps.demo.throttle } }),
     ...flagTransferRoutes({ transfer }),

@@ -115,6 +115,8 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
       summary: `Create flags in bulk; items are POST /api/flags bodies. ${STATUS_NOTE}`,
       tags: ['flags'],
       auth: 'authenticated',
+      // Each item needs flags:write on its service's project (BulkFlagOperations).
+      access: { capability: 'flags:write', per: 'item' },
       status: 201,
       bodyLimit: BODY_LIMITS.bulk,
       query: BulkQuery,
@@ -136,6 +138,8 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
       tags: ['flags'],
       // Decided per request below: demo-only requests are open, anything else needs a credential and CSRF.
       auth: 'public',
+      // Demo-only requests are open; otherwise each item needs flags:write on its service's project.
+      access: { capability: 'flags:write', per: 'item' },
       csrfExempt: true,
       bodyLimit: BODY_LIMITS.bulk,
       anonymousBodyLimit: BODY_LIMITS.anonymousBulk,
@@ -164,6 +168,8 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
       summary: `Delete flags in bulk; items are {key, serviceId, environment, version?}. ${STATUS_NOTE}`,
       tags: ['flags'],
       auth: 'authenticated',
+      // Each item needs flags:delete on its service's project (BulkFlagOperations).
+      access: { capability: 'flags:delete', per: 'item' },
       bodyLimit: BODY_LIMITS.bulk,
       query: BulkQuery,
       body: BulkBody,

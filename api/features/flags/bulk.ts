@@ -192,16 +192,7 @@ export class BulkFlagOperations {
     return (serviceId: string): Promise<void> => {
       let decision = decided.get(serviceId);
       if (!decision) {
-        decision = (async () => {
-          const service = await this.deps.flags.findService(serviceId);
-          if (!service) throw notFound('Service');
-          try {
-            await this.deps.access.require(principal, service.projectId, capability);
-          } catch (error) {
-            if (error instanceof HttpError && error.status === 404) throw notFound('Service');
-            throw error;
-          }
-        })();
+        decision = this.deps.access.requireOnService(principal, serviceId, capability).then(() => undefined);
         decision.catch(() => undefined);
         decided.set(serviceId, decision);
       }

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { BODY_LIMITS, defineRoute, reply, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import { EXPORT_FORMAT_VERSION, IMPORT_MAX_FLAGS, ImportFileSchema, type FlagTransfer, type ImportReport } from './export-import';
+import { EXPORT_FORMAT_VERSION, IMPORT_MAX_FLAGS, ImportFileSchema, importTarget, type FlagTransfer, type ImportReport } from './export-import';
 import { FlagRecordSchema } from './routes';
 import { ENVIRONMENTS } from './types';
 
@@ -73,10 +73,11 @@ export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[]
       summary: `Download a project's flags as a version "${EXPORT_FORMAT_VERSION}" JSON file (needs flags read)`,
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
       query: ExportQuery,
       response: ExportFileSchema,
-      async handler({ principal, query }) {
-        const file = await transfer.export(principal, query);
+      async handler({ query }) {
+        const file = await transfer.export(query);
         const day = file.exportedAt.slice(0, 10);
         const name = `flags-${query.projectId}${query.serviceId ? `-${query.serviceId}` : ''}${query.environment ? `-${query.environment}` : ''}-${day}.json`;
         return reply(200, file, {
@@ -95,6 +96,7 @@ export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[]
         'nothing). Needs flags write. 200 when no flag failed, 207 when some did, and when all failed the status they share or 400.',
       tags: ['flags'],
       auth: 'authenticated',
+      access: { capability: 'flags:write', project: (ctx) => importTarget(ctx.query, ctx.body) },
       bodyLimit: BODY_LIMITS.bulk,
       query: ImportQuery,
       body: ImportFileSchema,
@@ -102,7 +104,7 @@ export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[]
       async handler(ctx) {
         const { principal, query, body } = ctx;
         const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });
-        const report = await transfer.import(principal, actor, body, query);
+        const report = await transfer.import(actor, ctx.granted[0].projectId, body, query);
         const status = importStatus(report);
         const extra = report.total > 0 && report.failed === report.total ? { error: STATUS_CODES[status] ?? 'Error', message: `All ${report.failed} flags failed` } : {};
         return reply(status, { ...report, ...extra });

@@ -1,6 +1,4 @@
 import { z } from 'zod';
-import type { ProjectAccess } from '../../auth/access';
-import type { Principal } from '../../auth/principal';
 import { badRequest, HttpError, notFound, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
@@ -55,8 +53,6 @@ export const ImportFileSchema = z
 export type ImportFile = z.infer<typeof ImportFileSchema>;
 
 export interface ImportTarget {
-  /** Target project; default: the file's projectId. */
-  projectId?: string;
   /** Put every flag into this service instead of the one it names. */
   serviceId?: string;
   /** false: flags that exist are left as they are (skipped). Default true. */
@@ -92,7 +88,6 @@ export interface ImportReport {
 export interface FlagTransferDeps {
   sql: Sql;
   flags: FlagService;
-  access: ProjectAccess;
   logger: Logger;
 }
 
@@ -103,16 +98,24 @@ const RECORD_ONLY_FIELDS = ['id', 'projectId', 'version', 'createdAt', 'updatedA
  * Export and import of a project's flags (spec 4.3, 9). Import is an idempotent upsert per
  * (service, environment, key): a missing flag is created, a differing one updated through
  * FlagService (each its own transaction with snapshot, audit and event), an identical one
- * skipped without writing anything, so importing the same file again changes nothing.
+ * skipped without writing anything, so importing the same file again changes nothing. The
+ * routes check flags:read (export) and flags:write (import) on the project first.
  */
+/** The project an import writes to: ?projectId, else the file's own. */
+export function importTarget(query: { projectId?: string }, file: ImportFile): string {
+  const projectId = query.projectId ?? file.projectId;
+  if (!projectId) {
+    throw badRequest('Validation failed: query.projectId: name the target project (the file has no projectId)', [
+      { path: 'query.projectId', message: 'Required' },
+    ]);
+  }
+  return projectId;
+}
+
 export class FlagTransfer {
   constructor(private readonly deps: FlagTransferDeps) {}
 
-  async export(
-    principal: Principal,
-    q: { projectId: string; serviceId?: string; environment?: Environment; includeDisabled: boolean },
-  ): Promise<FlagExportFile> {
-    await this.deps.access.require(principal, q.projectId, 'flags:read');
+  async export(q: { projectId: string; serviceId?: string; environment?: Environment; includeDisabled: boolean }): Promise<FlagExportFile> {
     if (q.serviceId) {
       const service = await this.deps.flags.findService(q.serviceId);
       if (!service || service.projectId !== q.projectId) throw notFound('Service');
@@ -138,14 +141,8 @@ export class FlagTransfer {
     };
   }
 
-  async import(principal: Principal, actor: AuditActor, file: ImportFile, target: ImportTarget): Promise<ImportReport> {
-    const projectId = target.projectId ?? file.projectId;
-    if (!projectId) {
-      throw badRequest('Validation failed: query.projectId: name the target project (the file has no projectId)', [
-        { path: 'query.projectId', message: 'Required' },
-      ]);
-    }
-    await this.deps.access.require(principal, projectId, 'flags:write');
+  /** `projectId`: the target project (importTarget), where the route's rule granted flags:write. */
+  async import(actor: AuditActor, projectId: string, file: ImportFile, target: ImportTarget): Promise<ImportReport> {
     if (target.serviceId) {
       const service = await this.deps.flags.findService(target.serviceId);
       if (!service || service.projectId !== projectId) throw notFound('Service');
