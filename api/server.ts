@@ -15,6 +15,7 @@ import { AccountService } from './features/accounts/service';
 import { AccountStore } from './features/accounts/store';
 import { PasswordHasher } from './features/accounts/passwords';
 import { AuthThrottle, SendThrottle } from './features/accounts/throttle';
+import { AuditWriter } from './features/audit/writer';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
@@ -26,6 +27,7 @@ import { FlagService } from './features/flags/service';
 import { FlagStore } from './features/flags/store';
 import { orgRoutes } from './features/orgs/routes';
 import { OutboxRelay } from './features/outbox/relay';
+import { OutboxWriter } from './features/outbox/store';
 import { createCredentialFeatures } from './features/tokens/wiring';
 import { createEventDeliveryFeatures } from './features/webhooks/wiring';
 import { triggerFeatureRoutes } from './features/triggers/wiring';
@@ -148,7 +150,13 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const projectAccess = new ProjectAccess(db.sql);
     // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
     const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
-    const flagService = new FlagService({ sql: db.sql, store: new FlagStore(db.sql), afterCommit: () => outbox.nudge() });
+    const flagService = new FlagService({
+      sql: db.sql,
+      store: new FlagStore(db.sql),
+      audit: new AuditWriter(),
+      outbox: new OutboxWriter(),
+      afterCommit: () => outbox.nudge(),
+    });
     const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     onShutdown(() => outbound.close());
     // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.

@@ -67,15 +67,50 @@ export function actorFromPrincipal(p: Principal, client: { ip?: string; userAgen
 
 /** Writes one audit entry inside the caller's transaction, so it commits with the change. */
 export async function writeAudit(tx: TransactionSql, actor: AuditActor, entry: AuditEntry): Promise<string> {
-  const id = newId('aud');
-  const before = (entry.before ?? null) as Record<string, unknown> | null;
-  const after = (entry.after ?? null) as Record<string, unknown> | null;
+  const [id] = await writeAuditEntries(tx, actor, [entry]);
+  return id;
+}
+
+/**
+ * Writes audit entries of one actor inside the caller's transaction, in one statement whatever
+ * their number, in the given order. `changes` is the field diff of `before` and `after`.
+ */
+export async function writeAuditEntries(tx: TransactionSql, actor: AuditActor, entries: AuditEntry[]): Promise<string[]> {
+  if (!entries.length) return [];
+  const rows = entries.map((entry) => {
+    const before = (entry.before ?? null) as Record<string, unknown> | null;
+    const after = (entry.after ?? null) as Record<string, unknown> | null;
+    return {
+      id: newId('aud'),
+      projectId: entry.projectId,
+      action: entry.action,
+      resourceType: entry.resourceType,
+      resourceId: entry.resourceId,
+      resourceName: entry.resourceName ?? null,
+      before,
+      after,
+      changes: diffFields(before, after),
+      metadata: entry.metadata ?? {},
+    };
+  });
   await tx`
     INSERT INTO audit_logs (id, project_id, user_id, actor, action, resource_type, resource_id, resource_name,
                             before, after, changes, metadata, ip_address, user_agent)
-    VALUES (${id}, ${entry.projectId}, ${actor.userId}, ${actor.name}, ${entry.action}, ${entry.resourceType},
-            ${entry.resourceId}, ${entry.resourceName ?? null}, ${before ? tx.json(before as never) : null}, ${after ? tx.json(after as never) : null},
-            ${tx.json(diffFields(before, after) as never)}, ${tx.json((entry.metadata ?? {}) as never)},
-            ${actor.ipAddress ?? null}, ${actor.userAgent?.slice(0, 512) ?? null})`;
-  return id;
+    SELECT a->>'id', a->>'projectId', ${actor.userId}, ${actor.name}, a->>'action', a->>'resourceType', a->>'resourceId', a->>'resourceName',
+           NULLIF(a->'before', 'null'::jsonb), NULLIF(a->'after', 'null'::jsonb), a->'changes', a->'metadata',
+           ${actor.ipAddress ?? null}, ${actor.userAgent?.slice(0, 512) ?? null}
+    FROM jsonb_array_elements(${tx.json(rows as never)}) WITH ORDINALITY AS t(a, n) ORDER BY n`;
+  return rows.map((r) => r.id);
+}
+
+/** The audit log as a dependency: services take it in their constructor, tests pass a fake. */
+export interface AuditLog {
+  writeMany(tx: TransactionSql, actor: AuditActor, entries: AuditEntry[]): Promise<string[]>;
+}
+
+/** The audit log in Postgres (audit_logs), written in the caller's transaction. */
+export class AuditWriter implements AuditLog {
+  writeMany(tx: TransactionSql, actor: AuditActor, entries: AuditEntry[]): Promise<string[]> {
+    return writeAuditEntries(tx, actor, entries);
+  }
 }

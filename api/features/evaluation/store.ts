@@ -1,5 +1,5 @@
 import type { Sql } from '../../infra/postgres';
-import { toFlagRecord, type FlagRow } from '../flags/store';
+import { FLAG_COLUMNS, toFlagRecord, type FlagRow } from '../flags/store';
 import type { Environment, FlagRecord } from '../flags/types';
 
 export interface ServiceRow {
@@ -15,9 +15,6 @@ export interface FlagStamp {
   key: string;
   version: number;
 }
-
-const FLAG_COLUMNS =
-  'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
 
 /** The reads behind snapshots and evaluation access; never called per evaluation of a known service. */
 export class EvaluationStore {

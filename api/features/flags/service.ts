@@ -1,10 +1,9 @@
 import { badRequest, conflict, isUniqueViolation, notFound } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
-import { diffFields, writeAudit, type AuditActor } from '../audit/writer';
-import { enqueueFlagEvent } from '../outbox/store';
-import { setEnabledInBatch, type EnabledChange } from './bulk-store';
-import type { FlagListFilter, FlagPage, FlagStore, ListPosition, WrittenFlag } from './store';
+import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
+import type { FlagEventOutbox } from '../outbox/store';
+import type { FlagListFilter, FlagPage, FlagStore, ListPosition, NewFlag, WrittenFlag } from './store';
 import {
   ENVIRONMENTS,
   FLAG_CONTENT_FIELDS,
@@ -26,6 +25,10 @@ import { flagContentProblems, flagKeyProblem, zeroValue } from './validation';
 export interface FlagServiceDeps {
   sql: Sql;
   store: FlagStore;
+  /** Where every change's audit entries go, in its transaction (AuditWriter). */
+  audit: AuditLog;
+  /** Where every change's events go, in its transaction (OutboxWriter; the relay publishes them). */
+  outbox: FlagEventOutbox;
   /** Called after every committed change (the in-process relay polls at once). */
   afterCommit?: () => void;
 }
@@ -35,17 +38,33 @@ export interface FlagWriteOptions {
   metadata?: Record<string, unknown>;
 }
 
-type Mutation = { changeType: FlagChangeType; auditAction: 'flag.update' | 'flag.toggle'; event: FlagEventName };
+export interface EnabledChange {
+  key: string;
+  enabled: boolean;
+}
 
-const UPDATE: Mutation = { changeType: 'update', auditAction: 'flag.update', event: 'flag.updated' };
-const TOGGLE: Mutation = { changeType: 'toggle', auditAction: 'flag.toggle', event: 'flag.toggled' };
-const ROLLBACK: Mutation = { changeType: 'rollback', auditAction: 'flag.update', event: 'flag.updated' };
+/** One change of one flag, as the write path records it. */
+type FlagChange =
+  | { kind: 'create'; flag: NewFlag }
+  | { kind: 'update' | 'toggle' | 'rollback'; before: FlagRecord; content: FlagContent }
+  | { kind: 'delete'; before: FlagRecord };
+type ChangeKind = FlagChange['kind'];
+
+/** What each kind of change is called in the audit log, the version history and on the bus. */
+const RECORDED_AS: Record<ChangeKind, { action: 'flag.create' | 'flag.update' | 'flag.toggle' | 'flag.delete'; changeType: FlagChangeType; event: FlagEventName }> = {
+  create: { action: 'flag.create', changeType: 'create', event: 'flag.created' },
+  update: { action: 'flag.update', changeType: 'update', event: 'flag.updated' },
+  toggle: { action: 'flag.toggle', changeType: 'toggle', event: 'flag.toggled' },
+  rollback: { action: 'flag.update', changeType: 'rollback', event: 'flag.updated' },
+  delete: { action: 'flag.delete', changeType: 'delete', event: 'flag.deleted' },
+};
 
 /**
  * The one mutation path for flags: API routes, bulk, import, triggers, rollback, canary steps and
- * demo writes all call it. Each call is one transaction that writes the flag row, a version
- * snapshot, an audit entry and an outbox event; nothing else happens inside it. Authorization is
- * the caller's job (routes use ProjectAccess before calling).
+ * demo writes all call it, and every method ends in `write`: one transaction that writes the
+ * flag rows, version snapshots, audit entries and outbox events of all its changes, set-based
+ * (one statement per table, for one flag or thousands). Nothing else happens inside it.
+ * Authorization is the caller's job (routes declare it).
  */
 export class FlagService {
   constructor(private readonly deps: FlagServiceDeps) {}
@@ -106,24 +125,19 @@ export class FlagService {
 
     let created: FlagRecord[];
     try {
-      created = await this.deps.sql.begin(async (tx) => {
-        const flags: FlagRecord[] = [];
-        for (const environment of environments) {
-          const enabled = input.environment || environment === 'development' ? content.enabled : false;
-          const written = await this.deps.store.insert(tx, {
-            ...content,
-            enabled,
-            id: newId('flg'),
-            projectId: service.projectId,
-            serviceId: service.id,
-            environment,
-            key: input.key,
-          });
-          await this.record(tx, actor, { action: 'flag.create', changeType: 'create', event: 'flag.created' }, null, written, opts);
-          flags.push(written.flag);
-        }
-        return flags;
-      });
+      const changes: FlagChange[] = environments.map((environment) => ({
+        kind: 'create',
+        flag: {
+          ...content,
+          enabled: input.environment || environment === 'development' ? content.enabled : false,
+          id: newId('flg'),
+          projectId: service.projectId,
+          serviceId: service.id,
+          environment,
+          key: input.key,
+        },
+      }));
+      created = await this.deps.sql.begin(async (tx) => (await this.write(tx, actor, changes, opts)).map((w) => w.flag));
     } catch (error) {
       if (isUniqueViolation(error)) {
         throw conflict(`A flag with key "${input.key}" already exists in ${input.environment ? `the ${input.environment} environment of ` : ''}this service`);
@@ -137,7 +151,7 @@ export class FlagService {
   /** Changes only the given fields. No-op patches (nothing differs) write nothing and return the flag. */
   update(actor: AuditActor, ref: FlagRef, patch: FlagPatch, expectedVersion?: number, opts: FlagWriteOptions = {}): Promise<FlagRecord> {
     const changes = pickContent(patch);
-    return this.mutate(actor, ref, UPDATE, expectedVersion, opts, (current) => ({
+    return this.mutate(actor, ref, 'update', expectedVersion, opts, (current) => ({
       ...contentOf(current),
       ...changes,
       ...(changes.tags ? { tags: uniqueTags(changes.tags) } : {}),
@@ -147,7 +161,7 @@ export class FlagService {
 
   /** Flips `enabled`, or sets it to `enabled` when given (spec 3). */
   toggle(actor: AuditActor, ref: FlagRef, enabled?: boolean, expectedVersion?: number, opts: FlagWriteOptions = {}): Promise<FlagRecord> {
-    return this.mutate(actor, ref, TOGGLE, expectedVersion, opts, (current) => ({
+    return this.mutate(actor, ref, 'toggle', expectedVersion, opts, (current) => ({
       ...contentOf(current),
       enabled: enabled ?? !current.enabled,
     }));
@@ -155,7 +169,7 @@ export class FlagService {
 
   /** Restores the content of `version` as a new version (audited as flag.update with metadata.rollbackTo). */
   async rollback(actor: AuditActor, ref: FlagRef, version: number, opts: FlagWriteOptions = {}): Promise<FlagRecord> {
-    return this.mutate(actor, ref, ROLLBACK, undefined, { metadata: { ...opts.metadata, rollbackTo: version } }, async (current, tx) => {
+    return this.mutate(actor, ref, 'rollback', undefined, { metadata: { ...opts.metadata, rollbackTo: version } }, async (current, tx) => {
       const target = await this.deps.store.findVersion(tx, current.id, version);
       if (!target) throw notFound(`Version ${version} of flag "${ref.key}"`);
       return contentOf(target.snapshot);
@@ -164,8 +178,10 @@ export class FlagService {
 
   /**
    * Sets `enabled` on many flags of one service and environment in ONE transaction (public demo
-   * grid writes): each changed flag still gets its version snapshot, flag.toggle audit entry and
-   * outbox event (set-based, see bulk-store.ts). Returns the existing flags by key, after the write.
+   * grid writes): the rows are locked in id order and each changed flag gets its version
+   * snapshot, flag.toggle audit entry and flag.toggled outbox event, written in key order. Flags
+   * already in the wanted state are not written; a key given twice takes its last value.
+   * Returns the existing flags by key, after the write.
    */
   async setEnabledMany(
     actor: AuditActor,
@@ -173,7 +189,19 @@ export class FlagService {
     changes: EnabledChange[],
     opts: FlagWriteOptions = {},
   ): Promise<Map<string, FlagRecord>> {
-    const result = await this.deps.sql.begin((tx) => setEnabledInBatch(tx, actor, target, changes, opts.metadata));
+    const wanted = new Map(changes.map((c) => [c.key, c.enabled]));
+    if (!wanted.size) return new Map();
+    const result = await this.deps.sql.begin(async (tx) => {
+      const current = await this.deps.store.lockMany(tx, target, [...wanted.keys()]);
+      const flags = new Map(current.map((f) => [f.key, f]));
+      const toggles: FlagChange[] = current
+        .filter((f) => f.enabled !== wanted.get(f.key))
+        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        .map((f) => ({ kind: 'toggle', before: f, content: { ...contentOf(f), enabled: wanted.get(f.key)! } }));
+      const written = await this.write(tx, actor, toggles, opts);
+      for (const { flag } of written) flags.set(flag.key, flag);
+      return { flags, changed: written.length };
+    });
     if (result.changed > 0) this.committed();
     return result.flags;
   }
@@ -181,9 +209,7 @@ export class FlagService {
   async remove(actor: AuditActor, ref: FlagRef, expectedVersion?: number, opts: FlagWriteOptions = {}): Promise<void> {
     await this.deps.sql.begin(async (tx) => {
       const current = await this.lockForWrite(tx, ref, expectedVersion);
-      const deletedAt = await this.deps.store.delete(tx, current.id);
-      const gone: WrittenFlag = { flag: { ...current, version: current.version + 1 }, changedAt: deletedAt };
-      await this.record(tx, actor, { action: 'flag.delete', changeType: 'delete', event: 'flag.deleted' }, current, gone, opts, true);
+      await this.write(tx, actor, [{ kind: 'delete', before: current }], opts);
     });
     this.committed();
   }
@@ -191,7 +217,7 @@ export class FlagService {
   private async mutate(
     actor: AuditActor,
     ref: FlagRef,
-    mutation: Mutation,
+    kind: 'update' | 'toggle' | 'rollback',
     expectedVersion: number | undefined,
     opts: FlagWriteOptions,
     next: (current: FlagRecord, tx: TransactionSql) => FlagContent | Promise<FlagContent>,
@@ -202,8 +228,7 @@ export class FlagService {
       const content = await next(current, tx);
       assertValid(content);
       if (canonicalJson(contentOf(current)) === canonicalJson(content)) return current;
-      const written = await this.deps.store.update(tx, current.id, content);
-      await this.record(tx, actor, { action: mutation.auditAction, changeType: mutation.changeType, event: mutation.event }, current, written, opts);
+      const [written] = await this.write(tx, actor, [{ kind, before: current, content }], opts);
       wrote = true;
       return written.flag;
     });
@@ -222,47 +247,63 @@ export class FlagService {
     return current;
   }
 
-  /** Version snapshot, audit entry and outbox event of one change, in the change's transaction. */
-  private async record(
-    tx: TransactionSql,
-    actor: AuditActor,
-    what: { action: 'flag.create' | 'flag.update' | 'flag.toggle' | 'flag.delete'; changeType: FlagChangeType; event: FlagEventName },
-    before: FlagRecord | null,
-    written: WrittenFlag,
-    opts: FlagWriteOptions,
-    deleted = false,
-  ): Promise<void> {
-    const after = deleted ? null : written.flag;
-    const flag = written.flag;
-    await this.deps.store.insertVersion(tx, {
-      id: newId('fv'),
-      flag: deleted ? before! : flag,
-      version: flag.version,
-      changeType: what.changeType,
-      actor: actor.name,
-      userId: actor.userId,
-    });
-    await writeAudit(tx, actor, {
-      projectId: flag.projectId,
-      action: what.action,
-      resourceType: 'flag',
-      resourceId: flag.id,
-      resourceName: flag.key,
-      before,
-      after,
-      metadata: { serviceId: flag.serviceId, environment: flag.environment, version: flag.version, ...opts.metadata },
-    });
-    const changes: FlagChangeEvent['data']['changes'] = {};
-    for (const c of diffFields(before && contentOf(before), after && contentOf(after))) changes[c.field] = { from: c.oldValue, to: c.newValue };
-    await enqueueFlagEvent(tx, {
-      id: newId('evt'),
-      event: what.event,
-      timestamp: written.changedAt,
-      data: { flagKey: flag.key, projectId: flag.projectId, serviceId: flag.serviceId, environment: flag.environment, changes },
-      flag: after,
-      actor: actor.name,
-      actorUserId: actor.userId,
-    });
+  /**
+   * The write path: the rows, version snapshots, audit entries and outbox events of `changes`,
+   * in the caller's transaction (which holds the row locks), one statement per table whatever
+   * their number. Snapshots, entries and events follow the order of `changes`: a flag's events
+   * reach the bus in that order. Returns the written flags in that order (a deleted one as it
+   * was, at the version its deletion took).
+   */
+  private async write(tx: TransactionSql, actor: AuditActor, changes: FlagChange[], opts: FlagWriteOptions): Promise<WrittenFlag[]> {
+    if (!changes.length) return [];
+    const { store } = this.deps;
+    const inserted = await store.insertMany(tx, changes.flatMap((c) => (c.kind === 'create' ? [c.flag] : [])));
+    const updated = await store.updateMany(
+      tx,
+      changes.flatMap((c) => (c.kind === 'create' || c.kind === 'delete' ? [] : [{ id: c.before.id, set: changedContent(c.before, c.content) }])),
+    );
+    const deleted = await store.deleteMany(tx, changes.flatMap((c) => (c.kind === 'delete' ? [c.before.id] : [])));
+
+    const results: WrittenFlag[] = [];
+    const versions: Parameters<FlagStore['insertVersions']>[2] = [];
+    const entries: AuditEntry[] = [];
+    const events: FlagChangeEvent[] = [];
+    for (const change of changes) {
+      const before = change.kind === 'create' ? null : change.before;
+      let written: WrittenFlag;
+      if (change.kind === 'create') written = inserted.get(change.flag.id)!;
+      else if (change.kind === 'delete') written = { flag: { ...change.before, version: change.before.version + 1 }, changedAt: deleted.get(change.before.id)! };
+      else written = updated.get(change.before.id)!;
+      const { flag, changedAt } = written;
+      const after = change.kind === 'delete' ? null : flag;
+      const recorded = RECORDED_AS[change.kind];
+      results.push(written);
+      versions.push({ id: newId('fv'), snapshot: after ?? before!, version: flag.version, changeType: recorded.changeType });
+      entries.push({
+        projectId: flag.projectId,
+        action: recorded.action,
+        resourceType: 'flag',
+        resourceId: flag.id,
+        resourceName: flag.key,
+        before,
+        after,
+        metadata: { serviceId: flag.serviceId, environment: flag.environment, version: flag.version, ...opts.metadata },
+      });
+      const fieldChanges: FlagChangeEvent['data']['changes'] = {};
+      for (const c of diffFields(before && contentOf(before), after && contentOf(after))) fieldChanges[c.field] = { from: c.oldValue, to: c.newValue };
+      events.push({
+        id: newId('evt'),
+        event: recorded.event,
+        timestamp: changedAt,
+        data: { flagKey: flag.key, projectId: flag.projectId, serviceId: flag.serviceId, environment: flag.environment, changes: fieldChanges },
+        flag: after,
+        actor: actor.name,
+        actorUserId: actor.userId,
+      });
+    }
+    // Three independent inserts: postgres.js pipelines them on the transaction's connection.
+    await Promise.all([store.insertVersions(tx, actor, versions), this.deps.audit.writeMany(tx, actor, entries), this.deps.outbox.enqueue(tx, events)]);
+    return results;
   }
 
   private async requireFlag(ref: FlagRef): Promise<FlagRecord> {
@@ -280,6 +321,17 @@ function contentOf(flag: FlagRecord): FlagContent {
   const content = {} as Record<string, unknown>;
   for (const field of FLAG_CONTENT_FIELDS) content[field] = flag[field];
   return content as unknown as FlagContent;
+}
+
+/** The content fields whose value differs (what the row update writes; the rest stay as they are). */
+function changedContent(before: FlagRecord, content: FlagContent): Partial<FlagContent> {
+  const set: Record<string, unknown> = {};
+  for (const field of FLAG_CONTENT_FIELDS) {
+    // Unchanged fields are mostly the same value or reference: no serialization for them (10,000-flag batches).
+    const same = before[field] === content[field] || canonicalJson(before[field]) === canonicalJson(content[field]);
+    if (!same) set[field] = content[field];
+  }
+  return set as Partial<FlagContent>;
 }
 
 function pickContent(patch: FlagPatch): Partial<FlagContent> {

@@ -33,6 +33,9 @@ export interface FlagRow {
   updated_at: Date;
 }
 
+/** A flag to insert: its identity and content (it starts at version 1). */
+export type NewFlag = { id: string; projectId: string; serviceId: string; environment: Environment; key: string } & FlagContent;
+
 /** A changed flag plus the change time with microseconds (event timestamps must be distinct per change). */
 export interface WrittenFlag {
   flag: FlagRecord;
@@ -61,7 +64,8 @@ export function toFlagRecord(row: FlagRow): FlagRecord {
   };
 }
 
-const FLAG_COLUMNS = 'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
+/** The columns of a FlagRow: every read of whole flags selects these (here and in the evaluation store). */
+export const FLAG_COLUMNS = 'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
 /** ISO 8601 in UTC with microseconds, computed by Postgres from a timestamptz column. */
 const ISO_MICROS = `to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
@@ -114,47 +118,77 @@ export class FlagStore {
     return row ? toFlagRecord(row) : null;
   }
 
-  async insert(
-    tx: TransactionSql,
-    flag: { id: string; projectId: string; serviceId: string; environment: Environment; key: string } & FlagContent,
-  ): Promise<WrittenFlag> {
-    const [row] = await tx<(FlagRow & { changed_at: string })[]>`
+  /**
+   * Reads the flags of `keys` in one service and environment and locks their rows, in id order
+   * (two writers of overlapping sets cannot deadlock). Missing keys are left out.
+   */
+  async lockMany(tx: TransactionSql, target: { serviceId: string; environment: Environment }, keys: string[]): Promise<FlagRecord[]> {
+    const rows = await tx<FlagRow[]>`
+      SELECT ${tx.unsafe(FLAG_COLUMNS)} FROM flags
+      WHERE service_id = ${target.serviceId} AND environment = ${target.environment} AND key = ANY(${tx.array(keys)}::text[])
+      ORDER BY id FOR UPDATE`;
+    return rows.map(toFlagRecord);
+  }
+
+  /** Inserts new flags at version 1, in one statement; returns them by id. */
+  async insertMany(tx: TransactionSql, flags: NewFlag[]): Promise<Map<string, WrittenFlag>> {
+    if (!flags.length) return new Map();
+    const rows = await tx<(FlagRow & { changed_at: string })[]>`
       INSERT INTO flags (id, project_id, service_id, environment, key, name, description, type, enabled, default_value,
                          tags, variants, targeting, is_public, version, created_at, updated_at)
-      VALUES (${flag.id}, ${flag.projectId}, ${flag.serviceId}, ${flag.environment}, ${flag.key}, ${flag.name},
-              ${flag.description}, ${flag.type}, ${flag.enabled}, ${json(tx, flag.defaultValue)}, ${json(tx, flag.tags)},
-              ${json(tx, flag.variants)}, ${json(tx, flag.targeting)}, ${flag.isPublic}, 1, clock_timestamp(), clock_timestamp())
+      SELECT f->>'id', f->>'projectId', f->>'serviceId', f->>'environment', f->>'key', f->>'name', f->>'description', f->>'type',
+             (f->>'enabled')::boolean, f->'defaultValue', f->'tags', f->'variants', f->'targeting', (f->>'isPublic')::boolean,
+             1, clock_timestamp(), clock_timestamp()
+      FROM jsonb_array_elements(${json(tx, flags)}) WITH ORDINALITY AS t(f, n) ORDER BY n
       RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
-    return { flag: toFlagRecord(row), changedAt: row.changed_at };
+    return written(rows);
   }
 
-  /** Writes new content and bumps the version by one. */
-  async update(tx: TransactionSql, id: string, content: FlagContent): Promise<WrittenFlag> {
-    const [row] = await tx<(FlagRow & { changed_at: string })[]>`
-      UPDATE flags SET name = ${content.name}, description = ${content.description}, type = ${content.type},
-        enabled = ${content.enabled}, default_value = ${json(tx, content.defaultValue)}, tags = ${json(tx, content.tags)},
-        variants = ${json(tx, content.variants)}, targeting = ${json(tx, content.targeting)}, is_public = ${content.isPublic},
-        version = version + 1, updated_at = clock_timestamp()
-      WHERE id = ${id}
+  /**
+   * Writes the given content fields of each flag (the others keep their value) and bumps its
+   * version by one, in one statement; returns the flags by id.
+   */
+  async updateMany(tx: TransactionSql, changes: { id: string; set: Partial<FlagContent> }[]): Promise<Map<string, WrittenFlag>> {
+    if (!changes.length) return new Map();
+    const rows = await tx<(FlagRow & { changed_at: string })[]>`
+      UPDATE flags f SET
+        name = CASE WHEN c.s ? 'name' THEN c.s->>'name' ELSE f.name END,
+        description = CASE WHEN c.s ? 'description' THEN c.s->>'description' ELSE f.description END,
+        type = CASE WHEN c.s ? 'type' THEN c.s->>'type' ELSE f.type END,
+        enabled = CASE WHEN c.s ? 'enabled' THEN (c.s->>'enabled')::boolean ELSE f.enabled END,
+        default_value = CASE WHEN c.s ? 'defaultValue' THEN c.s->'defaultValue' ELSE f.default_value END,
+        tags = CASE WHEN c.s ? 'tags' THEN c.s->'tags' ELSE f.tags END,
+        variants = CASE WHEN c.s ? 'variants' THEN c.s->'variants' ELSE f.variants END,
+        targeting = CASE WHEN c.s ? 'targeting' THEN c.s->'targeting' ELSE f.targeting END,
+        is_public = CASE WHEN c.s ? 'isPublic' THEN (c.s->>'isPublic')::boolean ELSE f.is_public END,
+        version = f.version + 1, updated_at = clock_timestamp()
+      FROM (SELECT e->>'id' AS flag_id, e->'set' AS s FROM jsonb_array_elements(${json(tx, changes)}) AS e) AS c
+      WHERE f.id = c.flag_id
       RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
-    return { flag: toFlagRecord(row), changedAt: row.changed_at };
+    return written(rows);
   }
 
-  /** Deletes the row; returns the deletion time (microseconds). */
-  async delete(tx: TransactionSql, id: string): Promise<string> {
-    await tx`DELETE FROM flags WHERE id = ${id}`;
-    const [row] = await tx<{ at: string }[]>`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at`;
-    return row.at;
+  /** Deletes the rows, in one statement; returns each deletion time (microseconds) by id. */
+  async deleteMany(tx: TransactionSql, ids: string[]): Promise<Map<string, string>> {
+    if (!ids.length) return new Map();
+    const rows = await tx<{ id: string; at: string }[]>`
+      DELETE FROM flags WHERE id = ANY(${tx.array(ids)}::text[])
+      RETURNING id, to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at`;
+    return new Map(rows.map((r) => [r.id, r.at]));
   }
 
-  async insertVersion(
+  /** Version snapshots of one actor's changes, in one statement, in the given order. */
+  async insertVersions(
     tx: TransactionSql,
-    v: { id: string; flag: FlagRecord; version: number; changeType: FlagChangeType; actor: string; userId: string | null },
+    actor: { name: string; userId: string | null },
+    versions: { id: string; snapshot: FlagRecord; version: number; changeType: FlagChangeType }[],
   ): Promise<void> {
+    if (!versions.length) return;
     await tx`
       INSERT INTO flag_versions (id, flag_id, project_id, service_id, environment, flag_key, version, change_type, snapshot, actor, user_id, created_at)
-      VALUES (${v.id}, ${v.flag.id}, ${v.flag.projectId}, ${v.flag.serviceId}, ${v.flag.environment}, ${v.flag.key}, ${v.version},
-              ${v.changeType}, ${json(tx, v.flag)}, ${v.actor}, ${v.userId}, clock_timestamp())`;
+      SELECT v->>'id', v->'snapshot'->>'id', v->'snapshot'->>'projectId', v->'snapshot'->>'serviceId', v->'snapshot'->>'environment',
+             v->'snapshot'->>'key', (v->>'version')::int, v->>'changeType', v->'snapshot', ${actor.name}, ${actor.userId}, clock_timestamp()
+      FROM jsonb_array_elements(${json(tx, versions)}) WITH ORDINALITY AS t(v, n) ORDER BY n`;
   }
 
   async findVersion(sql: Sql | TransactionSql, flagId: string, version: number): Promise<FlagVersionRecord | null> {
@@ -257,6 +291,10 @@ function toVersionRecord(row: VersionRow): FlagVersionRecord {
     userId: row.user_id,
     createdAt: row.created_at.toISOString(),
   };
+}
+
+function written(rows: (FlagRow & { changed_at: string })[]): Map<string, WrittenFlag> {
+  return new Map(rows.map((row) => [row.id, { flag: toFlagRecord(row), changedAt: row.changed_at }]));
 }
 
 /** jsonb parameter; postgres.js needs the value wrapped so scalars and arrays are not mistaken for other types. */

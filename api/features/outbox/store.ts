@@ -25,11 +25,32 @@ interface ClaimedRow {
 }
 
 /** Inserts one event in the writer's transaction, so it commits (or not) with the change. */
-export async function enqueueFlagEvent(tx: TransactionSql, event: FlagChangeEvent): Promise<void> {
+export function enqueueFlagEvent(tx: TransactionSql, event: FlagChangeEvent): Promise<void> {
+  return enqueueFlagEvents(tx, [event]);
+}
+
+/**
+ * Inserts events in the writer's transaction, in one statement, taking sequence numbers in the
+ * given order: the relay publishes each flag's events in that order.
+ */
+export async function enqueueFlagEvents(tx: TransactionSql, events: FlagChangeEvent[]): Promise<void> {
+  if (!events.length) return;
   await tx`
     INSERT INTO flag_outbox (id, project_id, service_id, environment, flag_key, event, payload)
-    VALUES (${event.id}, ${event.data.projectId}, ${event.data.serviceId}, ${event.data.environment}, ${event.data.flagKey},
-            ${event.event}, ${tx.json(event as never)})`;
+    SELECT e->>'id', e->'data'->>'projectId', e->'data'->>'serviceId', e->'data'->>'environment', e->'data'->>'flagKey', e->>'event', e
+    FROM jsonb_array_elements(${tx.json(events as never)}) WITH ORDINALITY AS t(e, n) ORDER BY n`;
+}
+
+/** The outbox as a dependency of flag writers: they take it in their constructor, tests pass a fake. */
+export interface FlagEventOutbox {
+  enqueue(tx: TransactionSql, events: FlagChangeEvent[]): Promise<void>;
+}
+
+/** The outbox in Postgres (flag_outbox), written in the caller's transaction. */
+export class OutboxWriter implements FlagEventOutbox {
+  enqueue(tx: TransactionSql, events: FlagChangeEvent[]): Promise<void> {
+    return enqueueFlagEvents(tx, events);
+  }
 }
 
 /** The relay's queries. Every one is a single short statement: no transaction is held while consumers run. */
