@@ -108,6 +108,7 @@ export class ProjectAccess {
   /** `capability` on one project, or the refusal; a hidden project is reported as `resource` not found. */
   async require(principal: Principal, projectId: string, capability: Capability, resource = 'Project'): Promise<ProjectGrant> {
     if (principal.type === 'anonymous') throw unauthorized();
+    if (!storable(projectId)) throw notFound(resource);
     const userId = principal.type === 'project_api_token' ? null : principal.user.id;
     const [project] = await this.sql<{ id: string; org_id: string; role: ProjectRole | null }[]>`
       SELECT p.id, p.org_id, m.role FROM projects p
@@ -149,6 +150,7 @@ export class ProjectAccess {
   /** `capability` on the project of a service (routes, bulk items); a service the caller cannot see is 404 like a missing one. */
   async requireOnService(principal: Principal, serviceId: string, capability: Capability): Promise<ProjectGrant> {
     if (principal.type === 'anonymous') throw unauthorized();
+    if (!storable(serviceId)) throw notFound('Service');
     const [row] = await this.sql<{ project_id: string }[]>`SELECT project_id FROM services WHERE id = ${serviceId}`;
     return this.requireOwned(principal, row?.project_id ?? null, capability, 'Service');
   }
@@ -174,6 +176,9 @@ export function requireGrantable(principal: Principal, role: ProjectRole): void 
     if (role === 'owner' && !ownerActionsAllowed(principal)) throw ownerActionsRefused();
   }
 }
+
+/** Postgres text holds no NUL: an id with one names nothing (and must not reach a query). */
+const storable = (id: string) => !id.includes('\u0000');
 
 /** Owner actions (delete project/org, grant/demote/remove/transfer owner) with a personal token. */
 function ownerActionsAllowed(principal: Principal): boolean {
