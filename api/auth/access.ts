@@ -5,8 +5,8 @@ import type { Principal, ProjectRole } from './principal';
 
 /**
  * The one authorization module. Every route declares who may call it next to its path
- * (`access` in `api/http/route.ts`, built by the rules below); the route builder runs the rule
- * before the handler. The data plane's synchronous grant, bulk items and the extra checks that
+ * (`access` in `api/http/route.ts`, an AccessRule below); the route builder has ProjectAccess
+ * enforce it before the handler. The data plane's synchronous grant, bulk items and the extra checks that
  * depend on stored state (the owner role) ask the same core, `decide`, over the one permission
  * map in `./permissions.ts`.
  */
@@ -75,9 +75,9 @@ type CapabilityOf<C> = Capability | ((ctx: C) => Capability);
  * reach the handler as `ctx.granted` (one project for a single resource, any number for a list).
  *
  * - `project`: the project the request names (a path `:id`, a `projectId` in query or body).
- * - `service`: the project of the service the request names.
- * For both, a name the request may leave out (an optional filter, undefined) stands for every
- * project on which the caller holds the capability: possibly none, an empty list, not a refusal.
+ * - `service`: the project of the service the request names. For both, a name the request may
+ *   leave out (an optional filter, undefined) stands for every project on which the caller
+ *   holds the capability: possibly none, an empty list, not a refusal.
  * - `owner` + `projectOf`: the project owning a resource found by its own id (null: no such one).
  * - `per`: the handler decides each bulk item or evaluated flag through `decide` (public flags
  *   are open to anyone); nothing is checked before it.
