@@ -46,7 +46,7 @@ export function diffFields(before: Record<string, unknown> | null | undefined, a
     if (ignore.includes(field)) continue;
     const oldValue = before?.[field];
     const newValue = after?.[field];
-    if (JSON.stringify(oldValue) !== JSON.stringify(newValue)) changes.push({ field, oldValue: oldValue ?? null, newValue: newValue ?? null });
+    if (oldValue !== newValue && JSON.stringify(oldValue) !== JSON.stringify(newValue)) changes.push({ field, oldValue: oldValue ?? null, newValue: newValue ?? null });
   }
   return changes;
 }

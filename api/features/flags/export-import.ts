@@ -6,7 +6,7 @@ import type { AuditActor } from '../audit/writer';
 import type { FlagService } from './service';
 import type { FlagListFilter, ListPosition } from './store';
 import { ENVIRONMENTS, FLAG_CONTENT_FIELDS, type Environment, type FlagPatch, type FlagRecord } from './types';
-import { FlagCreateSchema } from './validation';
+import { canonicalJson, FlagCreateSchema } from './validation';
 
 /** Spec 9: the version every exported file carries, and the only one import reads. */
 export const EXPORT_FORMAT_VERSION = '1.0';
@@ -273,13 +273,4 @@ function contentPatch(input: z.infer<typeof FlagCreateSchema>, current: FlagReco
 
 function sameContent(patch: FlagPatch, current: FlagRecord): boolean {
   return Object.entries(patch).every(([field, value]) => canonicalJson(value) === canonicalJson(current[field as keyof FlagRecord]));
-}
-
-/** JSON with object keys sorted (stored jsonb reorders keys). */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 }

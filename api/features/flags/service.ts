@@ -20,7 +20,7 @@ import {
   type FlagTargetingRuleInput,
   type FlagVersionRecord,
 } from './types';
-import { flagContentProblems, flagKeyProblem, zeroValue } from './validation';
+import { canonicalJson, flagContentProblems, flagKeyProblem, zeroValue } from './validation';
 
 export interface FlagServiceDeps {
   sql: Sql;
@@ -250,7 +250,7 @@ export class FlagService {
   /**
    * The write path: the rows, version snapshots, audit entries and outbox events of `changes`,
    * in the caller's transaction (which holds the row locks), one statement per table whatever
-   * their number. Snapshots, entries and events follow the order of `changes`: a flag's events
+   * their number. Audit entries and events follow the order of `changes`: a flag's events
    * reach the bus in that order. Returns the written flags in that order (a deleted one as it
    * was, at the version its deletion took).
    */
@@ -327,9 +327,10 @@ function contentOf(flag: FlagRecord): FlagContent {
 function changedContent(before: FlagRecord, content: FlagContent): Partial<FlagContent> {
   const set: Record<string, unknown> = {};
   for (const field of FLAG_CONTENT_FIELDS) {
-    // Unchanged fields are mostly the same value or reference: no serialization for them (10,000-flag batches).
-    const same = before[field] === content[field] || canonicalJson(before[field]) === canonicalJson(content[field]);
-    if (!same) set[field] = content[field];
+    const [was, is] = [before[field], content[field]];
+    // Only objects need serializing to compare (10,000-flag batches: most fields are the same value or reference).
+    const same = was === is || (isObject(was) && isObject(is) && canonicalJson(was) === canonicalJson(is));
+    if (!same) set[field] = is;
   }
   return set as Partial<FlagContent>;
 }
@@ -340,18 +341,13 @@ function pickContent(patch: FlagPatch): Partial<FlagContent> {
   return out as Partial<FlagContent>;
 }
 
+function isObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
+}
+
 function assertValid(content: FlagContent) {
   const problems = flagContentProblems(content, content.type);
   if (problems.length) throw badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
-}
-
-/** JSON with object keys sorted: stored jsonb reorders keys, so plain JSON.stringify would see changes that are not. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 }
 
 function uniqueTags(tags: string[]): string[] {

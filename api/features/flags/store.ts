@@ -177,7 +177,7 @@ export class FlagStore {
     return new Map(rows.map((r) => [r.id, r.at]));
   }
 
-  /** Version snapshots of one actor's changes, in one statement, in the given order. */
+  /** Version snapshots of one actor's changes, in one statement. */
   async insertVersions(
     tx: TransactionSql,
     actor: { name: string; userId: string | null },
@@ -188,7 +188,7 @@ export class FlagStore {
       INSERT INTO flag_versions (id, flag_id, project_id, service_id, environment, flag_key, version, change_type, snapshot, actor, user_id, created_at)
       SELECT v->>'id', v->'snapshot'->>'id', v->'snapshot'->>'projectId', v->'snapshot'->>'serviceId', v->'snapshot'->>'environment',
              v->'snapshot'->>'key', (v->>'version')::int, v->>'changeType', v->'snapshot', ${actor.name}, ${actor.userId}, clock_timestamp()
-      FROM jsonb_array_elements(${json(tx, versions)}) WITH ORDINALITY AS t(v, n) ORDER BY n`;
+      FROM jsonb_array_elements(${json(tx, versions)}) AS v`;
   }
 
   async findVersion(sql: Sql | TransactionSql, flagId: string, version: number): Promise<FlagVersionRecord | null> {

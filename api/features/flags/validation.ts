@@ -39,6 +39,15 @@ const TYPE_WORD: Record<FlagType, string> = {
   object: 'a JSON object or array',
 };
 
+/** JSON with object keys sorted: stored jsonb reorders keys, so plain JSON.stringify would see changes that are not. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
 /** What a flag of each type returns when no default is given. */
 export function zeroValue(type: FlagType): unknown {
   switch (type) {
