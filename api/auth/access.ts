@@ -1,7 +1,18 @@
 import { forbidden, notFound, unauthorized, type HttpError } from '../http/errors';
 import type { Sql } from '../infra/postgres';
-import { ADMIN_TIER_CAPABILITIES, CAPABILITY_PERMISSION_NAME, OWNER_ACTION_CAPABILITIES, roleBeyondCredential, roleGrants, scopesGrant, tierAllowsCapability, type Capability } from './permissions';
-import type { Principal, ProjectRole } from './principal';
+import {
+  ADMIN_TIER_CAPABILITIES,
+  CAPABILITY_PERMISSION_NAME,
+  OWNER_ACTION_CAPABILITIES,
+  orgRoleGrants,
+  roleBeyondCredential,
+  roleGrants,
+  scopesGrant,
+  tierAllowsCapability,
+  type Capability,
+  type OrgCapability,
+} from './permissions';
+import { actingUser, type OrgRole, type Principal, type ProjectRole } from './principal';
 
 /**
  * The one authorization module. Every route declares who may call it next to its path
@@ -81,6 +92,8 @@ type CapabilityOf<C> = Capability | ((ctx: C) => Capability);
  * - `owner` + `projectOf`: the project owning a resource found by its own id (null: no such one).
  * - `per`: the handler decides each bulk item or evaluated flag through `decide` (public flags
  *   are open to anyone); nothing is checked before it.
+ * - `org`: an organization the request names, by the caller's organization role
+ *   (ORG_ROLE_CAPABILITIES); a member without the capability gets `refused` (403).
  * - `check`: a rule of its own (a public demo list, audit of a deleted project).
  *
  * A resource the caller cannot see at all is answered 404 like a missing one (`hiddenAs`, the
@@ -90,6 +103,7 @@ export type AccessRule<C> =
   | { capability: CapabilityOf<C>; project: (ctx: C) => string | undefined; hiddenAs?: string }
   | { capability: CapabilityOf<C>; service: (ctx: C) => string | undefined }
   | { capability: CapabilityOf<C>; owner: string; projectOf: (ctx: C) => Promise<string | null> }
+  | { capability: OrgCapability; org: (ctx: C) => string; refused: string }
   | { capability: Capability; per: 'item' | 'flag' }
   | { capability: Capability; check: (principal: Principal, ctx: C) => Promise<ProjectGrant[]> };
 
@@ -138,6 +152,10 @@ export class ProjectAccess {
   async check<C>(rule: AccessRule<C>, principal: Principal, ctx: C): Promise<ProjectGrant[]> {
     if ('per' in rule) return [];
     if ('check' in rule) return rule.check(principal, ctx);
+    if ('org' in rule) {
+      await this.requireOrg(principal, rule.org(ctx), rule.capability, rule.refused);
+      return [];
+    }
     const capability = capabilityOf(rule.capability, ctx);
     const named = 'project' in rule ? rule.project(ctx) : 'service' in rule ? rule.service(ctx) : '';
     if (named === undefined) return this.listAccessible(principal, capability);
@@ -153,6 +171,18 @@ export class ProjectAccess {
     if (!storable(serviceId)) throw notFound('Service');
     const [row] = await this.sql<{ project_id: string }[]>`SELECT project_id FROM services WHERE id = ${serviceId}`;
     return this.requireOwned(principal, row?.project_id ?? null, capability, 'Service');
+  }
+
+  /** `capability` in an organization: the caller's role there; a non-member gets 404 (existence is not revealed). */
+  async requireOrg(principal: Principal, orgId: string, capability: OrgCapability, refused: string): Promise<OrgRole> {
+    if (principal.type === 'anonymous') throw unauthorized();
+    const user = actingUser(principal);
+    if (!user) throw forbidden('organizations are reached by their users; use a signed-in session or a personal access token');
+    if (!storable(orgId)) throw notFound('Organization');
+    const [row] = await this.sql<{ role: OrgRole }[]>`SELECT role FROM org_members WHERE org_id = ${orgId} AND user_id = ${user.id}`;
+    if (!row) throw notFound('Organization');
+    if (!orgRoleGrants(row.role, capability)) throw forbidden(refused);
+    return row.role;
   }
 
   private async requireOwned(principal: Principal, projectId: string | null, capability: Capability, resource: string): Promise<ProjectGrant> {

@@ -1,4 +1,4 @@
-import type { PersonalTokenTier, ProjectRole, TokenScope } from './principal';
+import type { OrgRole, PersonalTokenTier, ProjectRole, TokenScope } from './principal';
 
 /**
  * The one permission map (spec 5.3). Roles, project-token scopes and opaque permissions all
@@ -93,6 +93,23 @@ export function roleBeyondCredential(credential: { scopes: readonly TokenScope[]
     if (!held) return capability;
   }
   return null;
+}
+
+/**
+ * Organizations (CONTRACT 2) have their own roles: every member views what belongs to the
+ * organization (its alert channels); owners and admins manage it (create projects in it,
+ * manage alert channels, read the audit trail of its deleted projects).
+ */
+export type OrgCapability = 'org:view' | 'org:manage';
+
+export const ORG_ROLE_CAPABILITIES: Record<OrgRole, ReadonlySet<OrgCapability>> = {
+  owner: new Set(['org:view', 'org:manage']),
+  admin: new Set(['org:view', 'org:manage']),
+  member: new Set(['org:view']),
+};
+
+export function orgRoleGrants(role: OrgRole, capability: OrgCapability): boolean {
+  return ORG_ROLE_CAPABILITIES[role].has(capability);
 }
 
 export function opaquePermissionsToScopes(p: { read?: boolean; write?: boolean; delete?: boolean }): TokenScope[] {

@@ -9,6 +9,7 @@ export interface UserRecord {
 }
 
 export type ProjectRole = 'owner' | 'admin' | 'member' | 'viewer';
+export type OrgRole = 'owner' | 'admin' | 'member';
 export type TokenScope = 'read' | 'write' | 'delete' | 'manage_settings' | 'manage_members';
 export type PersonalTokenTier = 'read' | 'write' | 'admin';
 

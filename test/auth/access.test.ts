@@ -1,4 +1,5 @@
 import { decide, refusal } from '../../api/auth/access';
+import { orgRoleGrants } from '../../api/auth/permissions';
 import type { Principal, ProjectRole } from '../../api/auth/principal';
 
 /**
@@ -65,4 +66,11 @@ it('answers each denial with the spec 7 status and text', () => {
   expect(answer(refusal('read-only', 'flags:write'))).toEqual([403, 'Forbidden: personal access token is read-only']);
   expect(answer(refusal('admin-tier', 'members:manage'))).toEqual([403, 'Forbidden: personal access token lacks the admin tier']);
   expect(answer(refusal('owner-actions', 'project:delete'))).toEqual([403, 'Forbidden: this action needs an admin token created with owner actions allowed']);
+});
+
+it('lets every organization member view and its owners and admins manage', () => {
+  expect(orgRoleGrants('member', 'org:view')).toBe(true);
+  expect(orgRoleGrants('member', 'org:manage')).toBe(false);
+  expect(orgRoleGrants('admin', 'org:manage')).toBe(true);
+  expect(orgRoleGrants('owner', 'org:manage')).toBe(true);
 });

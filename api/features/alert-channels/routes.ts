@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { actingUser } from '../../auth/principal';
 import { defineRoute, type AnyRoute } from '../../http/route';
 import { idSchema, nameSchema } from '../projects/common';
 import type { AlertChannelService } from './service';
@@ -47,7 +48,9 @@ const CreateChannel = z.discriminatedUnion('type', [
 const OrgParams = z.object({ orgId: idSchema });
 const ChannelParams = z.object({ orgId: idSchema, channelId: idSchema });
 
-/** Spec 4.7 organization alert channels. */
+const MANAGE_REFUSED = 'managing alert channels needs the owner or admin role in the organization';
+
+/** Spec 4.7 organization alert channels: every member of the organization sees them, owners and admins manage them. */
 export function alertChannelRoutes(deps: { alertChannels: AlertChannelService }): AnyRoute[] {
   const { alertChannels } = deps;
   return [
@@ -57,10 +60,11 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
       summary: "The organization's alert channels (inherited by all its projects)",
       tags: ['alert-channels'],
       auth: 'user',
+      access: { capability: 'org:view', org: (ctx) => ctx.params.orgId, refused: MANAGE_REFUSED },
       params: OrgParams,
       response: z.object({ channels: z.array(ChannelSchema) }),
-      async handler({ principal, params }) {
-        return { channels: await alertChannels.list(principal, params.orgId) };
+      async handler({ params }) {
+        return { channels: await alertChannels.list(params.orgId) };
       },
     }),
     defineRoute({
@@ -69,12 +73,13 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
       summary: 'Create an alert channel (organization owners and admins); each e-mail recipient confirms once by a mailed token',
       tags: ['alert-channels'],
       auth: 'user',
+      access: { capability: 'org:manage', org: (ctx) => ctx.params.orgId, refused: MANAGE_REFUSED },
       status: 201,
       params: OrgParams,
       body: CreateChannel,
       response: ChannelSchema.extend({ secret: z.string().optional().describe('Generic webhooks only; shown once') }),
       async handler({ principal, params, body }) {
-        return alertChannels.create(principal, params.orgId, body);
+        return alertChannels.create(actingUser(principal)!, params.orgId, body);
       },
     }),
     defineRoute({
@@ -83,10 +88,11 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
       summary: 'Delete an alert channel',
       tags: ['alert-channels'],
       auth: 'user',
+      access: { capability: 'org:manage', org: (ctx) => ctx.params.orgId, refused: MANAGE_REFUSED },
       status: 204,
       params: ChannelParams,
-      async handler({ principal, params }) {
-        await alertChannels.remove(principal, params.orgId, params.channelId);
+      async handler({ params }) {
+        await alertChannels.remove(params.orgId, params.channelId);
       },
     }),
     defineRoute({
@@ -95,6 +101,7 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
       summary: 'Send a test alert (one attempt) and report what the destination answered; needs a verified e-mail, throttled per user and recipient',
       tags: ['alert-channels'],
       auth: 'user',
+      access: { capability: 'org:manage', org: (ctx) => ctx.params.orgId, refused: MANAGE_REFUSED },
       params: ChannelParams,
       response: z.object({
         ok: z.boolean(),
@@ -105,7 +112,7 @@ export function alertChannelRoutes(deps: { alertChannels: AlertChannelService })
         durationMs: z.number().nullable(),
       }),
       async handler({ principal, params }) {
-        return alertChannels.testSend(principal, params.orgId, params.channelId);
+        return alertChannels.testSend(actingUser(principal)!, params.orgId, params.channelId);
       },
     }),
     defineRoute({

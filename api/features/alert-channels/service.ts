@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { actingUser, type Principal, type UserRecord } from '../../auth/principal';
-import { badRequest, forbidden, notFound, serviceUnavailable, unauthorized } from '../../http/errors';
+import type { UserRecord } from '../../auth/principal';
+import { badRequest, notFound, serviceUnavailable } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
@@ -11,7 +11,7 @@ import type { MailQueue } from '../mail/mail-queue';
 import type { DeliveryQueue, DeliveryRecord } from '../webhooks/deliveries';
 import { generateWebhookSecret } from '../webhooks/service';
 import { alertBody, alertMail } from './payloads';
-import type { AlertChannelStore, OrgRole } from './store';
+import type { AlertChannelStore } from './store';
 import {
   DEFAULT_PAGING_URL,
   type AlertChannelConfig,
@@ -51,8 +51,6 @@ export interface AlertChannelServiceDeps {
   testSendWaitMs?: number;
 }
 
-const MANAGING_ROLES: ReadonlySet<OrgRole> = new Set(['owner', 'admin']);
-
 /** Drops the stored config: what the API may show (with each e-mail recipient's confirmation). */
 function publicView({ config, ...record }: AlertChannelWithConfig, confirmed?: Set<string>): AlertChannelRecord {
   if (config.type !== 'email') return record;
@@ -64,22 +62,22 @@ const httpRecipient = (url: string) => ({ id: url, shown: 'this destination' });
 
 /**
  * Organization alert channels: every member of the organization sees them (they apply to all
- * its projects); owners and admins create, delete and test them. Delivery of HTTP channels
+ * its projects); owners and admins create, delete and test them (the routes' access rules,
+ * org:view and org:manage). Delivery of HTTP channels
  * runs through the same Temporal delivery workflow and SSRF guard as webhooks; e-mail goes
  * through the mail queue.
  */
 export class AlertChannelService {
   constructor(private readonly deps: AlertChannelServiceDeps) {}
 
-  async list(principal: Principal, orgId: string): Promise<AlertChannelRecord[]> {
-    await this.requireOrgRole(principal, orgId, false);
+  async list(orgId: string): Promise<AlertChannelRecord[]> {
     const channels = await this.deps.store.listByOrg(this.deps.sql, orgId);
     const confirmed = await this.deps.store.confirmedRecipients(this.deps.sql, channels.filter((c) => c.type === 'email').map((c) => c.id));
     return channels.map((c) => publicView(c, confirmed.get(c.id)));
   }
 
-  async create(principal: Principal, orgId: string, input: AlertChannelInput): Promise<AlertChannelRecord & { secret?: string }> {
-    const user = await this.requireOrgRole(principal, orgId, true);
+  /** `user`: the caller, an owner or admin of the organization. */
+  async create(user: UserRecord, orgId: string, input: AlertChannelInput): Promise<AlertChannelRecord & { secret?: string }> {
     const config = await this.configFrom(input);
     const record = { id: newId('alc'), orgId, name: input.name, config, enabled: input.enabled ?? true, createdBy: user.id };
     if (config.type !== 'email') {
@@ -115,16 +113,14 @@ export class AlertChannelService {
     return { ...confirmed, confirmed: true };
   }
 
-  async remove(principal: Principal, orgId: string, channelId: string): Promise<void> {
-    await this.requireOrgRole(principal, orgId, true);
+  async remove(orgId: string, channelId: string): Promise<void> {
     const channel = await this.deps.store.findById(this.deps.sql, channelId);
     if (!channel || channel.orgId !== orgId) throw notFound('Alert channel');
     await this.deps.store.remove(this.deps.sql, channelId);
   }
 
   /** Sends a test alert with a single attempt and reports what the destination answered. */
-  async testSend(principal: Principal, orgId: string, channelId: string): Promise<TestSendResult> {
-    const user = await this.requireOrgRole(principal, orgId, true);
+  async testSend(user: UserRecord, orgId: string, channelId: string): Promise<TestSendResult> {
     const channel = await this.deps.store.findById(this.deps.sql, channelId);
     if (!channel || channel.orgId !== orgId) throw notFound('Alert channel');
     // A test reaches whatever the channel names, on demand: only verified users, and counted.
@@ -213,17 +209,6 @@ export class AlertChannelService {
         `(or POST the token to /api/alert-channels/recipients/confirm). If you did not expect this, ignore this mail.`,
       token,
     };
-  }
-
-  /** The caller after checking their organization role; 404 when not a member. */
-  private async requireOrgRole(principal: Principal, orgId: string, manage: boolean): Promise<UserRecord> {
-    if (principal.type === 'anonymous') throw unauthorized();
-    const user = actingUser(principal);
-    if (!user) throw forbidden('alert channels belong to an organization; use a signed-in session or a personal access token');
-    const role = await this.deps.store.orgRoleOf(this.deps.sql, user.id, orgId);
-    if (!role) throw notFound('Organization');
-    if (manage && !MANAGING_ROLES.has(role)) throw forbidden('managing alert channels needs the owner or admin role in the organization');
-    return user;
   }
 
   private async configFrom(input: AlertChannelInput): Promise<AlertChannelConfig> {

@@ -44,14 +44,7 @@ const toChannel = (r: ChannelRow): AlertChannelWithConfig => ({
   config: r.config,
 });
 
-export type OrgRole = 'owner' | 'admin' | 'member';
-
 export class AlertChannelStore {
-  async orgRoleOf(db: Queryable, userId: string, orgId: string): Promise<OrgRole | null> {
-    const [row] = await db<{ role: OrgRole }[]>`SELECT role FROM org_members WHERE org_id = ${orgId} AND user_id = ${userId}`;
-    return row?.role ?? null;
-  }
-
   async insert(
     db: Queryable,
     c: { id: string; orgId: string; name: string; config: AlertChannelConfig; enabled: boolean; createdBy: string },

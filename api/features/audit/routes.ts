@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ProjectAccess, ProjectGrant } from '../../auth/access';
+import { orgRoleGrants } from '../../auth/permissions';
 import { actingUser, type Principal } from '../../auth/principal';
 import { badRequest, HttpError, notFound } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
@@ -65,7 +66,7 @@ async function auditAccess(deps: AuditRouteDeps, principal: Principal, projectId
   const user = actingUser(principal);
   const deleted = await deps.projects.findDeleted(deps.sql, projectId);
   const orgRole = user && deleted ? await deps.projects.orgRoleOf(deps.sql, user.id, deleted.orgId) : null;
-  if (!deleted || (orgRole !== 'owner' && orgRole !== 'admin')) throw notFound('Project');
+  if (!deleted || !orgRole || !orgRoleGrants(orgRole, 'org:manage')) throw notFound('Project');
   return [{ projectId, orgId: deleted.orgId, role: null }];
 }
 

@@ -40,6 +40,7 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'Create a project; the creator becomes its owner',
       tags: ['projects'],
       auth: 'user',
+      // Needs org:manage in the organization (ProjectService: the default organization needs a lookup first).
       adminTier: true,
       status: 201,
       body: z

@@ -1,4 +1,5 @@
 import type { ProjectAccess, ProjectGrant } from '../../auth/access';
+import { orgRoleGrants } from '../../auth/permissions';
 import { actingUser } from '../../auth/principal';
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors';
 import { newId } from '../../infra/ids';
@@ -18,15 +19,15 @@ export interface ProjectServiceDeps {
   invitationTimers: InvitationExpiryTimers;
 }
 
-/** Organization roles that may create projects in the organization. */
-const ORG_ROLES_CREATING_PROJECTS = new Set(['owner', 'admin']);
-
 const slugTaken = (slug: string) => conflict(`A project with slug '${slug}' already exists in this organization`);
 
 export class ProjectService {
   constructor(private readonly deps: ProjectServiceDeps) {}
 
-  /** The creator becomes the project's owner (spec 2.3). */
+  /**
+   * The creator becomes the project's owner (spec 2.3). Needs org:manage in the organization
+   * (the caller's personal one by default), decided here since the default needs a lookup.
+   */
   async create(caller: Caller, input: ProjectInput): Promise<ProjectWithRole> {
     const user = actingUser(caller.principal);
     if (!user) throw forbidden('creating a project needs a signed-in user or a personal access token');
@@ -35,7 +36,7 @@ export class ProjectService {
     if (!orgId) throw notFound('Organization');
     const orgRole = await store.orgRoleOf(sql, user.id, orgId);
     if (!orgRole) throw notFound('Organization');
-    if (!ORG_ROLES_CREATING_PROJECTS.has(orgRole)) throw forbidden('creating projects needs the owner or admin role in the organization');
+    if (!orgRoleGrants(orgRole, 'org:manage')) throw forbidden('creating projects needs the owner or admin role in the organization');
     const slug = input.slug ?? deriveSlug(input.name);
     if (!slug) throw badRequest('Cannot derive a slug from this name; pass a slug', [{ path: 'body.slug', message: 'Required when the name has no letters or digits' }]);
 

@@ -1,3 +1,4 @@
+import type { OrgRole } from '../../auth/principal';
 import { isUniqueViolation } from '../../http/errors';
 import type { Queryable } from './common';
 import type { ProjectPatch, ProjectRecord } from './types';
@@ -31,8 +32,6 @@ export function toProject(row: ProjectRow): ProjectRecord {
     updatedAt: row.updated_at.toISOString(),
   };
 }
-
-export type OrgRole = 'owner' | 'admin' | 'member';
 
 /** Projects and the organization facts project creation and deleted-project audit need. */
 export class ProjectStore {
