@@ -1,4 +1,4 @@
-import { forbidden, notFound, unauthorized, type HttpError } from '../http/errors';
+import { forbidden, notFound, personalTokenRefused, unauthorized, type HttpError } from '../http/errors';
 import type { Sql } from '../infra/postgres';
 import {
   ADMIN_TIER_CAPABILITIES,
@@ -15,12 +15,63 @@ import {
 import { actingUser, type OrgRole, type Principal, type ProjectRole } from './principal';
 
 /**
- * The one authorization module. Every route declares who may call it next to its path
- * (`access` in `api/http/route.ts`, an AccessRule below); the route builder has ProjectAccess
- * enforce it before the handler. The data plane's synchronous grant, bulk items and the extra checks that
- * depend on stored state (the owner role) ask the same core, `decide`, over the one permission
- * map in `./permissions.ts`.
+ * The one authorization module. Every route declares who may call it next to its path: its
+ * credential policy (`auth`, `sdk`, `readOnly`, `noPersonalTokens`, `adminTier`; enforced by
+ * enforceCredentialPolicy before the body is read) and, for project and organization resources,
+ * `access` (an AccessRule below, enforced by ProjectAccess after validation). The data plane's
+ * synchronous grant, bulk items and the extra checks that depend on stored state (the owner
+ * role) ask the same core, `decide`, over the one permission map in `./permissions.ts`.
  */
+
+/**
+ * Who may call a route at all, by credential:
+ * - public: anyone; the principal may be anonymous (handlers decide per resource, e.g. isPublic flags).
+ * - authenticated: any credential (session, personal token, project token).
+ * - user: a credential acting as a user (session or personal token).
+ * - session: a dashboard session only (spec 5.5 "dashboard-only").
+ */
+export type AuthMode = 'public' | 'authenticated' | 'user' | 'session';
+
+/** A route's credential policy (its RouteSpec fields of the same names). */
+export interface CredentialPolicy {
+  auth: AuthMode;
+  /** Evaluation and SDK routes: personal tokens are refused with the spec 7 message. */
+  sdk?: boolean;
+  /** A POST that only reads (explain, simulate, …): allowed for read-tier personal tokens. */
+  readOnly?: boolean;
+  /** Personal tokens may never call this (spec 5.5 list). */
+  noPersonalTokens?: boolean;
+  /** Needs the personal-token admin tier when called with one (org/project creation …). */
+  adminTier?: boolean;
+}
+
+/** Spec 5.2 and 5.5, decided for every route from its declared policy (before any I/O). */
+export function enforceCredentialPolicy(policy: CredentialPolicy, p: Principal, method: string): void {
+  if (policy.sdk && p.type === 'personal_access_token') throw personalTokenRefused();
+  switch (policy.auth) {
+    case 'public':
+      break;
+    case 'authenticated':
+      if (p.type === 'anonymous') throw unauthorized();
+      break;
+    case 'user':
+      if (p.type === 'anonymous') throw unauthorized();
+      if (p.type === 'project_api_token') throw forbidden('project API tokens cannot call this endpoint; sign in or use a personal access token');
+      break;
+    case 'session':
+      if (p.type === 'anonymous') throw unauthorized();
+      if (p.type !== 'session') throw forbidden('personal tokens cannot do this');
+      break;
+  }
+  if (p.type === 'personal_access_token') {
+    if (policy.noPersonalTokens) throw forbidden('personal tokens cannot do this');
+    if (p.tier === 'read' && method !== 'GET' && method !== 'HEAD' && !policy.readOnly) throw forbidden(READ_ONLY);
+    if (policy.adminTier && p.tier !== 'admin') throw forbidden(NO_ADMIN_TIER);
+  }
+}
+
+const READ_ONLY = 'personal access token is read-only';
+const NO_ADMIN_TIER = 'personal access token lacks the admin tier';
 
 export interface ProjectGrant {
   projectId: string;
@@ -67,9 +118,9 @@ export function refusal(denial: Denial, capability: Capability, resource = 'Proj
     case 'missing':
       return needsPermission(capability);
     case 'read-only':
-      return forbidden('personal access token is read-only');
+      return forbidden(READ_ONLY);
     case 'admin-tier':
-      return forbidden('personal access token lacks the admin tier');
+      return forbidden(NO_ADMIN_TIER);
     case 'owner-actions':
       return ownerActionsRefused();
   }

@@ -1,24 +1,15 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z, ZodTypeAny } from 'zod';
-import type { AccessRule, ProjectAccess, ProjectGrant } from '../auth/access';
+import { enforceCredentialPolicy, type AccessRule, type CredentialPolicy, type ProjectAccess, type ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
 import { checkBodyHeaders } from './body';
-import { forbidden, HttpError, malformedJson, payloadTooLarge, personalTokenRefused, requestAborted, unauthorized, validationFailed, type FieldProblem } from './errors';
+import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, validationFailed, type FieldProblem } from './errors';
 
 export const KB = 1024;
 /** Spec 8 request-size limits; anonymousBulk is what an unauthenticated demo write may send (4,096 updates fit in about 0.5 MB). */
 export const BODY_LIMITS = { default: 256 * KB, flagWrite: 256 * KB, evaluation: 64 * KB, bulk: 25.6 * 1024 * KB, anonymousBulk: 1024 * KB } as const;
-
-/**
- * Who may call a route:
- * - public: anyone; the principal may be anonymous (handlers decide per resource, e.g. isPublic flags).
- * - authenticated: any credential (session, personal token, project token).
- * - user: a credential acting as a user (session or personal token).
- * - session: a dashboard session only (spec 5.5 "dashboard-only").
- */
-export type AuthMode = 'public' | 'authenticated' | 'user' | 'session';
 
 export interface RequestContext<P, Q, B> {
   params: P;
@@ -47,12 +38,12 @@ export const reply = (status: number, body?: unknown, headers?: Record<string, s
 /** Returned by handlers that wrote the response themselves (streams). */
 export const HANDLED = Symbol('handled');
 
-export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> {
+/** Who may call a route is declared on it: the credential policy (`auth` ...: CredentialPolicy) and `access`. */
+export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> extends CredentialPolicy {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete';
   path: string;
   summary: string;
   tags?: string[];
-  auth: AuthMode;
   /**
    * Who may call it beyond `auth`: the capability it needs and the resource it applies to
    * (AccessRule, api/auth/access.ts), checked after validation and before the handler.
@@ -73,14 +64,6 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
   bodyLimit?: number;
   /** The body limit for anonymous callers of a public route, when smaller than `bodyLimit` (the demo bulk write). */
   anonymousBodyLimit?: number;
-  /** Evaluation and SDK routes: personal tokens are refused with the spec 7 message. */
-  sdk?: boolean;
-  /** A POST that only reads (explain, simulate, …): allowed for read-tier personal tokens. */
-  readOnly?: boolean;
-  /** Personal tokens may never call this (spec 5.5 list). */
-  noPersonalTokens?: boolean;
-  /** Needs the personal-token admin tier when called with one (org/project creation …). */
-  adminTier?: boolean;
   /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
   csrfExempt?: boolean;
   handler: (ctx: RequestContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
@@ -194,35 +177,6 @@ function bodyReader(route: AnyRoute, limit: number) {
         reject(err);
       });
     });
-}
-
-/** Spec 5.2 and 5.5, decided once for every route from its declared policy. */
-function enforceCredentialPolicy(route: AnyRoute, p: Principal, method: string) {
-  if (route.sdk && p.type === 'personal_access_token') {
-    throw personalTokenRefused();
-  }
-  switch (route.auth) {
-    case 'public':
-      break;
-    case 'authenticated':
-      if (p.type === 'anonymous') throw unauthorized();
-      break;
-    case 'user':
-      if (p.type === 'anonymous') throw unauthorized();
-      if (p.type === 'project_api_token') throw forbidden('project API tokens cannot call this endpoint; sign in or use a personal access token');
-      break;
-    case 'session':
-      if (p.type === 'anonymous') throw unauthorized();
-      if (p.type !== 'session') throw forbidden('personal tokens cannot do this');
-      break;
-  }
-  if (p.type === 'personal_access_token') {
-    if (route.noPersonalTokens) throw forbidden('personal tokens cannot do this');
-    if (p.tier === 'read' && method !== 'GET' && method !== 'HEAD' && !route.readOnly) {
-      throw forbidden('personal access token is read-only');
-    }
-    if (route.adminTier && p.tier !== 'admin') throw forbidden('personal access token lacks the admin tier');
-  }
 }
 
 /** Spec 5.2: cookie-session mutations carry X-CSRF-Token; bearer requests never need it. */
