@@ -109,7 +109,7 @@ const VersionSchema = z.object({
   createdAt: z.string(),
 });
 
-/** Spec 4.3 flag management. Every route authorizes on the owning project before touching a flag. */
+/** Spec 4.3 flag management. Every route declares its capability on the owning project (`access`), checked before its handler. */
 export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
   const { flags, access } = deps;
 

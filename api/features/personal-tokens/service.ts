@@ -34,8 +34,8 @@ const DAY_MS = 24 * 3600_000;
 
 /**
  * Personal access tokens (spec 2.5, 3, 5.5). They act as their user; what they may do is
- * decided per request by the route policy (tier) and ProjectAccess (the user's live role), so
- * losing access as a user removes it for every token at once.
+ * decided per request by the authorization module (api/auth/access.ts: the tier and the user's
+ * live role), so losing access as a user removes it for every token at once.
  */
 export class PersonalTokenService {
   constructor(
