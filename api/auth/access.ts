@@ -143,8 +143,8 @@ type CapabilityOf<C> = Capability | ((ctx: C) => Capability);
  * - `owner` + `projectOf`: the project owning a resource found by its own id (null: no such one).
  * - `per`: the handler decides each bulk item or evaluated flag through `decide` (public flags
  *   are open to anyone); nothing is checked before it.
- * - `org`: an organization the request names, by the caller's organization role
- *   (ORG_ROLE_CAPABILITIES); a member without the capability gets `refused` (403).
+ * - `org`: an organization the request names (or null: none, 404), by the caller's
+ *   organization role (ORG_ROLE_CAPABILITIES); a member without the capability gets `refused`.
  * - `check`: a rule of its own (a public demo list, audit of a deleted project).
  *
  * A resource the caller cannot see at all is answered 404 like a missing one (`hiddenAs`, the
@@ -154,7 +154,7 @@ export type AccessRule<C> =
   | { capability: CapabilityOf<C>; project: (ctx: C) => string | undefined; hiddenAs?: string }
   | { capability: CapabilityOf<C>; service: (ctx: C) => string | undefined }
   | { capability: CapabilityOf<C>; owner: string; projectOf: (ctx: C) => Promise<string | null> }
-  | { capability: OrgCapability; org: (ctx: C) => string; refused: string }
+  | { capability: OrgCapability; org: (ctx: C) => string | Promise<string | null>; refused: string }
   | { capability: Capability; per: 'item' | 'flag' }
   | { capability: Capability; check: (principal: Principal, ctx: C) => Promise<ProjectGrant[]> };
 
@@ -204,7 +204,8 @@ export class ProjectAccess {
     if ('per' in rule) return [];
     if ('check' in rule) return rule.check(principal, ctx);
     if ('org' in rule) {
-      await this.requireOrg(principal, rule.org(ctx), rule.capability, rule.refused);
+      if (principal.type === 'anonymous') throw unauthorized();
+      await this.requireOrg(principal, await rule.org(ctx), rule.capability, rule.refused);
       return [];
     }
     const capability = capabilityOf(rule.capability, ctx);
@@ -225,11 +226,11 @@ export class ProjectAccess {
   }
 
   /** `capability` in an organization: the caller's role there; a non-member gets 404 (existence is not revealed). */
-  async requireOrg(principal: Principal, orgId: string, capability: OrgCapability, refused: string): Promise<OrgRole> {
+  async requireOrg(principal: Principal, orgId: string | null, capability: OrgCapability, refused: string): Promise<OrgRole> {
     if (principal.type === 'anonymous') throw unauthorized();
     const user = actingUser(principal);
     if (!user) throw forbidden('organizations are reached by their users; use a signed-in session or a personal access token');
-    if (!storable(orgId)) throw notFound('Organization');
+    if (orgId === null || !storable(orgId)) throw notFound('Organization');
     const [row] = await this.sql<{ role: OrgRole }[]>`SELECT role FROM org_members WHERE org_id = ${orgId} AND user_id = ${user.id}`;
     if (!row) throw notFound('Organization');
     if (!orgRoleGrants(row.role, capability)) throw forbidden(refused);

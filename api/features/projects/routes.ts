@@ -40,7 +40,12 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
       summary: 'Create a project; the creator becomes its owner',
       tags: ['projects'],
       auth: 'user',
-      // Needs org:manage in the organization (ProjectService: the default organization needs a lookup first).
+      access: {
+        capability: 'org:manage',
+        // Default: the caller's personal organization.
+        org: (ctx) => ctx.body.orgId ?? projects.personalOrgOf(ctx.principal),
+        refused: 'creating projects needs the owner or admin role in the organization',
+      },
       adminTier: true,
       status: 201,
       body: z

@@ -1,6 +1,5 @@
 import type { ProjectAccess, ProjectGrant } from '../../auth/access';
-import { orgRoleGrants } from '../../auth/permissions';
-import { actingUser } from '../../auth/principal';
+import { actingUser, type Principal } from '../../auth/principal';
 import { badRequest, conflict, forbidden, notFound } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql } from '../../infra/postgres';
@@ -24,19 +23,19 @@ const slugTaken = (slug: string) => conflict(`A project with slug '${slug}' alre
 export class ProjectService {
   constructor(private readonly deps: ProjectServiceDeps) {}
 
-  /**
-   * The creator becomes the project's owner (spec 2.3). Needs org:manage in the organization
-   * (the caller's personal one by default), decided here since the default needs a lookup.
-   */
+  /** The caller's personal organization, where projects go by default; null for callers that are no user. */
+  async personalOrgOf(principal: Principal): Promise<string | null> {
+    const user = actingUser(principal);
+    return user ? this.deps.store.personalOrgOf(this.deps.sql, user.id) : null;
+  }
+
+  /** The creator becomes the project's owner (spec 2.3); the route checked org:manage in the organization. */
   async create(caller: Caller, input: ProjectInput): Promise<ProjectWithRole> {
     const user = actingUser(caller.principal);
     if (!user) throw forbidden('creating a project needs a signed-in user or a personal access token');
     const { store, sql } = this.deps;
-    const orgId = input.orgId ?? (await store.personalOrgOf(sql, user.id));
+    const orgId = input.orgId ?? (await this.personalOrgOf(caller.principal));
     if (!orgId) throw notFound('Organization');
-    const orgRole = await store.orgRoleOf(sql, user.id, orgId);
-    if (!orgRole) throw notFound('Organization');
-    if (!orgRoleGrants(orgRole, 'org:manage')) throw forbidden('creating projects needs the owner or admin role in the organization');
     const slug = input.slug ?? deriveSlug(input.name);
     if (!slug) throw badRequest('Cannot derive a slug from this name; pass a slug', [{ path: 'body.slug', message: 'Required when the name has no letters or digits' }]);
 
