@@ -1,6 +1,6 @@
 import { decide, refusal, type Denial } from '../../auth/access';
 import type { Principal, ProjectRole } from '../../auth/principal';
-import { HttpError, notFound, unauthorized } from '../../http/errors';
+import { notFound, personalTokenRefused, unauthorized, type HttpError } from '../../http/errors';
 import type { ServiceSnapshot, SnapshotStore, Visibility } from './snapshots';
 
 /** Which services are public demo services (spec 4.2): config ids plus the ones seeded at start. */
@@ -27,13 +27,6 @@ export class DemoServiceRegistry implements DemoServices {
   list(): string[] {
     return [...this.ids];
   }
-}
-
-/** The message and `error` text spec 7 fixes for personal tokens on SDK routes. */
-export const PERSONAL_TOKEN_REFUSAL = 'Forbidden: personal tokens cannot evaluate flags or call SDK endpoints; use a project API token';
-
-export function personalTokenRefused(): HttpError {
-  return new HttpError(403, PERSONAL_TOKEN_REFUSAL, {}, 'FORBIDDEN');
 }
 
 /** The result of authorizing a caller for one service: what it may see, and why not more. */

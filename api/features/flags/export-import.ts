@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { badRequest, HttpError, notFound, type FieldProblem } from '../../http/errors';
+import { badRequest, HttpError, notFound, validationFailed, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { AuditActor } from '../audit/writer';
@@ -197,7 +197,7 @@ export class FlagTransfer {
     };
 
     if (!fields) return fail(badRequest('Validation failed: a flag must be an object'));
-    if (namedService === null) return fail(badRequest('Validation failed: serviceId: Required', [{ path: 'serviceId', message: 'Required' }]));
+    if (namedService === null) return fail(validationFailed([{ path: 'serviceId', message: 'Required' }]));
     if (environment === null) {
       return fail(badRequest('Validation failed: environment: Required (exported flags name their environment)', [{ path: 'environment', message: 'Required' }]));
     }
@@ -209,7 +209,7 @@ export class FlagTransfer {
     const parsed = FlagCreateSchema.safeParse({ ...fields, serviceId });
     if (!parsed.success) {
       const details = parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-      return fail(badRequest(`Validation failed: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, details));
+      return fail(validationFailed(details));
     }
     const input = parsed.data;
     const env = input.environment!;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AccessRule, ProjectAccess } from '../../auth/access';
 import type { Principal } from '../../auth/principal';
-import { badRequest, notFound, unauthorized } from '../../http/errors';
+import { notFound, unauthorized, validationFailed } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute, type Reply, type RequestContext, type HANDLED } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
@@ -128,7 +128,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
         return [];
       }
       if (principal.type === 'anonymous') throw unauthorized();
-      if (!ctx.query.projectId) throw badRequest('Validation failed: query.projectId: Required', [{ path: 'query.projectId', message: 'Required' }]);
+      if (!ctx.query.projectId) throw validationFailed([{ path: 'query.projectId', message: 'Required' }]);
       return [await access.require(principal, ctx.query.projectId, 'flags:read')];
     },
   };

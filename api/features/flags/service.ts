@@ -1,4 +1,4 @@
-import { badRequest, conflict, isUniqueViolation, notFound } from '../../http/errors';
+import { conflict, isUniqueViolation, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
@@ -100,13 +100,11 @@ export class FlagService {
    */
   async create(actor: AuditActor, input: FlagCreateInput, opts: FlagWriteOptions = {}): Promise<FlagRecord[]> {
     const keyProblem = flagKeyProblem(input.key);
-    if (keyProblem) throw badRequest(`Validation failed: key: ${keyProblem}`, [{ path: 'key', message: keyProblem }]);
+    if (keyProblem) throw validationFailed([{ path: 'key', message: keyProblem }]);
     const service = await this.deps.store.findService(input.serviceId);
     if (!service) throw notFound('Service');
     if (input.projectId !== undefined && input.projectId !== service.projectId) {
-      throw badRequest('Validation failed: projectId: the service belongs to another project', [
-        { path: 'projectId', message: 'the service belongs to another project' },
-      ]);
+      throw validationFailed([{ path: 'projectId', message: 'the service belongs to another project' }]);
     }
     const type = input.type ?? 'boolean';
     const content: FlagContent = {
@@ -347,7 +345,7 @@ function isObject(value: unknown): value is object {
 
 function assertValid(content: FlagContent) {
   const problems = flagContentProblems(content, content.type);
-  if (problems.length) throw badRequest(`Validation failed: ${problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, problems);
+  if (problems.length) throw validationFailed(problems);
 }
 
 function uniqueTags(tags: string[]): string[] {
