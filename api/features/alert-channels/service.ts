@@ -8,7 +8,7 @@ import type { Sql } from '../../infra/postgres';
 import type { SendThrottle } from '../accounts/throttle';
 import { requireVerifiedEmail } from '../accounts/verified';
 import type { MailQueue } from '../mail/mail-queue';
-import type { DeliveryQueue, DeliveryRecord } from '../webhooks/deliveries';
+import type { DeliveryQueue, DeliveryRecord, NewDelivery } from '../webhooks/deliveries';
 import { generateWebhookSecret } from '../webhooks/service';
 import { alertBody, alertMail } from './payloads';
 import type { AlertChannelStore } from './store';
@@ -167,11 +167,11 @@ export class AlertChannelService {
    */
   readonly notifyOrgAlertChannels = async (orgId: string, alert: OrgAlert): Promise<NotifiedChannel[]> => {
     const channels = await this.deps.store.listByOrg(this.deps.sql, orgId, { enabledOnly: true });
-    const notified: NotifiedChannel[] = [];
+    const http: NewDelivery[] = [];
     for (const channel of channels) {
       if (channel.config.type === 'email') await this.sendMail(channel, alert);
       else {
-        await this.deps.queue.enqueue({
+        http.push({
           target: { kind: 'alert_channel', channelId: channel.id },
           event: alert.kind,
           eventId: alert.id,
@@ -179,9 +179,10 @@ export class AlertChannelService {
           body: alertBody(channel.config, alert),
         });
       }
-      notified.push({ id: channel.id, name: channel.name, type: channel.type });
     }
-    return notified;
+    // The HTTP channels' deliveries in one statement, their workflows started concurrently.
+    await this.deps.queue.enqueueMany(http);
+    return channels.map((channel) => ({ id: channel.id, name: channel.name, type: channel.type }));
   };
 
   /** Mails confirmed recipients only; the key keeps each address's position in the config. */

@@ -108,19 +108,33 @@ export function deliveryIdFor(target: DeliveryTarget, eventId: string): string {
 export class DeliveryStore {
   constructor(private readonly sql: Sql) {}
 
-  /** Inserts the delivery unless it exists; returns the stored row and whether this call created it. */
-  async create(id: string, d: NewDelivery): Promise<{ delivery: DeliveryRecord; created: boolean }> {
-    const webhookId = d.target.kind === 'webhook' ? d.target.webhookId : null;
-    const channelId = d.target.kind === 'alert_channel' ? d.target.channelId : null;
-    const [inserted] = await this.sql<DeliveryRow[]>`
-      INSERT INTO outbound_deliveries (id, webhook_id, alert_channel_id, event, event_id, flag_key, body, max_attempts)
-      VALUES (${id}, ${webhookId}, ${channelId}, ${d.event}, ${d.eventId}, ${d.flagKey ?? null}, ${d.body}, ${d.maxAttempts ?? 4})
-      ON CONFLICT (id) DO NOTHING
-      RETURNING *`;
-    if (inserted) return { delivery: toDelivery(inserted), created: true };
-    const existing = await this.get(id);
-    if (!existing) throw new Error(`delivery ${id} vanished while being created`);
-    return { delivery: existing, created: false };
+  /**
+   * Inserts every delivery that does not exist yet, in one statement, and returns each one's
+   * stored status: the new rows from the insert, the existing ones as they are (a re-dispatch).
+   */
+  async createMany(items: { id: string; delivery: NewDelivery }[]): Promise<Pick<DeliveryRecord, 'id' | 'status' | 'maxAttempts'>[]> {
+    if (!items.length) return [];
+    const rows = items.map(({ id, delivery: d }) => ({
+      id,
+      webhook_id: d.target.kind === 'webhook' ? d.target.webhookId : null,
+      alert_channel_id: d.target.kind === 'alert_channel' ? d.target.channelId : null,
+      event: d.event,
+      event_id: d.eventId,
+      flag_key: d.flagKey ?? null,
+      body: d.body,
+      max_attempts: d.maxAttempts ?? 4,
+    }));
+    // The outer SELECT sees the table as it was before the insert, so the two halves never overlap.
+    const stored = await this.sql<{ id: string; status: DeliveryStatus; max_attempts: number }[]>`
+      WITH inserted AS (
+        INSERT INTO outbound_deliveries ${this.sql(rows)}
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id, status, max_attempts
+      )
+      SELECT id, status, max_attempts FROM inserted
+      UNION ALL
+      SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${this.sql(rows.map((r) => r.id))}`;
+    return stored.map((r) => ({ id: r.id, status: r.status, maxAttempts: r.max_attempts }));
   }
 
   async get(id: string): Promise<DeliveryRecord | null> {
@@ -187,33 +201,64 @@ export class DeliveryStore {
 export const DELIVERY_RETENTION_DAYS = 30;
 const PRUNE_EVERY_MS = 3600_000;
 
+/** Workflow starts one queue keeps in flight at once: enough to keep pace with a burst, bounded so a burst cannot swamp Temporal. */
+export const MAX_STARTS_IN_FLIGHT = 32;
+
 /** Hands deliveries to Temporal; once started, retries and backoff no longer depend on this process. */
 export class DeliveryQueue {
   private lastPrune = 0;
+  private startsInFlight = 0;
+  private readonly waitingStarts: (() => void)[] = [];
 
   constructor(
     private readonly temporal: Temporal,
     readonly store: DeliveryStore,
   ) {}
 
-  /**
-   * Records the delivery and starts its workflow. Safe to call again for the same (target,
-   * event): a finished delivery is not restarted, a running one is not started twice.
-   */
+  /** One delivery; see enqueueMany. */
   async enqueue(d: NewDelivery): Promise<{ deliveryId: string; started: boolean }> {
-    const deliveryId = deliveryIdFor(d.target, d.eventId);
+    const [result] = await this.enqueueMany([d]);
+    return result;
+  }
+
+  /**
+   * Records the deliveries (one statement) and starts their workflows concurrently, at most
+   * MAX_STARTS_IN_FLIGHT per queue. Safe to call again for the same (target, event): the
+   * delivery id is the workflow id, so a finished delivery is not restarted and a running one
+   * is not started twice. Resolves once every workflow is started (or found started), so a
+   * caller that saw it resolve may forget the events.
+   */
+  async enqueueMany(ds: NewDelivery[]): Promise<{ deliveryId: string; started: boolean }[]> {
     this.pruneNowAndThen();
-    const { delivery } = await this.store.create(deliveryId, d);
-    if (delivery.status !== 'pending') return { deliveryId, started: false };
+    const items = ds.map((delivery) => ({ id: deliveryIdFor(delivery.target, delivery.eventId), delivery }));
+    const stored = new Map((await this.store.createMany(items)).map((r) => [r.id, r]));
+    return Promise.all(
+      items.map(async ({ id }) => {
+        const delivery = stored.get(id);
+        if (!delivery) throw new Error(`delivery ${id} vanished while being created`);
+        if (delivery.status !== 'pending') return { deliveryId: id, started: false };
+        return { deliveryId: id, started: await this.start(id, delivery.maxAttempts) };
+      }),
+    );
+  }
+
+  private async start(deliveryId: string, maxAttempts: number): Promise<boolean> {
+    if (this.startsInFlight >= MAX_STARTS_IN_FLIGHT) await new Promise<void>((resolve) => this.waitingStarts.push(resolve));
+    else this.startsInFlight++;
     try {
-      await startWorkflow(this.temporal, DELIVER_OUTBOUND, { deliveryId, maxAttempts: delivery.maxAttempts }, {
+      await startWorkflow(this.temporal, DELIVER_OUTBOUND, { deliveryId, maxAttempts }, {
         workflowId: deliveryId,
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
       });
-      return { deliveryId, started: true };
+      return true;
     } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) return { deliveryId, started: false };
+      if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
       throw error;
+    } finally {
+      // Hands the slot straight to the next waiter, so the count never exceeds the bound.
+      const next = this.waitingStarts.shift();
+      if (next) next();
+      else this.startsInFlight--;
     }
   }
 

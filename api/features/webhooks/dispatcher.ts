@@ -10,7 +10,8 @@ export function webhookBody(event: FlagChangeEvent): string {
 
 /**
  * The outbox consumer for webhooks: one delivery workflow per (active subscribed webhook,
- * event). Handling an event again (the relay retries until every consumer succeeded) finds
+ * event), all of an event's deliveries recorded in one statement and started concurrently
+ * (DeliveryQueue.enqueueMany). Handling an event again (the relay retries until every consumer succeeded) finds
  * the same delivery ids and starts nothing new.
  */
 export class WebhookDispatcher {
@@ -24,14 +25,14 @@ export class WebhookDispatcher {
     const webhooks = await this.deps.store.subscribers(this.deps.sql, event.data.projectId, event.event);
     if (!webhooks.length) return;
     const body = webhookBody(event);
-    for (const webhook of webhooks) {
-      await this.deps.queue.enqueue({
-        target: { kind: 'webhook', webhookId: webhook.id },
+    await this.deps.queue.enqueueMany(
+      webhooks.map((webhook) => ({
+        target: { kind: 'webhook' as const, webhookId: webhook.id },
         event: event.event,
         eventId: event.id,
         flagKey: event.data.flagKey,
         body,
-      });
-    }
+      })),
+    );
   }
 }
