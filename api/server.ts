@@ -66,7 +66,7 @@ export interface Platform {
   instanceId: string;
   /** The one mutation path for flags (routes, bulk, triggers, rollback, canary, demo writes). */
   flagService: FlagService;
-  /** Publishes committed flag changes to the bus and runs the registered outbox consumers. */
+  /** Runs each consumer of committed flag changes (the bus publish, then the registered ones) in its own loop. */
   outbox: OutboxRelay;
   /** Which services are public demo services (spec 4.2): isDemoService / demoServiceIds (also isDemo / list). */
   demo: DemoServiceRegistry;
@@ -149,6 +149,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(db.sql);
     // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
+    // Each registered consumer has its own position and retries: a slow one never holds back the bus.
     const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
     const flagService = new FlagService({
       sql: db.sql,

@@ -21,6 +21,8 @@ afterEach(async () => {
   await Promise.all(started.relays.splice(0).map((r) => r.stop()));
   await Promise.all(started.unsubscribe.splice(0).map((u) => u()));
   await Promise.all(started.caches.splice(0).map((c) => c.close()));
+  // Consumers only a test registered: retired, so their pending rows do not pile up.
+  await sql()`DELETE FROM outbox_consumers WHERE name <> ALL(${sql().array(app.platform.outbox.consumerNames)}::text[])`;
   app?.platform.outbox.start();
 });
 
@@ -47,9 +49,19 @@ function testRelay(opts: Partial<OutboxRelayOptions> = {}, consumers: OutboxCons
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const eventsFor = (received: FlagChangeEvent[], key: string) => received.filter((e) => e.data.flagKey === key);
 
-async function pendingCount(): Promise<number> {
-  const [row] = await sql()`SELECT count(*)::int AS n FROM flag_outbox WHERE completed_at IS NULL`;
+/** Events `consumer` (default: any) has not handled yet. Test relays run only the consumers they were given. */
+async function pendingCount(consumer?: string): Promise<number> {
+  const [row] = consumer
+    ? await sql()`SELECT count(*)::int AS n FROM flag_outbox_pending WHERE consumer = ${consumer}`
+    : await sql()`SELECT count(DISTINCT seq)::int AS n FROM flag_outbox_pending`;
   return row.n;
+}
+
+/** A gate a test opens when it wants: until then whoever awaits `wait()` hangs. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { wait: () => opened, open };
 }
 
 describe('outbox relay on the platform', () => {
@@ -111,6 +123,80 @@ describe('outbox relay on the platform', () => {
   });
 });
 
+describe('each consumer at its own pace', () => {
+  const versionsOf = (events: FlagChangeEvent[]) => events.map((e) => e.flag?.version);
+  const oneToN = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+  /** A relay with `consumer`, once the consumer is registered (it gets the events committed after that). */
+  async function startWith(consumer: OutboxConsumer) {
+    testRelay({}, [consumer]).start();
+    await eventually(async () => (await sql()`SELECT 1 FROM outbox_consumers WHERE name = ${consumer.name}`).length === 1);
+  }
+
+  it('a consumer that hangs delays only itself: the bus gets every later change in order, and the consumer catches up with nothing skipped', async () => {
+    await app.platform.outbox.stop();
+    const received = await listen();
+    const key = uniqueKey();
+    const hang = gate();
+    const handled: FlagChangeEvent[] = [];
+    await startWith({
+      name: 'hanging',
+      async handle(event) {
+        if (event.data.flagKey !== key) return;
+        await hang.wait();
+        handled.push(event);
+      },
+    });
+    await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
+    for (let i = 0; i < 10; i++) expect((await fx.owner.request('POST', `/api/flags/${key}/toggle${ref()}`)).status).toBe(200);
+
+    // Every change reaches the bus while the consumer still hangs on the first one.
+    await eventually(async () => eventsFor(received, key).length === 11, 30_000);
+    expect(versionsOf(eventsFor(received, key))).toEqual(oneToN(11));
+    expect(handled).toHaveLength(0);
+
+    hang.open();
+    await eventually(async () => handled.length === 11, 30_000);
+    expect(versionsOf(handled)).toEqual(oneToN(11));
+    await eventually(async () => (await sql()`SELECT 1 FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer = 'hanging'`).length === 0);
+  });
+
+  it('a consumer that keeps failing retries on its own, then gets every event in order, each handled once', async () => {
+    await app.platform.outbox.stop();
+    const received = await listen();
+    const key = uniqueKey();
+    let failing = true;
+    let failures = 0;
+    const handled: FlagChangeEvent[] = [];
+    await startWith({
+      name: 'failing',
+      async handle(event) {
+        if (event.data.flagKey !== key) return;
+        if (failing) {
+          failures++;
+          throw new Error('receiver down');
+        }
+        handled.push(event);
+      },
+    });
+    await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
+    for (let i = 0; i < 10; i++) expect((await fx.owner.request('POST', `/api/flags/${key}/toggle${ref()}`)).status).toBe(200);
+
+    await eventually(async () => eventsFor(received, key).length === 11 && failures >= 3, 30_000);
+    expect(versionsOf(eventsFor(received, key))).toEqual(oneToN(11));
+    expect(handled).toHaveLength(0);
+    const [row] = await sql()`SELECT count(*)::int AS n, count(last_error)::int AS failed FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer = 'failing'`;
+    // Only the first event was tried (and failed); the later ones wait behind it.
+    expect(row).toEqual({ n: 11, failed: 1 });
+
+    failing = false;
+    await eventually(async () => handled.length === 11, 30_000);
+    expect(versionsOf(handled)).toEqual(oneToN(11));
+    await sleep(200);
+    expect(handled).toHaveLength(11);
+  });
+});
+
 describe('relay restarts and failures', () => {
   it('resumes after a stop: changes made while no relay runs all arrive once, in order per flag', async () => {
     const received = await listen();
@@ -128,7 +214,7 @@ describe('relay restarts and failures', () => {
     const events = eventsFor(received, key);
     expect(events).toHaveLength(16);
     expect(events.map((e) => e.flag?.version)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
-    expect(await pendingCount()).toBe(0);
+    expect(await pendingCount('bus')).toBe(0);
   });
 
   it('retries a failing consumer with backoff without publishing to the bus again or re-running consumers that succeeded', async () => {
@@ -156,8 +242,8 @@ describe('relay restarts and failures', () => {
     await fx.owner.request('POST', `/api/flags/${key}/toggle${ref('staging')}`);
 
     await eventually(async () => {
-      const [row] = await sql()`SELECT count(*)::int AS n FROM flag_outbox WHERE flag_key = ${key} AND completed_at IS NOT NULL`;
-      return row.n === 2;
+      const [row] = await sql()`SELECT count(*)::int AS n FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer IN ('bus', 'flaky', 'steady')`;
+      return row.n === 0 && flakyCalls.size === 2;
     });
     const ids = eventsFor(received, key).map((e) => e.id);
     expect(ids).toHaveLength(2);
@@ -165,8 +251,6 @@ describe('relay restarts and failures', () => {
       expect(flakyCalls.get(id)).toBe(3);
       expect(steadyCalls.get(id)).toBe(1);
     }
-    const rows = await sql()`SELECT attempts, last_error, consumers_done FROM flag_outbox WHERE flag_key = ${key}`;
-    for (const row of rows) expect(row).toMatchObject({ attempts: 3, last_error: null });
     await sleep(200);
     expect(eventsFor(received, key)).toHaveLength(2);
   });
@@ -199,17 +283,15 @@ describe('relay restarts and failures', () => {
     const received = await listen();
     const key = uniqueKey();
     await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
-    // A relay claims the event and then "crashes": it never publishes nor gives the lease back.
-    const claimed = await new OutboxStore(sql()).claim('dead-relay', 100, 2000);
+    // A relay claims the event for the bus and then "crashes": it never publishes nor gives the lease back.
+    const claimed = await new OutboxStore(sql()).claim('bus', 'dead-relay', 100, 4000);
     expect(claimed.map((c) => c.event.data.flagKey)).toContain(key);
-    const [{ available_at: leaseEnd }] = await sql()`SELECT available_at FROM flag_outbox WHERE flag_key = ${key}`;
     testRelay().start();
+    await sleep(1000);
+    expect(eventsFor(received, key)).toHaveLength(0);
+    // Taken over once the lease ran out.
     await eventually(async () => eventsFor(received, key).length === 1, 30_000);
-    // Taken over only once the lease ran out (both times from the database's clock, so a slow
-    // machine cannot reorder them), by a second claim.
-    const [row] = await sql()`SELECT published_at, claimed_by, attempts FROM flag_outbox WHERE flag_key = ${key}`;
-    expect(row.published_at.getTime()).toBeGreaterThanOrEqual(leaseEnd.getTime());
-    expect(row).toMatchObject({ claimed_by: expect.not.stringMatching(/^dead-relay$/), attempts: 2 });
+    expect(await sql()`SELECT 1 FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer = 'bus'`).toHaveLength(0);
   });
 
   it('does not skip an event whose transaction commits after a later one', async () => {
@@ -259,40 +341,47 @@ describe('relay restarts and failures', () => {
       const events = eventsFor(received, key);
       expect(events.map((e) => e.flag?.version)).toEqual(Array.from({ length: 31 }, (_, i) => i + 1));
     }
-    const owners = await sql()`SELECT DISTINCT attempts FROM flag_outbox WHERE flag_key IN ${sql()(keys)}`;
-    expect(owners.map((o) => o.attempts)).toEqual([1]);
+    expect(await sql()`SELECT 1 FROM flag_outbox_pending WHERE flag_key IN ${sql()(keys)} AND consumer = 'bus'`).toHaveLength(0);
   });
 
-  it('never hands out a later event of a flag while an earlier one is unpublished elsewhere', async () => {
+  it('never hands a consumer a later event of a flag while an earlier one is pending for it elsewhere', async () => {
     await app.platform.outbox.stop();
     const store = new OutboxStore(sql());
     // Start from an empty backlog so the claims below see only this test's events.
-    await sql()`UPDATE flag_outbox SET completed_at = now(), published_at = COALESCE(published_at, now()) WHERE completed_at IS NULL`;
+    await sql()`DELETE FROM flag_outbox_pending`;
     const key = uniqueKey();
     const otherKey = uniqueKey();
     await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
     await fx.owner.request('POST', `/api/flags/${key}/toggle${ref()}`);
     await fx.owner.request('POST', `/api/flags/${key}/toggle${ref()}`);
     await fx.owner.request('POST', '/api/flags', { key: otherKey, serviceId: fx.serviceId, environment: 'development' });
+    const versions = (rows: { event: FlagChangeEvent }[]) => rows.map((r) => [r.event.data.flagKey, r.event.flag?.version]);
 
-    const first = await store.claim('relay-a', 1, 60_000);
-    expect(first.map((r) => [r.event.data.flagKey, r.event.flag?.version])).toEqual([[key, 1]]);
+    const first = await store.claim('bus', 'relay-a', 1, 60_000);
+    expect(versions(first)).toEqual([[key, 1]]);
     // Relay B may take the other flag's event but not versions 2 and 3 of the first flag.
-    const second = await store.claim('relay-b', 10, 60_000);
-    expect(second.map((r) => [r.event.data.flagKey, r.event.flag?.version])).toEqual([[otherKey, 1]]);
+    const second = await store.claim('bus', 'relay-b', 10, 60_000);
+    expect(versions(second)).toEqual([[otherKey, 1]]);
+    // Another consumer has its own position: the bus holding version 1 does not hold it back.
+    expect(versions(await store.claim('webhooks', 'relay-b', 10, 60_000))).toEqual([
+      [key, 1],
+      [key, 2],
+      [key, 3],
+      [otherKey, 1],
+    ]);
     // Once A has published version 1, the rest of that flag is free.
-    await store.markPublished(first.map((r) => r.seq));
-    const third = await store.claim('relay-b', 10, 60_000);
-    expect(third.map((r) => [r.event.data.flagKey, r.event.flag?.version])).toEqual([
+    await store.markDone('bus', first.map((r) => r.seq));
+    const third = await store.claim('bus', 'relay-b', 10, 60_000);
+    expect(versions(third)).toEqual([
       [key, 2],
       [key, 3],
     ]);
-    // A failed bus publish (waiting for its retry) holds back the later events of its flag too.
+    // A failed publish (waiting for its retry) holds back the later events of its flag too.
     await fx.owner.request('POST', `/api/flags/${otherKey}/toggle${ref()}`);
-    await store.markFailed(second[0].seq, { consumersDone: [], error: 'bus down', retryInMs: 60_000 });
-    expect(await store.claim('relay-c', 10, 60_000)).toEqual([]);
-    await store.markCompleted([...first, ...second, ...third].map((r) => r.seq));
-    expect((await store.claim('relay-c', 10, 60_000)).map((r) => [r.event.data.flagKey, r.event.flag?.version])).toEqual([[otherKey, 2]]);
+    await store.markFailed('bus', second[0].seq, { error: 'bus down', retryInMs: 60_000 });
+    expect(await store.claim('bus', 'relay-c', 10, 60_000)).toEqual([]);
+    await store.markDone('bus', [...second, ...third].map((r) => r.seq));
+    expect(versions(await store.claim('bus', 'relay-c', 10, 60_000))).toEqual([[otherKey, 2]]);
   });
 
   it('refuses consumers registered after start or twice', () => {
@@ -303,17 +392,18 @@ describe('relay restarts and failures', () => {
     expect(() => relay.register({ name: 'b', handle: async () => undefined })).toThrow(/after the relay started/);
   });
 
-  it('prunes completed events past the retention, never pending ones', async () => {
+  it('prunes events past the retention that every consumer is past, never ones a consumer still needs', async () => {
     await app.platform.outbox.stop();
     const key = uniqueKey();
     await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
-    await sql()`UPDATE flag_outbox SET completed_at = now() - interval '2 days' WHERE completed_at IS NOT NULL`;
+    await sql()`UPDATE flag_outbox SET created_at = now() - interval '2 days'`;
     const pendingBefore = await pendingCount();
     expect(pendingBefore).toBeGreaterThan(0);
     const removed = await new OutboxStore(sql()).prune(24 * 3600_000);
     expect(removed).toBeGreaterThan(0);
-    const [left] = await sql()`SELECT count(*)::int AS n FROM flag_outbox WHERE completed_at IS NOT NULL`;
+    const [left] = await sql()`SELECT count(*)::int AS n FROM flag_outbox f WHERE NOT EXISTS (SELECT 1 FROM flag_outbox_pending p WHERE p.seq = f.seq)`;
     expect(left.n).toBe(0);
     expect(await pendingCount()).toBe(pendingBefore);
+    expect(await sql()`SELECT 1 FROM flag_outbox WHERE flag_key = ${key}`).toHaveLength(1);
   });
 });

@@ -6,10 +6,12 @@ import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../flags/types';
 import { OutboxStore, type OutboxRow } from './store';
 
 /**
- * Work that must happen once per committed flag change (start webhook deliveries, guardrail
- * watches …). `handle` may run more than once for an event (a retry after a failure, a relay that
- * died mid-batch), so it must be idempotent, e.g. keyed by `event.id`. Throwing makes the relay
- * retry the event later with backoff; consumers that already succeeded are not run again.
+ * Work that must happen once per committed flag change (publish to the bus, start webhook
+ * deliveries …). Each consumer has its own relay loop, position and retry: a slow or failing one
+ * delays only itself. `handle` may run more than once for an event (a retry after a failure, a
+ * relay that died mid-batch), so it must be idempotent, e.g. keyed by `event.id`. Throwing makes
+ * the consumer's loop retry the event later with backoff, holding back only that consumer's later
+ * events of the same flag.
  */
 export interface OutboxConsumer {
   name: string;
@@ -30,38 +32,41 @@ export interface OutboxRelayOptions {
   /** Retry delay after the n-th failed attempt: base * 2^(n-1), capped. */
   retryBaseMs?: number;
   retryMaxMs?: number;
-  /** Completed events are kept this long (for inspection), then pruned. */
+  /** Events every consumer is past are kept this long (for inspection), then pruned. */
   retentionMs?: number;
-  /** Streams (flags) worked on in parallel within a batch. */
+  /** Streams (flags) worked on in parallel within a consumer's batch. */
   concurrency?: number;
+}
+
+export interface OutboxConsumerStats {
+  handled: number;
+  failures: number;
 }
 
 export interface OutboxRelayStats {
   running: boolean;
-  published: number;
-  completed: number;
-  failures: number;
+  consumers: Record<string, OutboxConsumerStats>;
 }
 
+/** The consumer that publishes to the bus: every replica's snapshots, SSE and gRPC-Web streams. */
+export const BUS_CONSUMER = 'bus';
 const PRUNE_EVERY_MS = 60_000;
 
+type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner'>>;
+
 /**
- * Publishes committed outbox events to the bus (Redis pub/sub: every replica's snapshots, SSE and
- * gRPC-Web streams, watchers) and then runs the registered consumers. An event is completed only
- * after the bus publish and every consumer succeeded; failures are retried with backoff and a
- * restarted relay resumes from whatever is not completed. Safe to run on every control replica.
+ * Runs every consumer of committed outbox events, each in its own loop: the bus publish (built
+ * in, first) and the registered ones. A restarted relay resumes each consumer from whatever it
+ * has not done. Safe to run on every control replica: the loops of one consumer share its work
+ * through leases.
  */
 export class OutboxRelay {
   private readonly store: OutboxStore;
-  private readonly consumers: OutboxConsumer[] = [];
+  private readonly consumers: OutboxConsumer[];
   private readonly owner: string;
-  private readonly opts: Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner'>>;
-  private running = false;
-  private loop?: Promise<void>;
-  private wake?: () => void;
-  private nudged = false;
-  private lastPrune = 0;
-  private readonly counters = { published: 0, completed: 0, failures: 0 };
+  private readonly opts: LoopOptions;
+  private loops: ConsumerLoop[] = [];
+  private pruneTimer?: NodeJS.Timeout;
 
   constructor(private readonly deps: OutboxRelayOptions) {
     this.store = new OutboxStore(deps.sql);
@@ -75,11 +80,12 @@ export class OutboxRelay {
       retentionMs: deps.retentionMs ?? 24 * 3600_000,
       concurrency: deps.concurrency ?? 16,
     };
+    this.consumers = [{ name: BUS_CONSUMER, handle: (event) => deps.cache.publish(FLAG_CHANGES_CHANNEL, JSON.stringify(event)).then(() => undefined) }];
   }
 
-  /** Register every consumer before `start`: an event completed without a consumer never reaches it. */
+  /** Register every consumer before `start`. A consumer gets the events committed after it first started somewhere. */
   register(consumer: OutboxConsumer): void {
-    if (this.running) throw new Error(`outbox consumer "${consumer.name}" registered after the relay started`);
+    if (this.loops.length) throw new Error(`outbox consumer "${consumer.name}" registered after the relay started`);
     if (this.consumers.some((c) => c.name === consumer.name)) throw new Error(`outbox consumer "${consumer.name}" registered twice`);
     this.consumers.push(consumer);
   }
@@ -89,32 +95,72 @@ export class OutboxRelay {
   }
 
   start(): void {
-    if (this.running) return;
+    if (this.loops.length) return;
+    this.loops = this.consumers.map((consumer) => new ConsumerLoop(consumer, this.store, this.owner, this.opts, this.deps.logger));
+    for (const loop of this.loops) loop.start();
+    this.pruneTimer = setInterval(() => {
+      this.store.prune(this.opts.retentionMs).catch((error) => this.deps.logger.warn({ err: error }, 'pruning the outbox failed'));
+    }, PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+  }
+
+  /** Each consumer finishes the batch in hand, then stops. */
+  async stop(): Promise<void> {
+    clearInterval(this.pruneTimer);
+    const loops = this.loops.splice(0);
+    await Promise.all(loops.map((l) => l.stop()));
+  }
+
+  /** A change just committed in this process: every consumer polls now instead of at its next tick. */
+  nudge(): void {
+    for (const loop of this.loops) loop.nudge();
+  }
+
+  stats(): OutboxRelayStats {
+    return { running: this.loops.length > 0, consumers: Object.fromEntries(this.loops.map((l) => [l.consumer.name, l.stats()])) };
+  }
+
+  /** Pending work per consumer in the table (all relays), for health output. */
+  backlog() {
+    return this.store.stats();
+  }
+}
+
+/** One consumer's loop: its own claims, backoff after failures, and idle polling. */
+class ConsumerLoop {
+  private running = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+  private nudged = false;
+  private registered = false;
+  private readonly counters: OutboxConsumerStats = { handled: 0, failures: 0 };
+
+  constructor(
+    readonly consumer: OutboxConsumer,
+    private readonly store: OutboxStore,
+    private readonly owner: string,
+    private readonly opts: LoopOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
     this.running = true;
     this.loop = this.run();
   }
 
-  /** Finishes the batch in hand, then stops. */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
     await this.loop;
-    this.loop = undefined;
   }
 
-  /** A change just committed in this process: poll now instead of at the next tick. */
   nudge(): void {
     this.nudged = true;
     this.wake?.();
   }
 
-  stats(): OutboxRelayStats {
-    return { running: this.running, ...this.counters };
-  }
-
-  /** Pending work in the table (all relays), for health output. */
-  backlog() {
-    return this.store.stats();
+  stats(): OutboxConsumerStats {
+    return { ...this.counters };
   }
 
   private async run(): Promise<void> {
@@ -123,12 +169,11 @@ export class OutboxRelay {
       let claimed = 0;
       try {
         claimed = await this.runOnce();
-        await this.pruneNowAndThen();
         consecutiveErrors = 0;
       } catch (error) {
-        // The database or the bus is away: back off instead of logging every poll.
+        // The database is away: back off instead of logging every poll.
         consecutiveErrors++;
-        this.deps.logger.error({ err: error, consecutiveErrors }, 'outbox relay pass failed');
+        this.logger.error({ err: error, consumer: this.consumer.name, consecutiveErrors }, 'outbox relay pass failed');
       }
       if (!this.running) break;
       if (consecutiveErrors) await this.sleep(Math.min(5_000, this.opts.pollIntervalMs * 2 ** consecutiveErrors), false);
@@ -158,9 +203,14 @@ export class OutboxRelay {
     });
   }
 
-  /** One batch: claim, publish to the bus (in order per flag), run consumers, record the outcome. Returns how many were claimed. */
-  async runOnce(): Promise<number> {
-    const rows = await this.store.claim(this.owner, this.opts.batchSize, this.opts.leaseMs);
+  /** One batch: claim, handle in order per flag, record the outcome. Returns how many were claimed. */
+  private async runOnce(): Promise<number> {
+    const name = this.consumer.name;
+    if (!this.registered) {
+      await this.store.register(name);
+      this.registered = true;
+    }
+    const rows = await this.store.claim(name, this.owner, this.opts.batchSize, this.opts.leaseMs);
     if (!rows.length) return 0;
     const streams = new Map<string, OutboxRow[]>();
     for (const row of rows) {
@@ -169,69 +219,37 @@ export class OutboxRelay {
       else streams.set(row.stream, [row]);
     }
 
-    const completed: number[] = [];
-    const failed: { row: OutboxRow; consumersDone: string[]; error: string }[] = [];
+    const done: number[] = [];
+    const failed: { row: OutboxRow; error: string }[] = [];
+    const notAttempted: number[] = [];
     await forEachLimited([...streams.values()], this.opts.concurrency, async (events) => {
-      // Within a flag: strictly in order, and nothing after an event whose bus publish failed.
+      // Within a flag: strictly in order, and nothing after an event that failed.
       for (let i = 0; i < events.length; i++) {
         const row = events[i];
-        if (!row.published) {
-          try {
-            await this.deps.cache.publish(FLAG_CHANGES_CHANNEL, JSON.stringify(row.event));
-            row.published = true;
-            this.counters.published++;
-          } catch (error) {
-            for (const rest of events.slice(i)) failed.push({ row: rest, consumersDone: rest.consumersDone, error: `bus publish: ${message(error)}` });
-            return;
-          }
+        try {
+          await this.consumer.handle(row.event);
+          done.push(row.seq);
+        } catch (error) {
+          failed.push({ row, error: message(error) });
+          notAttempted.push(...events.slice(i + 1).map((r) => r.seq));
+          this.logger.warn({ err: error, consumer: name, eventId: row.event.id, attempt: row.attempts }, 'outbox consumer failed; will retry');
+          return;
         }
       }
     });
-    const published = rows.filter((r) => r.published);
-    // Recorded before consumers run: later events of these flags are unblocked for every relay.
-    await this.store.markPublished(published.map((r) => r.seq));
 
-    await forEachLimited([...streams.values()], this.opts.concurrency, async (events) => {
-      for (const row of events) {
-        if (!row.published) continue;
-        const done = new Set(row.consumersDone);
-        const errors: string[] = [];
-        await Promise.all(
-          this.consumers
-            .filter((c) => !done.has(c.name))
-            .map(async (consumer) => {
-              try {
-                await consumer.handle(row.event);
-                done.add(consumer.name);
-              } catch (error) {
-                errors.push(`${consumer.name}: ${message(error)}`);
-                this.deps.logger.warn({ err: error, consumer: consumer.name, eventId: row.event.id, attempt: row.attempts }, 'outbox consumer failed; will retry');
-              }
-            }),
-        );
-        if (errors.length) failed.push({ row, consumersDone: [...done], error: errors.join('; ') });
-        else completed.push(row.seq);
-      }
-    });
-
-    await this.store.markCompleted(completed);
-    this.counters.completed += completed.length;
+    await this.store.markDone(name, done);
+    this.counters.handled += done.length;
+    await this.store.release(name, notAttempted);
     for (const f of failed) {
       this.counters.failures++;
-      await this.store.markFailed(f.row.seq, { consumersDone: f.consumersDone, error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
+      await this.store.markFailed(name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
     }
     return rows.length;
   }
 
   private retryDelay(attempts: number): number {
     return Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.max(0, attempts - 1));
-  }
-
-  private async pruneNowAndThen() {
-    const now = Date.now();
-    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
-    this.lastPrune = now;
-    await this.store.prune(this.opts.retentionMs);
   }
 }
 
