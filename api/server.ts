@@ -147,7 +147,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const credentials = await createCredentialFeatures({ config, sql: db.sql, cache, logger, authenticator });
     onShutdown(() => credentials.stop());
     // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
-    const projectAccess = new ProjectAccess(db.sql);
+    const projectAccess = new ProjectAccess(db.sql, config.ADMIN_EMAILS);
     // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
     // Each registered consumer has its own position and retries: a slow one never holds back the bus.
     const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
@@ -185,7 +185,6 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       analytics,
       temporal,
       instanceId,
-      admins: config.ADMIN_EMAILS,
       version: { app: APP_VERSION, commit: config.APP_COMMIT, environment: config.NODE_ENV },
     });
     const control: AnyRoute[] = [

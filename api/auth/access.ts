@@ -146,6 +146,8 @@ type CapabilityOf<C> = Capability | ((ctx: C) => Capability);
  * - `org`: an organization the request names (or null: none, 404), by the caller's
  *   organization role (ORG_ROLE_CAPABILITIES); a member without the capability gets `refused`.
  * - `check`: a rule of its own (a public demo list, audit of a deleted project).
+ * - `instance: 'admin'`: an instance administrator, a signed-in user whose verified e-mail is in
+ *   ADMIN_EMAILS (the detailed health checks); anyone else gets 403.
  *
  * A resource the caller cannot see at all is answered 404 like a missing one (`hiddenAs`, the
  * resource's name, default Project; Service for `service`, the `owner` name for `owner`).
@@ -156,13 +158,22 @@ export type AccessRule<C> =
   | { capability: CapabilityOf<C>; owner: string; projectOf: (ctx: C) => Promise<string | null> }
   | { capability: OrgCapability; org: (ctx: C) => string | Promise<string | null>; refused: string }
   | { capability: Capability; per: 'item' | 'flag' }
-  | { capability: Capability; check: (principal: Principal, ctx: C) => Promise<ProjectGrant[]> };
+  | { capability: Capability; check: (principal: Principal, ctx: C) => Promise<ProjectGrant[]> }
+  | { instance: 'admin' };
 
 const capabilityOf = <C>(capability: CapabilityOf<C>, ctx: C) => (typeof capability === 'function' ? capability(ctx) : capability);
 
 /** Project roles and resources in Postgres, answered through `decide`. */
 export class ProjectAccess {
-  constructor(private readonly sql: Sql) {}
+  private readonly instanceAdmins: ReadonlySet<string>;
+
+  /** `instanceAdmins`: ADMIN_EMAILS, the instance administrators' e-mail addresses. */
+  constructor(
+    private readonly sql: Sql,
+    instanceAdmins: readonly string[] = [],
+  ) {
+    this.instanceAdmins = new Set(instanceAdmins.map((e) => e.toLowerCase()));
+  }
 
   async roleOf(userId: string, projectId: string): Promise<ProjectRole | null> {
     const [row] = await this.sql<{ role: ProjectRole }[]>`
@@ -201,6 +212,10 @@ export class ProjectAccess {
 
   /** Enforces a route's rule (see AccessRule): the grants, or the refusal. */
   async check<C>(rule: AccessRule<C>, principal: Principal, ctx: C): Promise<ProjectGrant[]> {
+    if ('instance' in rule) {
+      this.requireInstanceAdmin(principal);
+      return [];
+    }
     if ('per' in rule) return [];
     if ('check' in rule) return rule.check(principal, ctx);
     if ('org' in rule) {
@@ -215,6 +230,15 @@ export class ProjectAccess {
     if ('service' in rule) return [await this.requireOnService(principal, named, capability)];
     if (principal.type === 'anonymous') throw unauthorized();
     return [await this.requireOwned(principal, await rule.projectOf(ctx), capability, rule.owner)];
+  }
+
+  /** A verified address only: anyone can sign up with an unverified one. */
+  private requireInstanceAdmin(principal: Principal): void {
+    if (principal.type === 'anonymous') throw unauthorized();
+    const user = actingUser(principal);
+    if (!user?.emailVerified || !this.instanceAdmins.has(user.email.toLowerCase())) {
+      throw forbidden('only instance administrators (ADMIN_EMAILS) may see this');
+    }
   }
 
   /** `capability` on the project of a service (routes, bulk items); a service the caller cannot see is 404 like a missing one. */

@@ -4,8 +4,6 @@ import type { Analytics } from '../../../analytics/client';
 import type { Cache } from '../../infra/cache';
 import type { Database } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
-import { actingUser, type Principal } from '../../auth/principal';
-import { forbidden } from '../../http/errors';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 
 export interface HealthDeps {
@@ -15,8 +13,6 @@ export interface HealthDeps {
   temporal?: Temporal;
   version: { app: string; commit: string; environment: string };
   instanceId: string;
-  /** Instance administrators (ADMIN_EMAILS, lower-cased): who may see the detailed checks. */
-  admins: readonly string[];
   /** Extra checks contributed by other features (evaluation pipeline …), by name. */
   evaluationChecks?: () => Promise<Record<string, Check>>;
 }
@@ -55,12 +51,6 @@ const withoutError = ({ error: _hidden, ...check }: Check): Check => check;
  * The detailed endpoints name backends, counters and error texts: instance administrators only.
  */
 export function healthRoutes(deps: HealthDeps): AnyRoute[] {
-  const admins = new Set(deps.admins);
-  // A verified address only: anyone can sign up with an unverified one.
-  const requireAdmin = (principal: Principal) => {
-    const user = actingUser(principal);
-    if (!user?.emailVerified || !admins.has(user.email.toLowerCase())) throw forbidden('only instance administrators (ADMIN_EMAILS) may see this');
-  };
   async function cacheChecks() {
     // A key per probe: concurrent health checks must not read each other's value.
     const value = randomUUID();
@@ -129,8 +119,8 @@ export function healthRoutes(deps: HealthDeps): AnyRoute[] {
       summary: 'Storage, cache, analytics, workflow engine and auth subsystem status (instance administrators)',
       tags: ['health'],
       auth: 'user',
-      async handler({ principal }) {
-        requireAdmin(principal);
+      access: { instance: 'admin' },
+      async handler() {
         const [cache, storage, analytics, temporal, auth] = await Promise.all([
           cacheChecks(),
           storageCheck(),
@@ -154,8 +144,8 @@ export function healthRoutes(deps: HealthDeps): AnyRoute[] {
       summary: 'Checks the evaluation pipeline: snapshots, event writer and analytics store (instance administrators)',
       tags: ['health'],
       auth: 'user',
-      async handler({ principal }) {
-        requireAdmin(principal);
+      access: { instance: 'admin' },
+      async handler() {
         const [analytics, extra] = await Promise.all([analyticsCheck(), deps.evaluationChecks?.() ?? Promise.resolve({})]);
         const checks: Record<string, Check> = { analytics, ...extra };
         const ok = Object.values(checks).every((c) => c.working);
