@@ -30,23 +30,16 @@
  * profile, where ClickHouse is another machine), BENCH_SERVER_NODE_ARGS (extra node flags for the
  * server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { openLoop } from './open-loop';
+import { ask, call, startEvalServer, stopServer, type ServerUrls } from './server-process';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
-
-interface Urls {
-  control: string;
-  data: string;
-  bare: string;
-  express: string;
-}
 
 interface Scenario {
   name: string;
@@ -81,47 +74,13 @@ function pinSelf(cpu: number) {
   }
 }
 
-function startServer(pinned: boolean, env: Record<string, string> = {}, profiled = true): Promise<{ child: ChildProcess; urls: Urls }> {
-  const script = path.join(__dirname, 'eval-server.ts');
-  // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
-  const extra = profiled ? (process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []) : [];
-  const args = [...(pinned ? ['-c', '0', process.execPath] : []), ...extra, '--import', 'tsx', script];
-  const child = spawn(pinned ? 'taskset' : process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-    child.on('message', (m: { type: string } & Urls) => {
-      if (m.type === 'ready') resolve({ child, urls: m });
-    });
-  });
-}
-
-function ask<T>(child: ChildProcess, message: object, reply: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: { type: string }) => {
-      if (m.type === reply) {
-        child.off('message', on);
-        resolve(m as T);
-      }
-    };
-    child.on('message', on);
-    child.send(message);
-  });
-}
-
-async function call(method: string, url: string, opts: { body?: unknown; cookie?: string; csrf?: string; token?: string } = {}) {
-  const headers: Record<string, string> = {};
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (opts.cookie) headers.cookie = opts.cookie;
-  if (opts.csrf) headers['x-csrf-token'] = opts.csrf;
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(url, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-  return { res, body: text ? JSON.parse(text) : undefined, text };
-}
+// BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
+const PROFILE_ARGS = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+const startServer = (pinned: boolean, env: Record<string, string> = {}, profiled = true) =>
+  startEvalServer({ pinned, env, nodeArgs: profiled ? PROFILE_ARGS : [] });
 
 /** A project, service, flags and an opaque read token, made through the public API. */
-async function setUp(urls: Urls) {
+async function setUp(urls: ServerUrls) {
   const api = urls.control;
   const signup = await call('POST', `${api}/api/auth/signup`, { body: { email: `bench-${Date.now()}@example.com`, password: 'benchmark password', name: 'Bench' } });
   const cookie = (signup.res.headers.get('set-cookie') ?? '').split(';')[0];
@@ -213,20 +172,6 @@ async function serverTime(child: ChildProcess, url: string, body: string, header
     return { p50: xs[Math.floor(xs.length / 2)], p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))] };
   };
   return { handler: stats(handler), server: stats(server), roundTrip: stats(roundTrip) };
-}
-
-function stopServer(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      resolve();
-    }, 30_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.send({ type: 'stop' });
-  });
 }
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });

@@ -27,9 +27,9 @@
  * scripts/test-infra.sh up`), the embedded profile otherwise. BENCH_REQUESTS (default 20) per
  * variant, ATTACK_FLAGS (default 100: the budget runs out within the first few).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { parseConfig } from '../api/config';
+import { ask, call, startEvalServer, stopServer, type ServerUrls } from './server-process';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 20);
 const ATTACK_FLAGS = Number(process.env.ATTACK_FLAGS ?? 100);
@@ -38,64 +38,6 @@ const CHUNK = 25;
 const BAR_MS = 50;
 /** What the server will run with (bench/eval-server.ts reads the same environment). */
 const { EVAL_BUDGET_CONDITIONS, EVAL_BUDGET_REGEX_MS } = parseConfig(process.env);
-
-interface Urls {
-  control: string;
-  data: string;
-}
-
-function startServer(): Promise<{ child: ChildProcess; urls: Urls }> {
-  const script = path.join(__dirname, 'eval-server.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, BENCH_DEMO_SEED: 'false', BENCH_EVENTS: 'off' },
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-    child.on('message', (m: { type: string } & Urls) => {
-      if (m.type === 'ready') resolve({ child, urls: m });
-    });
-  });
-}
-
-function ask<T>(child: ChildProcess, message: object, reply: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: { type: string }) => {
-      if (m.type === reply) {
-        child.off('message', on);
-        resolve(m as T);
-      }
-    };
-    child.on('message', on);
-    child.send(message);
-  });
-}
-
-function stopServer(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      resolve();
-    }, 30_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.send({ type: 'stop' });
-  });
-}
-
-async function call(method: string, url: string, opts: { body?: unknown; cookie?: string; csrf?: string; token?: string } = {}) {
-  const headers: Record<string, string> = {};
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (opts.cookie) headers.cookie = opts.cookie;
-  if (opts.csrf) headers['x-csrf-token'] = opts.csrf;
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(url, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 500)}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 const PATTERNS: [property: string, pattern: string][] = [
   ['ua', '.*foo.*'],
@@ -130,18 +72,14 @@ const CONTEXT = {
 };
 
 /** A project with an attack and a baseline service of ATTACK_FLAGS flags each, and a read token. */
-async function setUp(urls: Urls) {
+async function setUp(urls: ServerUrls) {
   const api = urls.control;
-  const signupRes = await fetch(`${api}/api/auth/signup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `bench-regex-${Date.now()}@example.com`, password: 'benchmark password', name: 'Bench' }),
-  });
-  const cookie = (signupRes.headers.get('set-cookie') ?? '').split(';')[0];
-  const csrf = (await call('GET', `${api}/api/csrf-token`, { cookie })).token;
+  const signup = await call('POST', `${api}/api/auth/signup`, { body: { email: `bench-regex-${Date.now()}@example.com`, password: 'benchmark password', name: 'Bench' } });
+  const cookie = (signup.res.headers.get('set-cookie') ?? '').split(';')[0];
+  const csrf = (await call('GET', `${api}/api/csrf-token`, { cookie })).body.token;
   const as = { cookie, csrf };
-  const project = await call('POST', `${api}/api/projects`, { ...as, body: { name: 'Bench regex' } });
-  const service = async (name: string) => (await call('POST', `${api}/api/services`, { ...as, body: { projectId: project.id, name } })).id as string;
+  const project = (await call('POST', `${api}/api/projects`, { ...as, body: { name: 'Bench regex' } })).body;
+  const service = async (name: string) => (await call('POST', `${api}/api/services`, { ...as, body: { projectId: project.id, name } })).body.id as string;
   const attack = await service('attack');
   const baseline = await service('baseline');
   const targeting = attackTargeting();
@@ -149,11 +87,11 @@ async function setUp(urls: Urls) {
   for (let start = 0; start < keys.length; start += CHUNK) {
     const chunk = keys.slice(start, start + CHUNK);
     const common = { environment: 'production', type: 'boolean', enabled: true, defaultValue: false };
-    const made = await call('POST', `${api}/api/flags/bulk`, { ...as, body: { flags: chunk.map((key) => ({ key, serviceId: attack, ...common, targeting })) } });
-    const plain = await call('POST', `${api}/api/flags/bulk`, { ...as, body: { flags: chunk.map((key) => ({ key, serviceId: baseline, ...common })) } });
+    const made = (await call('POST', `${api}/api/flags/bulk`, { ...as, body: { flags: chunk.map((key) => ({ key, serviceId: attack, ...common, targeting })) } })).body;
+    const plain = (await call('POST', `${api}/api/flags/bulk`, { ...as, body: { flags: chunk.map((key) => ({ key, serviceId: baseline, ...common })) } })).body;
     if (made.failed || plain.failed) throw new Error(`bulk create failed: ${JSON.stringify(made.results?.find((r: { status: string }) => r.status !== 'success'))}`);
   }
-  const token = (await call('POST', `${api}/api/projects/${project.id}/tokens`, { ...as, body: { name: 'bench', permissions: { read: true } } })).value as string;
+  const token = (await call('POST', `${api}/api/projects/${project.id}/tokens`, { ...as, body: { name: 'bench', permissions: { read: true } } })).body.value as string;
   return { attack, baseline, keys, token };
 }
 
@@ -213,7 +151,7 @@ async function measure(child: ChildProcess, url: string, v: Variant, serviceId: 
 }
 
 async function main() {
-  const { child, urls } = await startServer();
+  const { child, urls } = await startEvalServer({ env: { BENCH_DEMO_SEED: 'false', BENCH_EVENTS: 'off' } });
   let failed = false;
   try {
     const { attack, baseline, keys, token } = await setUp(urls);

@@ -1,0 +1,71 @@
+/**
+ * The bench server child (bench/eval-server.ts) as benches drive it: start it, ask it over IPC,
+ * stop it; and `call`, the API request the set-up steps make.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export interface ServerUrls {
+  control: string;
+  data: string;
+  bare: string;
+  express: string;
+}
+
+/** Starts bench/eval-server.ts; `pinned` runs it on CPU 0 (taskset), `nodeArgs` go before the script. */
+export function startEvalServer(opts: { env?: Record<string, string>; pinned?: boolean; nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; urls: ServerUrls }> {
+  const script = path.join(__dirname, 'eval-server.ts');
+  const args = [...(opts.pinned ? ['-c', '0', process.execPath] : []), ...(opts.nodeArgs ?? []), '--import', 'tsx', script];
+  const child = spawn(opts.pinned ? 'taskset' : process.execPath, args, {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...opts.env },
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+    child.on('message', (m: { type: string } & ServerUrls) => {
+      if (m.type === 'ready') resolve({ child, urls: m });
+    });
+  });
+}
+
+/** Sends `message` and resolves with the first message of type `reply`. */
+export function ask<T>(child: ChildProcess, message: object, reply: string): Promise<T> {
+  return new Promise((resolve) => {
+    const on = (m: { type: string }) => {
+      if (m.type === reply) {
+        child.off('message', on);
+        resolve(m as T);
+      }
+    };
+    child.on('message', on);
+    child.send(message);
+  });
+}
+
+/** Asks the server to shut down gracefully; SIGKILL after 30 s. */
+export function stopServer(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      resolve();
+    }, 30_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.send({ type: 'stop' });
+  });
+}
+
+/** One API request of a bench's set-up; anything but 2xx throws with the answer's start. */
+export async function call(method: string, url: string, opts: { body?: unknown; cookie?: string; csrf?: string; token?: string } = {}) {
+  const headers: Record<string, string> = {};
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (opts.cookie) headers.cookie = opts.cookie;
+  if (opts.csrf) headers['x-csrf-token'] = opts.csrf;
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  const res = await fetch(url, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 500)}`);
+  return { res, body: text ? JSON.parse(text) : undefined, text };
+}
