@@ -110,6 +110,10 @@ function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
     '--db-filename', path.join(opts.dataDir, 'temporal.sqlite'),
     '--namespace', opts.namespace,
     '--log-level', 'error',
+    // WAL without an fsync per commit: a start went from 60-300 ms to under 10 ms (bench:propagation).
+    // A killed process loses nothing (the OS has the pages); only a power cut may drop the last commits.
+    '--sqlite-pragma', 'journal_mode=wal',
+    '--sqlite-pragma', 'synchronous=normal',
   ];
   opts.logger.info({ cli: opts.cliPath, port }, 'starting local Temporal dev server');
   const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
