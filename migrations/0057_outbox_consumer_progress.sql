@@ -5,20 +5,22 @@
 -- consumer. A consumer's relay claims its own rows (SKIP LOCKED, leased by `available_at`), runs
 -- the consumer and deletes the row when it succeeded, or gives it back with a backoff when it
 -- failed. Per flag, a consumer never gets an event while an earlier one of that flag is still
--- pending for it elsewhere, so each consumer sees each flag's events in order. An event with no
--- pending row left has reached every consumer: it is kept for the retention, then pruned.
+-- pending for it elsewhere, so each consumer sees each flag's events in order. Events below the
+-- lowest pending seq of every consumer have reached them all: kept for the retention, then pruned
+-- (so pending rows need no foreign key to flag_outbox, and writers pay for no such check).
 --
 -- A consumer first registers (outbox_consumers) when a relay starts with it, and from then on
--- receives every event committed after that. Retiring one is deleting its row here, which
--- drops its backlog (cascade); until then its pending rows keep their events from being pruned.
+-- receives every event committed after that. Retiring one is deleting its row here and its
+-- pending rows; until then its pending rows keep their events from being pruned. (No foreign key
+-- to outbox_consumers: every flag write would take a share lock on the same few rows.)
 CREATE TABLE outbox_consumers (
   name          text PRIMARY KEY,
   registered_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 
 CREATE TABLE flag_outbox_pending (
-  consumer     text NOT NULL REFERENCES outbox_consumers (name) ON DELETE CASCADE,
-  seq          bigint NOT NULL REFERENCES flag_outbox (seq) ON DELETE CASCADE,
+  consumer     text NOT NULL,
+  seq          bigint NOT NULL,
   -- The event's flag, copied so the in-order check needs no join.
   service_id   text NOT NULL,
   environment  text NOT NULL,
@@ -32,8 +34,6 @@ CREATE TABLE flag_outbox_pending (
   PRIMARY KEY (consumer, seq)
 );
 CREATE INDEX flag_outbox_pending_stream_idx ON flag_outbox_pending (consumer, service_id, environment, flag_key, seq);
--- "Is any consumer still before this event?" (pruning, and the cascade from flag_outbox).
-CREATE INDEX flag_outbox_pending_seq_idx ON flag_outbox_pending (seq);
 
 -- The two consumers that existed, and the work they had not done yet.
 INSERT INTO outbox_consumers (name) VALUES ('bus'), ('webhooks');

@@ -49,7 +49,7 @@ export interface OutboxRelayStats {
 }
 
 /** The consumer that publishes to the bus: every replica's snapshots, SSE and gRPC-Web streams. */
-export const BUS_CONSUMER = 'bus';
+const BUS_CONSUMER = 'bus';
 const PRUNE_EVERY_MS = 60_000;
 
 type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner'>>;

@@ -124,13 +124,20 @@ export class OutboxStore {
       WHERE consumer = ${consumer} AND seq = ANY(${seqs}::bigint[])`;
   }
 
-  /** Drops events older than the retention that every consumer is past, a bounded number per call. */
+  /**
+   * Drops events older than the retention that every consumer is past (below each one's lowest
+   * pending seq), a bounded number per call.
+   */
   async prune(olderThanMs: number, limit = 5000): Promise<number> {
     const rows = await this.sql`
+      WITH horizon AS (
+        -- One index probe per consumer; no pending rows at all: NULL, everything is past.
+        SELECT min((SELECT min(p.seq) FROM flag_outbox_pending p WHERE p.consumer = c.name)) AS seq FROM outbox_consumers c
+      )
       DELETE FROM flag_outbox WHERE seq IN (
-        SELECT f.seq FROM flag_outbox f
+        SELECT f.seq FROM flag_outbox f, horizon
         WHERE f.created_at < clock_timestamp() - ${olderThanMs}::float8 * interval '1 millisecond'
-          AND NOT EXISTS (SELECT 1 FROM flag_outbox_pending p WHERE p.seq = f.seq)
+          AND (horizon.seq IS NULL OR f.seq < horizon.seq)
         LIMIT ${limit})`;
     return rows.count;
   }
