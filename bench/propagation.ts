@@ -9,10 +9,9 @@
  * (the toggle's 200 to its flag-update), webhook deliveries per second and the time from the
  * last toggle's 200 to the burst's last delivery, against the issue's bars.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
+import { call, startEvalServer, stopServer, type ServerUrls } from './server-process';
 
 const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 300);
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
@@ -25,33 +24,11 @@ const RECEIVER_DELAY_MS = 50;
 const DRAIN_TIMEOUT_MS = 120_000;
 const BARS = { sseP99Ms: 1_000, deliveriesPerSecond: 100, lastDeliveryMs: 10_000 };
 
-interface Urls {
-  control: string;
-  data: string;
-}
-
-function startServer(): Promise<{ child: ChildProcess; urls: Urls }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, BENCH_SERVER_ROLES: 'control,data,worker', BENCH_DEMO_SEED: 'false' };
-  // The embedded profile: no external backend, whatever the shell has set.
-  for (const name of ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'CLICKHOUSE_URL', 'BENCH_DATABASE_URL']) delete env[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'eval-server.ts')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-    child.on('message', (m: { type: string } & Urls) => {
-      if (m.type === 'ready') resolve({ child, urls: m });
-    });
-  });
-}
-
-async function call(method: string, url: string, opts: { body?: unknown; cookie?: string; csrf?: string } = {}) {
-  const headers: Record<string, string> = {};
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  if (opts.cookie) headers.cookie = opts.cookie;
-  if (opts.csrf) headers['x-csrf-token'] = opts.csrf;
-  const res = await fetch(url, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-  return { res, body: text ? JSON.parse(text) : undefined };
+/** Starts the server on the embedded profile, with the roles `npm start` runs here. */
+function startServer() {
+  // No external backend, whatever the shell has set (the child inherits this environment).
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'CLICKHOUSE_URL', 'BENCH_DATABASE_URL']) delete process.env[name];
+  return startEvalServer({ env: { BENCH_SERVER_ROLES: 'control,data,worker', BENCH_DEMO_SEED: 'false' } });
 }
 
 /** The receiver: answers every delivery 200 after 50 ms, remembering when each arrived. */
@@ -69,7 +46,7 @@ async function startReceiver() {
 }
 
 /** One SSE stream on the data plane; every flag-update's arrival, by flag key and version. */
-function openStream(urls: Urls, serviceId: string, token: string): Promise<{ seen: Map<string, number>; close: () => void }> {
+function openStream(urls: ServerUrls, serviceId: string, token: string): Promise<{ seen: Map<string, number>; close: () => void }> {
   const seen = new Map<string, number>();
   return new Promise((resolve, reject) => {
     const url = `${urls.data}/api/flags/stream?serviceId=${serviceId}&environment=production`;
@@ -197,8 +174,7 @@ async function main() {
   } finally {
     receiver.close();
     child.removeAllListeners('exit');
-    child.send({ type: 'stop' });
-    await new Promise((r) => child.once('exit', r));
+    await stopServer(child);
   }
 }
 
