@@ -161,7 +161,13 @@ it('delivers every committed toggle at least once across a SIGKILL of the app, d
     }
     return groups;
   };
-  await eventually(async () => committed.every((c) => byTimestamp().has(c.timestamp)), 180_000, 500);
+  await eventually(async () => committed.every((c) => byTimestamp().has(c.timestamp)), 180_000, 500).catch(async (error) => {
+    // What a failure needs to be understood: the undelivered changes and where their work stands.
+    const missing = committed.filter((c) => !byTimestamp().has(c.timestamp)).map((c) => c.version);
+    const pending = await db!`SELECT consumer, attempts, last_error FROM flag_outbox_pending WHERE flag_key = ${key} ORDER BY seq LIMIT 5`;
+    const deliveries = await db!`SELECT status, last_error, count(*)::int AS n FROM outbound_deliveries WHERE flag_key = ${key} GROUP BY status, last_error`;
+    throw new Error(`${(error as Error).message}; versions not delivered: ${missing.join(',')}; pending: ${JSON.stringify(pending)}; deliveries: ${JSON.stringify(deliveries)}`);
+  });
 
   const groups = byTimestamp();
   expect([...groups.keys()].sort()).toEqual(committed.map((c) => c.timestamp).sort());
