@@ -134,6 +134,14 @@ export class DeliveryStore {
       SELECT id, status, max_attempts FROM inserted
       UNION ALL
       SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${this.sql(rows.map((r) => r.id))}`;
+    // A row another transaction inserted after this statement's snapshot (the same event
+    // dispatched twice at once) is neither inserted nor seen: a new statement sees it committed.
+    const seen = new Set(stored.map((r) => r.id));
+    const missing = rows.map((r) => r.id).filter((id) => !seen.has(id));
+    if (missing.length) {
+      stored.push(...(await this.sql<{ id: string; status: DeliveryStatus; max_attempts: number }[]>`
+        SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${this.sql(missing)}`));
+    }
     return stored.map((r) => ({ id: r.id, status: r.status, maxAttempts: r.max_attempts }));
   }
 
