@@ -34,7 +34,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { openLoop } from './open-loop';
-import { ask, call, startEvalServer, stopServer, type ServerUrls } from './server-process';
+import { ask, call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -82,10 +82,7 @@ const startServer = (pinned: boolean, env: Record<string, string> = {}, profiled
 /** A project, service, flags and an opaque read token, made through the public API. */
 async function setUp(urls: ServerUrls) {
   const api = urls.control;
-  const signup = await call('POST', `${api}/api/auth/signup`, { body: { email: `bench-${Date.now()}@example.com`, password: 'benchmark password', name: 'Bench' } });
-  const cookie = (signup.res.headers.get('set-cookie') ?? '').split(';')[0];
-  const csrf = (await call('GET', `${api}/api/csrf-token`, { cookie })).body.token;
-  const as = { cookie, csrf };
+  const as = await signUp(api);
   const project = (await call('POST', `${api}/api/projects`, { ...as, body: { name: 'Bench' } })).body;
   const service = (await call('POST', `${api}/api/services`, { ...as, body: { projectId: project.id, name: 'bench' } })).body;
   const flagKey = 'bench-checkout';

@@ -11,7 +11,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { call, startEvalServer, stopServer, type ServerUrls } from './server-process';
+import { call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
 
 const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 300);
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 8);
@@ -99,10 +99,7 @@ async function main() {
   const receiver = await startReceiver();
   try {
     const api = urls.control;
-    const signup = await call('POST', `${api}/api/auth/signup`, { body: { email: `bench-${Date.now()}@example.com`, password: 'benchmark password', name: 'Bench' } });
-    const cookie = (signup.res.headers.get('set-cookie') ?? '').split(';')[0];
-    const csrf = (await call('GET', `${api}/api/csrf-token`, { cookie })).body.token;
-    const as = { cookie, csrf };
+    const as = await signUp(api);
     const project = (await call('POST', `${api}/api/projects`, { ...as, body: { name: 'Propagation' } })).body;
     const service = (await call('POST', `${api}/api/services`, { ...as, body: { projectId: project.id, name: 'propagation' } })).body;
     const keys = Array.from({ length: FLAGS }, (_, i) => `prop-${i}`);

@@ -29,7 +29,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { parseConfig } from '../api/config';
-import { ask, call, startEvalServer, stopServer, type ServerUrls } from './server-process';
+import { ask, call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 20);
 const ATTACK_FLAGS = Number(process.env.ATTACK_FLAGS ?? 100);
@@ -74,10 +74,7 @@ const CONTEXT = {
 /** A project with an attack and a baseline service of ATTACK_FLAGS flags each, and a read token. */
 async function setUp(urls: ServerUrls) {
   const api = urls.control;
-  const signup = await call('POST', `${api}/api/auth/signup`, { body: { email: `bench-regex-${Date.now()}@example.com`, password: 'benchmark password', name: 'Bench' } });
-  const cookie = (signup.res.headers.get('set-cookie') ?? '').split(';')[0];
-  const csrf = (await call('GET', `${api}/api/csrf-token`, { cookie })).body.token;
-  const as = { cookie, csrf };
+  const as = await signUp(api);
   const project = (await call('POST', `${api}/api/projects`, { ...as, body: { name: 'Bench regex' } })).body;
   const service = async (name: string) => (await call('POST', `${api}/api/services`, { ...as, body: { projectId: project.id, name } })).body.id as string;
   const attack = await service('attack');

@@ -1,6 +1,6 @@
 /**
  * The bench server child (bench/eval-server.ts) as benches drive it: start it, ask it over IPC,
- * stop it; and `call`, the API request the set-up steps make.
+ * stop it; `call`, the API request the set-up steps make, and `signUp`, the session they make it with.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -68,4 +68,13 @@ export async function call(method: string, url: string, opts: { body?: unknown; 
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text.slice(0, 500)}`);
   return { res, body: text ? JSON.parse(text) : undefined, text };
+}
+
+/** A new user's dashboard session: the cookie and CSRF header a bench's set-up calls send. */
+export async function signUp(api: string): Promise<{ cookie: string; csrf: string }> {
+  const email = `bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+  const signup = await call('POST', `${api}/api/auth/signup`, { body: { email, password: 'benchmark password', name: 'Bench' } });
+  const cookie = (signup.res.headers.get('set-cookie') ?? '').split(';')[0];
+  const csrf = (await call('GET', `${api}/api/csrf-token`, { cookie })).body.token as string;
+  return { cookie, csrf };
 }

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import { badRequest } from '../../http/errors';
 import type { HANDLED, Reply } from '../../http/route';
-import type { FlagPage, ListPosition } from './store';
-import type { Environment, FlagRecord, FlagType } from './types';
+import type { FlagListFilter, FlagPage, ListPosition } from './store';
+import type { FlagRecord } from './types';
 
 /**
  * Paging and projection of GET /api/flags, shared by the flags list route and the demo list
@@ -34,14 +34,7 @@ export const PROJECTABLE_FIELDS = [
 ] as const satisfies readonly (keyof FlagRecord)[];
 
 /** GET /api/flags query, as the flags list route validated it. */
-export interface FlagListQuery {
-  projectId?: string;
-  serviceId?: string;
-  environment?: Environment;
-  search?: string;
-  tags?: string[];
-  enabled?: boolean;
-  type?: FlagType;
+export interface FlagListQuery extends Partial<FlagListFilter> {
   limit?: number;
   offset: number;
   cursor?: string;
