@@ -36,6 +36,7 @@ import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
 import { OpenApiCatalog } from './http/openapi';
 import { OutboundClient } from './http/outbound';
+import { createAnalyticsFeature } from './features/analytics/wiring';
 import { RateLimiter } from './http/rate-limit';
 import type { AnyRoute } from './http/route';
 import { createCache, type Cache } from './infra/cache';
@@ -178,6 +179,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       drainHooks.push(() => evaluation.drain());
     }
 
+    // Analytics warehouse: the batched writer every producer shares, ingestion and queries.
+    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, access: projectAccess, flags: flagService, outbound, temporal, logger });
+    onShutdown(() => analyticsFeature.stop());
+
     const health = healthRoutes({
       evaluationChecks: evaluation ? () => evaluation.checks() : undefined,
       cache,
@@ -202,9 +207,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
       ...eventDelivery.routes,
       ...triggerFeatureRoutes({ sql: db.sql, cache, flags: flagService, publicBaseUrl }),
+      ...analyticsFeature.routes.control,
     ];
-    const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? [])];
-    const ingest: AnyRoute[] = [...health];
+    const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? []), ...analyticsFeature.routes.data];
+    const ingest: AnyRoute[] = [...health, ...analyticsFeature.routes.ingest];
 
     // Keep last: outbox consumers (outbox.register) must all be registered before the relay starts.
     // Every control replica runs a relay; they share the work safely (SKIP LOCKED leases).
