@@ -61,6 +61,9 @@ export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities
       const base = { startedAt: startedAt.toISOString(), statusCode: null, durationMs: null };
       const delivery = await deliveries.get(deliveryId);
       if (!delivery) return { ...base, outcome: 'skipped', error: 'the delivery no longer exists (its webhook or channel was deleted)' };
+      // Settled already (its lane was signalled again after a crash): never sent twice by us;
+      // the store ignores this result because the delivery is no longer pending.
+      if (delivery.status !== 'pending') return { ...base, outcome: 'skipped', error: `already ${delivery.status}` };
       const prepared = await prepare(delivery, Math.floor(startedAt.getTime() / 1000));
       if ('skip' in prepared) return { ...base, outcome: 'skipped', error: prepared.skip };
       try {

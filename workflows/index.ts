@@ -2,3 +2,4 @@
 export { sendMail } from './mail';
 export { invitationExpiry } from './invitation-expiry';
 export { deliverOutbound } from './webhook-delivery';
+export { deliveryLane } from './delivery-lane';

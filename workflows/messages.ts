@@ -93,3 +93,29 @@ export interface DeliveryActivities {
   attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult>;
   recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void>;
 }
+
+// ---------------------------------------------------------------------------------------------
+// deliveryLane: one long-lived workflow per delivery target (webhook or alert channel) draining a
+// queue of stored deliveries (workflows/delivery-lane.ts). A burst of changes costs one signal
+// per dispatched batch instead of one workflow start per delivery.
+
+export interface QueuedDelivery {
+  deliveryId: string;
+  maxAttempts: number;
+}
+
+const queuedDelivery = z.object({ deliveryId: z.string().min(1), maxAttempts: z.number().int().min(1) }).strict();
+
+export interface DeliveryLaneInput {
+  /** Deliveries carried over from the previous run (continue-as-new), in queue order. */
+  pending: QueuedDelivery[];
+}
+
+export const DELIVERY_LANE = workflowMessage<DeliveryLaneInput, void>(
+  'deliveryLane',
+  z.object({ pending: z.array(queuedDelivery) }).strict(),
+);
+
+/** The dispatcher's hand-over: deliveries already stored as pending, in the order to run them. */
+export const deliveriesQueuedSignal = defineSignal<[QueuedDelivery[]]>('deliveriesQueued');
+export const DELIVERIES_QUEUED_ARGS = z.array(queuedDelivery).min(1);

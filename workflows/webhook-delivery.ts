@@ -26,16 +26,26 @@ const { recordOutboundAttempt } = proxyActivities<DeliveryActivities>({
 /**
  * Delivers one stored delivery (webhook event or alert); the payload and target stay in Postgres.
  * A receiver that refuses or stays down is a business outcome, not a workflow failure: the
- * workflow completes with status `failed`, and the delivery log says why.
+ * workflow completes with status `failed`, and the delivery log says why. New deliveries run in
+ * their target's lane (deliveryLane); this workflow stays registered so executions started by
+ * earlier versions finish.
  */
 export async function deliverOutbound(input: DeliverOutboundInput): Promise<DeliverOutboundResult> {
-  const maxAttempts = Math.max(1, Math.min(input.maxAttempts ?? MAX_DELIVERY_ATTEMPTS, MAX_DELIVERY_ATTEMPTS));
+  return runDelivery(input.deliveryId, input.maxAttempts);
+}
+
+/**
+ * The attempt schedule of one delivery, shared by deliverOutbound and the per-target lanes
+ * (workflows/delivery-lane.ts) that run many of them side by side.
+ */
+export async function runDelivery(deliveryId: string, requestedAttempts: number | undefined): Promise<DeliverOutboundResult> {
+  const maxAttempts = Math.max(1, Math.min(requestedAttempts ?? MAX_DELIVERY_ATTEMPTS, MAX_DELIVERY_ATTEMPTS));
   for (let attempt = 1; ; attempt++) {
     const delay = DELIVERY_DELAYS_MS[attempt - 1];
     if (delay > 0) await sleep(delay);
     let result: AttemptResult;
     try {
-      result = await attemptOutboundDelivery(input.deliveryId, attempt);
+      result = await attemptOutboundDelivery(deliveryId, attempt);
     } catch (error) {
       // The attempt itself did not finish (worker lost, activity timed out): retry like a timeout.
       result = {
@@ -48,7 +58,7 @@ export async function deliverOutbound(input: DeliverOutboundInput): Promise<Deli
     }
     const finalStatus: DeliveryStatus | null =
       result.outcome === 'retry' ? (attempt >= maxAttempts ? 'failed' : null) : result.outcome;
-    await recordOutboundAttempt(input.deliveryId, attempt, result, finalStatus);
+    await recordOutboundAttempt(deliveryId, attempt, result, finalStatus);
     if (finalStatus) return { status: finalStatus, attempts: attempt, statusCode: result.statusCode, error: result.error };
   }
 }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import type { WorkflowMessage } from '../../workflows/messages';
 import type { Logger } from './logger';
 
@@ -89,15 +90,39 @@ export async function startWorkflow<Input, Result>(
   input: Input,
   options: Omit<WorkflowStartOptions, 'args' | 'taskQueue'>,
 ): Promise<StartedWorkflow<Input, Result>> {
+  return temporal.client.workflow.start<(input: Input) => Promise<Result>>(workflow.name, {
+    ...options,
+    taskQueue: temporal.taskQueue,
+    args: [checkInput(workflow, input)],
+  });
+}
+
+/**
+ * Signals a workflow, starting it with `input` first when it is not running: one call, so a
+ * signal is never lost between a check and a start. The input is checked like startWorkflow's.
+ */
+export async function signalWithStartWorkflow<Input, Result, SignalArg>(
+  temporal: Temporal,
+  workflow: WorkflowMessage<Input, Result>,
+  input: Input,
+  options: { workflowId: string; signal: SignalDefinition<[SignalArg]>; signalArgs: [SignalArg] },
+): Promise<void> {
+  const checked = checkInput(workflow, input);
+  await temporal.client.workflow.signalWithStart<(input: Input) => Promise<Result>, [SignalArg]>(workflow.name, {
+    workflowId: options.workflowId,
+    signal: options.signal,
+    signalArgs: options.signalArgs,
+    taskQueue: temporal.taskQueue,
+    args: [checked],
+  });
+}
+
+function checkInput<Input, Result>(workflow: WorkflowMessage<Input, Result>, input: Input): Input {
   const checked = workflow.input.safeParse(input);
   if (!checked.success) {
     throw new Error(`invalid input for workflow ${workflow.name}: ${checked.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`);
   }
-  return temporal.client.workflow.start<(input: Input) => Promise<Result>>(workflow.name, {
-    ...options,
-    taskQueue: temporal.taskQueue,
-    args: [checked.data],
-  });
+  return checked.data;
 }
 
 function startDevServer(opts: TemporalOptions, port: number): ChildProcess {

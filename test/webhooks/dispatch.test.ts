@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { FlagChangeEvent } from '../../api/features/flags/types';
-import { DeliveryQueue, DeliveryStore, MAX_STARTS_IN_FLIGHT } from '../../api/features/webhooks/deliveries';
+import { DeliveryQueue, DeliveryStore, MAX_SIGNALS_IN_FLIGHT } from '../../api/features/webhooks/deliveries';
 import { WebhookDispatcher } from '../../api/features/webhooks/dispatcher';
 import { WebhookStore } from '../../api/features/webhooks/store';
 import type { Sql } from '../../api/infra/postgres';
@@ -43,11 +43,11 @@ function countingSql(sql: Sql, counter: { inserts: number }): Sql {
 function countingTemporal(temporal: Temporal, counter: { inFlight: number; maxInFlight: number; starts: number }): Temporal {
   const real = temporal.client;
   const workflow = {
-    start: async (...args: Parameters<Client['workflow']['start']>) => {
+    signalWithStart: async (...args: Parameters<Client['workflow']['signalWithStart']>) => {
       counter.starts++;
       counter.maxInFlight = Math.max(counter.maxInFlight, ++counter.inFlight);
       try {
-        return await real.workflow.start(...args);
+        return await real.workflow.signalWithStart(...args);
       } finally {
         counter.inFlight--;
       }
@@ -57,7 +57,7 @@ function countingTemporal(temporal: Temporal, counter: { inFlight: number; maxIn
 }
 
 describe('webhook dispatch (issue 11.2)', () => {
-  it('records an event for every webhook in one statement, starts the deliveries concurrently, and a re-dispatch reuses the delivery ids', async () => {
+  it('records an event for every webhook in one statement, signals each webhook lane concurrently, and a re-dispatch reuses the delivery ids', async () => {
     const p = await createProject(app);
     const hooks: { id: string; path: string; secret: string }[] = [];
     for (let i = 0; i < 8; i++) {
@@ -88,7 +88,7 @@ describe('webhook dispatch (issue 11.2)', () => {
     expect(sqlCount.inserts).toBe(1);
     expect(starts.starts).toBe(hooks.length);
     expect(starts.maxInFlight).toBeGreaterThan(1);
-    expect(starts.maxInFlight).toBeLessThanOrEqual(MAX_STARTS_IN_FLIGHT);
+    expect(starts.maxInFlight).toBeLessThanOrEqual(MAX_SIGNALS_IN_FLIGHT);
 
     await eventually(async () => hooks.every((h) => receiver.received(h.path).length === 1), 30_000);
     await dispatcher.handle(event); // the relay retrying an event it had handled
@@ -99,18 +99,18 @@ describe('webhook dispatch (issue 11.2)', () => {
     expect(rows[0].n).toBe(hooks.length);
   });
 
-  it('a burst of starts beyond the bound waits for a free slot and still starts every delivery once', async () => {
+  it('a burst of deliveries to one webhook is one signal to its lane, and every delivery arrives once', async () => {
     const p = await createProject(app);
     const path = uniquePath('burst');
     const h = await createWebhook(p.owner, { projectId: p.projectId, url: receiver.url(path) });
     receiver.expectSecret(path, h.secret);
     const starts = { inFlight: 0, maxInFlight: 0, starts: 0 };
     const queue = new DeliveryQueue(countingTemporal(app.platform.temporal, starts), new DeliveryStore(app.platform.db.sql));
-    const n = MAX_STARTS_IN_FLIGHT + 8;
+    const n = MAX_SIGNALS_IN_FLIGHT + 8;
     const eventIds = Array.from({ length: n }, (_, i) => `evt_${i}_${randomBytes(4).toString('hex')}`);
     const results = await queue.enqueueMany(eventIds.map((eventId) => ({ target: { kind: 'webhook', webhookId: h.id }, event: 'flag.toggled', eventId, body: '{}' })));
-    expect(results.every((r) => r.started)).toBe(true);
-    expect(starts.maxInFlight).toBe(MAX_STARTS_IN_FLIGHT);
+    expect(results.every((r) => r.queued)).toBe(true);
+    expect(starts.starts).toBe(1);
     expect(starts.inFlight).toBe(0);
     await eventually(async () => receiver.received(path).length === n, 60_000, 200);
     expect(new Set(receiver.received(path).map((d) => d.headers['webhook-id'])).size).toBe(n);

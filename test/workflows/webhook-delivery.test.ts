@@ -4,6 +4,8 @@ import { Runtime, DefaultLogger, Worker } from '@temporalio/worker';
 import type { AttemptResult, DeliveryStatus } from '../../workflows/messages';
 import { projectPath } from '../../api/infra/paths';
 import type { deliverOutbound } from '../../workflows/webhook-delivery';
+import { DELIVERIES_PER_RUN, LANE_IDLE_MS, type deliveryLane } from '../../workflows/delivery-lane';
+import { deliveriesQueuedSignal } from '../../workflows/messages';
 
 /**
  * The delivery workflow's schedule on the time-skipping test server: attempts 0, 1, 2 and 4 s
@@ -154,3 +156,76 @@ describe('deliverOutbound schedule', () => {
     expect(run.result).toMatchObject({ status: 'failed', attempts: 4 });
   });
 });
+
+describe('deliveryLane: one workflow per target draining signalled deliveries', () => {
+  const laneIds = () => `lane:test:${randomBytes(4).toString('hex')}`;
+  const queued = (script: Scripted[], n: number) =>
+    Array.from({ length: n }, () => {
+      const deliveryId = `whd:lane:${randomBytes(5).toString('hex')}`;
+      scripts.set(deliveryId, script);
+      return { deliveryId, maxAttempts: 4 };
+    });
+  const signalLane = (workflowId: string, items: { deliveryId: string; maxAttempts: number }[]) =>
+    env.client.workflow.signalWithStart<typeof deliveryLane, [typeof items]>('deliveryLane', {
+      workflowId,
+      taskQueue,
+      args: [{ pending: [] }],
+      signal: deliveriesQueuedSignal,
+      signalArgs: [items],
+    });
+  const finalOf = (id: string) => recorded.get(id)?.find((r) => r.finalStatus)?.finalStatus;
+
+  it('runs every signalled delivery with the same schedule, a duplicate in a later signal only once', async () => {
+    const laneId = laneIds();
+    const ok = queued(['delivered'], 20);
+    const flaky = queued(['retry', 'retry', 'delivered'], 3);
+    await signalLane(laneId, [...ok.slice(0, 10), ...flaky]);
+    await signalLane(laneId, [...ok.slice(5)]); // five of these it already has
+    await eventually(() => [...ok, ...flaky].every((d) => finalOf(d.deliveryId) === 'delivered'), 60_000);
+    for (const d of ok) expect(attemptTimes.get(d.deliveryId)).toHaveLength(1);
+    for (const d of flaky) {
+      const times = attemptTimes.get(d.deliveryId)!;
+      expect(times).toHaveLength(3);
+      expect(times[1] - times[0]).toBeGreaterThanOrEqual(1000);
+      expect(times[2] - times[1]).toBeGreaterThanOrEqual(2000);
+    }
+  });
+
+  it('continues as new after a full run of deliveries, carrying the rest of its queue', async () => {
+    const laneId = laneIds();
+    const many = queued(['delivered'], DELIVERIES_PER_RUN + 30);
+    const { signaledRunId } = await signalLane(laneId, many);
+    await eventually(() => many.every((d) => finalOf(d.deliveryId) === 'delivered'), 120_000);
+    for (const d of many) expect(attemptTimes.get(d.deliveryId)).toHaveLength(1);
+    const firstRun = await env.client.workflow.getHandle(laneId, signaledRunId).fetchHistory();
+    const last = firstRun.events?.at(-1);
+    expect(last?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    const started = firstRun.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptOutboundDelivery');
+    expect(started).toHaveLength(DELIVERIES_PER_RUN);
+  }, 180_000);
+
+  it('ends when idle, and the next signal starts it again', async () => {
+    const laneId = laneIds();
+    const first = queued(['delivered'], 2);
+    await signalLane(laneId, first);
+    const handle = env.client.workflow.getHandle(laneId);
+    await handle.result(); // the time-skipping server fires the idle timer at once
+    const history = await handle.fetchHistory();
+    const idleTimers = (history.events ?? []).flatMap((e) => {
+      const t = e.timerStartedEventAttributes?.startToFireTimeout;
+      return t ? [Number(t.seconds ?? 0) * 1000] : [];
+    });
+    expect(idleTimers).toContain(LANE_IDLE_MS);
+    const second = queued(['delivered'], 2);
+    await signalLane(laneId, second);
+    await eventually(() => second.every((d) => finalOf(d.deliveryId) === 'delivered'), 60_000);
+  });
+});
+
+async function eventually(check: () => boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,7 +1,15 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import pLimit from 'p-limit';
 import type { Sql } from '../../infra/postgres';
-import { startWorkflow, type Temporal } from '../../infra/temporal';
-import { DELIVER_OUTBOUND, type AttemptOutcome, type AttemptResult, type DeliveryStatus } from '../../../workflows/messages';
+import { signalWithStartWorkflow, type Temporal } from '../../infra/temporal';
+import {
+  DELIVERIES_QUEUED_ARGS,
+  DELIVERY_LANE,
+  deliveriesQueuedSignal,
+  type AttemptOutcome,
+  type AttemptResult,
+  type DeliveryStatus,
+  type QueuedDelivery,
+} from '../../../workflows/messages';
 
 /**
  * The outbound delivery log shared by webhooks and alert channels, and the queue that hands a
@@ -152,12 +160,13 @@ export class DeliveryStore {
 
   /**
    * Stores one attempt (idempotent per attempt number) and, when `finalStatus` is given, closes
-   * the delivery. A delivery deleted meanwhile (its webhook was removed) is left alone.
+   * the delivery. A delivery deleted meanwhile (its webhook was removed) or settled already (a
+   * second run after a crash) is left alone.
    */
   async recordAttempt(id: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
     await this.sql.begin(async (tx) => {
-      const [exists] = await tx`SELECT 1 FROM outbound_deliveries WHERE id = ${id} FOR UPDATE`;
-      if (!exists) return;
+      const [row] = await tx<{ status: DeliveryStatus }[]>`SELECT status FROM outbound_deliveries WHERE id = ${id} FOR UPDATE`;
+      if (row?.status !== 'pending') return;
       await tx`
         INSERT INTO outbound_delivery_attempts (delivery_id, attempt, outcome, status_code, error, duration_ms, started_at)
         VALUES (${id}, ${attempt}, ${result.outcome}, ${result.statusCode}, ${result.error}, ${result.durationMs}, ${result.startedAt})
@@ -209,14 +218,18 @@ export class DeliveryStore {
 export const DELIVERY_RETENTION_DAYS = 30;
 const PRUNE_EVERY_MS = 3600_000;
 
-/** Workflow starts one queue keeps in flight at once: enough to keep pace with a burst, bounded so a burst cannot swamp Temporal. */
-export const MAX_STARTS_IN_FLIGHT = 32;
+/** Lane signals one queue keeps in flight at once: bounded so a burst cannot swamp Temporal. */
+export const MAX_SIGNALS_IN_FLIGHT = 32;
 
-/** Hands deliveries to Temporal; once started, retries and backoff no longer depend on this process. */
+/** The lane workflow of a delivery target: one per webhook or alert channel. */
+export function laneIdFor(target: DeliveryTarget): string {
+  return target.kind === 'webhook' ? `lane:webhook:${target.webhookId}` : `lane:channel:${target.channelId}`;
+}
+
+/** Hands deliveries to Temporal; once handed over, retries and backoff no longer depend on this process. */
 export class DeliveryQueue {
   private lastPrune = 0;
-  private startsInFlight = 0;
-  private readonly waitingStarts: (() => void)[] = [];
+  private readonly signals = pLimit(MAX_SIGNALS_IN_FLIGHT);
 
   constructor(
     private readonly temporal: Temporal,
@@ -224,50 +237,43 @@ export class DeliveryQueue {
   ) {}
 
   /** One delivery; see enqueueMany. */
-  async enqueue(d: NewDelivery): Promise<{ deliveryId: string; started: boolean }> {
+  async enqueue(d: NewDelivery): Promise<{ deliveryId: string; queued: boolean }> {
     const [result] = await this.enqueueMany([d]);
     return result;
   }
 
   /**
-   * Records the deliveries (one statement) and starts their workflows concurrently, at most
-   * MAX_STARTS_IN_FLIGHT per queue. Safe to call again for the same (target, event): the
-   * delivery id is the workflow id, so a finished delivery is not restarted and a running one
-   * is not started twice. Resolves once every workflow is started (or found started), so a
-   * caller that saw it resolve may forget the events.
+   * Records the deliveries (one statement), then signals each target's lane once with its
+   * pending deliveries, in order (starting the lane when it is not running). Safe to call again
+   * for the same (target, event): the delivery id is derived from both, a settled delivery is not
+   * queued again, and a lane runs a delivery it already has only once. Resolves once every lane
+   * holds its deliveries durably, so a caller that saw it resolve may forget the events.
    */
-  async enqueueMany(ds: NewDelivery[]): Promise<{ deliveryId: string; started: boolean }[]> {
+  async enqueueMany(ds: NewDelivery[]): Promise<{ deliveryId: string; queued: boolean }[]> {
     this.pruneNowAndThen();
     const items = ds.map((delivery) => ({ id: deliveryIdFor(delivery.target, delivery.eventId), delivery }));
     const stored = new Map((await this.store.createMany(items)).map((r) => [r.id, r]));
-    return Promise.all(
-      items.map(async ({ id }) => {
-        const delivery = stored.get(id);
-        if (!delivery) throw new Error(`delivery ${id} vanished while being created`);
-        if (delivery.status !== 'pending') return { deliveryId: id, started: false };
-        return { deliveryId: id, started: await this.start(id, delivery.maxAttempts) };
-      }),
-    );
+    const lanes = new Map<string, QueuedDelivery[]>();
+    const results = items.map(({ id, delivery }) => {
+      const record = stored.get(id);
+      if (!record) throw new Error(`delivery ${id} vanished while being created`);
+      if (record.status !== 'pending') return { deliveryId: id, queued: false };
+      const lane = laneIdFor(delivery.target);
+      const queued = lanes.get(lane) ?? [];
+      if (!queued.some((q) => q.deliveryId === id)) queued.push({ deliveryId: id, maxAttempts: record.maxAttempts });
+      lanes.set(lane, queued);
+      return { deliveryId: id, queued: true };
+    });
+    await Promise.all([...lanes].map(([laneId, queued]) => this.signals(() => this.signalLane(laneId, queued))));
+    return results;
   }
 
-  private async start(deliveryId: string, maxAttempts: number): Promise<boolean> {
-    if (this.startsInFlight >= MAX_STARTS_IN_FLIGHT) await new Promise<void>((resolve) => this.waitingStarts.push(resolve));
-    else this.startsInFlight++;
-    try {
-      await startWorkflow(this.temporal, DELIVER_OUTBOUND, { deliveryId, maxAttempts }, {
-        workflowId: deliveryId,
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
-      throw error;
-    } finally {
-      // Hands the slot straight to the next waiter, so the count never exceeds the bound.
-      const next = this.waitingStarts.shift();
-      if (next) next();
-      else this.startsInFlight--;
-    }
+  private async signalLane(laneId: string, queued: QueuedDelivery[]): Promise<void> {
+    await signalWithStartWorkflow(this.temporal, DELIVERY_LANE, { pending: [] }, {
+      workflowId: laneId,
+      signal: deliveriesQueuedSignal,
+      signalArgs: [DELIVERIES_QUEUED_ARGS.parse(queued)],
+    });
   }
 
   /** Keeps the log bounded without a timer of its own: at most one sweep per hour per process, off the request path. */
@@ -280,17 +286,15 @@ export class DeliveryQueue {
     });
   }
 
-  /** Waits for the delivery's workflow to finish (or the timeout), then returns the stored record. */
+  /** Polls the delivery until it is settled (or the timeout), then returns the stored record. */
   async settle(deliveryId: string, timeoutMs: number): Promise<DeliveryRecord | null> {
-    const handle = this.temporal.client.workflow.getHandle(deliveryId);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      handle.result().catch(() => undefined),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, timeoutMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    return this.store.get(deliveryId);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const record = await this.store.get(deliveryId);
+      if (!record || record.status !== 'pending' || Date.now() >= deadline) return record;
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    }
   }
 }
+
+const SETTLE_POLL_MS = 100;
