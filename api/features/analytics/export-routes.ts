@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { defineRoute, type AnyRoute } from '../../http/route';
+import { idSchema } from '../projects/common';
+import type { Analytics } from '../../../analytics/client';
+import type { OutboundClient } from '../../http/outbound';
+import type { Logger } from '../../infra/logger';
+import { AnalyticsExporter, EXPORT_DATA_TYPES } from './export';
+import { rangeParam, windowOf } from './queries/range';
+
+const urlSchema = z.string().max(2048).url().refine((s) => !s.includes('\u0000'), 'must not contain NUL characters');
+
+/**
+ * POST /api/analytics/export (spec 4.10). It sends the project's raw events to an address the
+ * caller chooses, so it needs what configuring a webhook needs: `settings:manage` on the project
+ * (owner and admin roles, project tokens with manage_settings, personal tokens of the admin tier).
+ */
+export function analyticsExportRoutes(deps: { analytics: Analytics; outbound: OutboundClient; logger: Logger }): AnyRoute[] {
+  const exporter = new AnalyticsExporter(deps);
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/analytics/export',
+      summary: "Send a period's evaluation and outcome events to a webhook, signed with HMAC-SHA256",
+      tags: ['analytics'],
+      auth: 'authenticated',
+      access: { capability: 'settings:manage', project: (ctx) => ctx.body.projectId },
+      bodyLimit: 16 * 1024,
+      body: z
+        .object({
+          projectId: idSchema,
+          destination: z.literal('webhook').describe('Currently only webhook'),
+          webhookUrl: urlSchema,
+          signingSecret: z.string().min(1).max(512).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').optional(),
+          dataTypes: z
+            .array(z.enum(EXPORT_DATA_TYPES))
+            .min(1)
+            .max(EXPORT_DATA_TYPES.length)
+            .refine((types) => new Set(types).size === types.length, 'must not repeat')
+            .default([...EXPORT_DATA_TYPES]),
+          period: rangeParam(['1h', '24h', '7d', '30d'], '24h'),
+        })
+        .strict(),
+      async handler({ body }) {
+        const exported = await exporter.run({
+          projectId: body.projectId,
+          webhookUrl: body.webhookUrl,
+          signingSecret: body.signingSecret,
+          dataTypes: body.dataTypes,
+          window: windowOf(body.period),
+        });
+        return { ok: true, exported };
+      },
+    }),
+  ];
+}

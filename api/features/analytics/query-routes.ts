@@ -1,0 +1,207 @@
+import type { Sql } from 'postgres';
+import { z } from 'zod';
+import type { Analytics } from '../../../analytics/client';
+import type { ProjectAccess } from '../../auth/access';
+import { notFound } from '../../http/errors';
+import { defineRoute, reply, type AnyRoute } from '../../http/route';
+import { ENVIRONMENTS } from '../flags/types';
+import { idSchema } from '../projects/common';
+import { adminFunnel, adoptionCohorts } from './queries/admin';
+import { flagFunnel, MAX_FUNNEL_STEPS } from './queries/funnel';
+import { rangeParam, windowOf } from './queries/range';
+import { sdkTelemetry } from './queries/sdk-telemetry';
+import { flagImpact, latestEvents, overview, vitals } from './queries/site';
+import { flagVariants } from './queries/variants';
+
+/**
+ * The analytics queries of spec 4.10 (GET /api/analytics/...). Every one needs a credential and
+ * `flags:read` on the project it reads: named by `siteId` (a service id), `serviceId` or
+ * `projectId`. A project the caller cannot see answers 404 like a missing one.
+ */
+
+/** CONTRACT 8 event names. */
+export const eventNameSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -');
+const flagKeySchema = z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters');
+const environment = z.enum(ENVIRONMENTS);
+const PERIODS = ['1h', '24h', '7d', '30d'] as const;
+
+/** Spec 4.10 caching: per-user data, so private; `private, no-cache` where the spec names no max-age. */
+const cached = (seconds: number) => ({ 'Cache-Control': `private, max-age=${seconds}` });
+const NOT_CACHED = { 'Cache-Control': 'private, no-cache' };
+
+const stepsSchema = z
+  .string()
+  .max(MAX_FUNNEL_STEPS * 65)
+  .transform((s) => s.split(',').map((step) => step.trim()))
+  .pipe(
+    z
+      .array(eventNameSchema)
+      .min(2, 'needs at least 2 steps')
+      .max(MAX_FUNNEL_STEPS, `at most ${MAX_FUNNEL_STEPS} steps`)
+      .refine((steps) => new Set(steps).size === steps.length, 'steps must not repeat'),
+  )
+  .describe(`Comma-separated event names, in order (2-${MAX_FUNNEL_STEPS}, no repeats)`);
+
+export interface AnalyticsQueryDeps {
+  analytics: Analytics;
+  sql: Sql;
+  access: ProjectAccess;
+}
+
+export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
+  const { analytics, sql, access } = deps;
+  const tags = ['analytics'];
+
+  /** `projectSlug`, when given, must be the slug of `projectId` (else the project is not found). */
+  async function checkSlug(projectId: string, slug: string | undefined) {
+    if (slug === undefined) return;
+    const [row] = await sql<{ slug: string }[]>`SELECT slug FROM projects WHERE id = ${projectId}`;
+    if (row?.slug !== slug) throw notFound('Project');
+  }
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/sdk-telemetry',
+      summary: 'What SDKs reported: evaluation summaries, cache hit ratio, web vitals and top errors',
+      tags,
+      auth: 'authenticated',
+      // No serviceId: every project the caller may read.
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
+      query: z.object({
+        serviceId: idSchema.optional(),
+        environment: environment.optional(),
+        flagKey: flagKeySchema.optional(),
+        range: rangeParam(['1h', '6h', '24h', '7d'], '24h'),
+      }),
+      async handler({ query, granted }) {
+        const report = await sdkTelemetry(analytics, { projectIds: granted.map((g) => g.projectId), ...query }, windowOf(query.range));
+        return reply(200, { range: query.range, ...report }, NOT_CACHED);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/overview',
+      summary: 'Visitors, pageviews, average session duration (ms) and bounce rate (0-1) of a site',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
+      query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h') }),
+      async handler({ query, granted }) {
+        const result = await overview(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, windowOf(query.range));
+        return reply(200, { ...result, range: query.range }, NOT_CACHED);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/vitals',
+      summary: 'Web vitals p50/p75/p95 per metric and over time, optionally for pages with a flag active',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
+      query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h'), flagKey: flagKeySchema.optional() }),
+      async handler({ query, granted }) {
+        const result = await vitals(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, windowOf(query.range), query.flagKey);
+        return reply(200, { ...result, range: query.range }, cached(30));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/flag-impact',
+      summary: 'Pageviews, sessions, LCP p75 and mean CLS per flag value the pages had',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
+      query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h') }),
+      async handler({ query, granted }) {
+        const impact = await flagImpact(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, windowOf(query.range));
+        return reply(200, { impact, range: query.range }, cached(30));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/admin-funnel',
+      summary: 'Console funnel screen_viewed -> flag_viewed -> activation per user, and experiment cycle time',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
+      query: z.object({ projectId: idSchema, projectSlug: z.string().min(1).max(64).optional(), range: rangeParam(['24h', '7d', '30d'], '7d') }),
+      async handler({ query }) {
+        await checkSlug(query.projectId, query.projectSlug);
+        const result = await adminFunnel(analytics, query.projectId, windowOf(query.range));
+        return reply(200, { projectId: query.projectId, range: query.range, ...result }, cached(30));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/adoption-cohorts',
+      summary: "Projects created per week in the project's organization and how many of them have evaluation traffic",
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
+      query: z.object({ projectId: idSchema, projectSlug: z.string().min(1).max(64).optional(), range: rangeParam(['7d', '30d', '90d'], '30d') }),
+      async handler({ query, granted, principal }) {
+        await checkSlug(query.projectId, query.projectSlug);
+        // Only projects the caller may read themselves: the organization's others stay unseen.
+        const readable = (await access.listAccessible(principal, 'flags:read')).filter((g) => g.orgId === granted[0].orgId);
+        const cohorts = await adoptionCohorts(analytics, sql, readable.map((g) => g.projectId), windowOf(query.range));
+        return reply(200, { projectId: query.projectId, range: query.range, cohorts }, cached(60));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/events',
+      summary: 'The latest browser events of a site, newest first',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
+      query: z.object({ siteId: idSchema, limit: z.coerce.number().int().min(1).max(100).default(50) }),
+      async handler({ query, granted }) {
+        const events = await latestEvents(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, query.limit);
+        return reply(200, { events }, cached(5));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/flags/:key/variants',
+      summary: 'Evaluations, attributed conversions, conversion rate, mean event value and latency per flag value',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
+      params: z.object({ key: flagKeySchema }),
+      query: z.object({
+        projectId: idSchema,
+        environment,
+        period: rangeParam(PERIODS, '24h'),
+        serviceId: idSchema.optional(),
+        eventName: eventNameSchema.optional().describe('The conversion event; default every event but error and latency'),
+      }),
+      async handler({ params, query }) {
+        const scope = { projectId: query.projectId, environment: query.environment, flagKey: params.key, serviceId: query.serviceId };
+        const report = await flagVariants(analytics, scope, windowOf(query.period), query.eventName);
+        return reply(200, { flagKey: params.key, environment: query.environment, period: query.period, ...report }, cached(30));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/funnel',
+      summary: 'Ordered funnel of outcome events per user, split by the value a flag gave them',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
+      query: z.object({
+        projectId: idSchema,
+        flagKey: flagKeySchema,
+        steps: stepsSchema,
+        environment,
+        period: rangeParam(PERIODS, '24h'),
+        serviceId: idSchema.optional(),
+      }),
+      async handler({ query }) {
+        const scope = { projectId: query.projectId, environment: query.environment, flagKey: query.flagKey, serviceId: query.serviceId };
+        const report = await flagFunnel(analytics, scope, windowOf(query.period), query.steps);
+        return reply(200, { projectId: query.projectId, flagKey: query.flagKey, steps: query.steps, ...report }, cached(30));
+      },
+    }),
+  ];
+}
