@@ -8,6 +8,8 @@ import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Temporal } from '../../infra/temporal';
 import type { FlagService } from '../flags/service';
+import { analyticsExportRoutes } from './export-routes';
+import { analyticsQueryRoutes } from './query-routes';
 
 export interface AnalyticsFeatureDeps {
   config: Config;
@@ -33,7 +35,7 @@ export interface AnalyticsFeature {
  */
 export function createAnalyticsFeature(deps: AnalyticsFeatureDeps): AnalyticsFeature {
   void deps;
-  const control: AnyRoute[] = [];
+  const control: AnyRoute[] = [...analyticsQueryRoutes(deps), ...analyticsExportRoutes(deps)];
   const data: AnyRoute[] = [];
   const ingest: AnyRoute[] = [];
   return {
