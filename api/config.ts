@@ -1,4 +1,5 @@
 import path from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 /**
@@ -14,6 +15,14 @@ const positiveInt = z.coerce.number().int().positive();
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+const isCidr = (value: string) => {
+  try {
+    ipaddr.parseCIDR(value);
+    return true;
+  } catch {
+    return false;
+  }
+};
 const optionalUrl = (protocols: string[]) =>
   z
     .string()
@@ -61,6 +70,19 @@ const envSchema = z.object({
   MAIL_FROM: z.string().default('flags@localhost'),
   /** Number of trusted reverse-proxy hops in front of us; 0 = use the socket address. */
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
+  /**
+   * Browser ingestion's country (CONTRACT 11): read from COUNTRY_HEADER only when the socket peer
+   * is in one of these comma-separated CIDRs (the proxy that sets it, e.g. Cloudflare's ranges or
+   * the load balancer's subnet); '' otherwise, since any client can send the header itself.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.string().refine(isCidr, 'must be CIDRs such as 10.0.0.0/8 or 2400:cb00::/32'))),
+  COUNTRY_HEADER: z.string().regex(/^[A-Za-z0-9-]+$/).default('CF-IPCountry'),
+  /** Admin analytics (spec 4.10 /ingest/admin-events): a site id accepted beside svc_admin_prod, _preview and _dev. */
+  ADMIN_ANALYTICS_SITE_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/).optional(),
   SESSION_TTL_HOURS: positiveInt.default(24 * 14),
   /** Instance administrators by (verified) e-mail, comma-separated: /api/health/admin and /api/health/evaluation. */
   ADMIN_EMAILS: z
