@@ -22,6 +22,7 @@ describe('POST /api/projects', () => {
       slug: 'checkout-unicode-team',
       description: 'Payments',
       tags: ['a', 'b'],
+      requireWriteToken: false,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       role: 'owner',

@@ -11,6 +11,7 @@ export const ProjectSchema = z.object({
   slug: z.string(),
   description: z.string(),
   tags: z.array(z.string()),
+  requireWriteToken: z.boolean().describe('Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11)'),
   createdAt: z.string(),
   updatedAt: z.string(),
   role: z.enum(PROJECT_ROLES).nullable().describe("The caller's role; null for a project API token"),
@@ -104,6 +105,7 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
         description: descriptionSchema.optional(),
         slug: slugSchema.optional(),
         tags: tagsSchema.optional(),
+        requireWriteToken: z.boolean().optional(),
       }),
       response: ProjectSchema,
       async handler(ctx) {

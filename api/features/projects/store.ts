@@ -16,6 +16,7 @@ interface ProjectRow {
   slug: string;
   description: string;
   tags: string[];
+  require_write_token: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -28,6 +29,7 @@ export function toProject(row: ProjectRow): ProjectRecord {
     slug: row.slug,
     description: row.description,
     tags: row.tags,
+    requireWriteToken: row.require_write_token,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -72,6 +74,7 @@ export class ProjectStore {
           description = COALESCE(${patch.description ?? null}, description),
           slug = COALESCE(${patch.slug ?? null}, slug),
           tags = COALESCE(${patch.tags ? db.json(patch.tags) : null}::jsonb, tags),
+          require_write_token = COALESCE(${patch.requireWriteToken ?? null}, require_write_token),
           updated_at = now()
         WHERE id = ${id} RETURNING *`;
       return toProject(row);

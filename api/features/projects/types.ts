@@ -8,6 +8,8 @@ export interface ProjectRecord {
   slug: string;
   description: string;
   tags: string[];
+  /** Browser events for its services need X-Write-Token (CONTRACT 11). */
+  requireWriteToken: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -25,4 +27,4 @@ export interface ProjectInput {
   orgId?: string;
 }
 
-export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags'>>;
+export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken'>>;
