@@ -180,7 +180,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     }
 
     // Analytics warehouse: the batched writer every producer shares, ingestion and queries.
-    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, access: projectAccess, flags: flagService, outbound, temporal, logger });
+    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, access: projectAccess, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, outbound, temporal, logger });
     onShutdown(() => analyticsFeature.stop());
 
     const health = healthRoutes({

@@ -7,7 +7,9 @@ import type { OutboundClient } from '../../http/outbound';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Temporal } from '../../infra/temporal';
+import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { FlagService } from '../flags/service';
+import { createInsightRoutes } from '../insights/wiring';
 import { analyticsExportRoutes } from './export-routes';
 import { analyticsQueryRoutes } from './query-routes';
 
@@ -18,6 +20,8 @@ export interface AnalyticsFeatureDeps {
   analytics: Analytics;
   access: ProjectAccess;
   flags: FlagService;
+  /** Auto-rollback alerts the organization's channels (flag insights). */
+  notifyOrgAlertChannels: NotifyOrgAlertChannels;
   outbound: OutboundClient;
   temporal: Temporal;
   logger: Logger;
@@ -36,6 +40,7 @@ export interface AnalyticsFeature {
 export function createAnalyticsFeature(deps: AnalyticsFeatureDeps): AnalyticsFeature {
   void deps;
   const control: AnyRoute[] = [...analyticsQueryRoutes(deps), ...analyticsExportRoutes(deps)];
+  control.push(...createInsightRoutes(deps));
   const data: AnyRoute[] = [];
   const ingest: AnyRoute[] = [];
   return {

@@ -1,0 +1,186 @@
+import { z } from 'zod';
+import { defineRoute, reply, type AnyRoute } from '../../http/route';
+import { actorFromPrincipal } from '../audit/writer';
+import { ENVIRONMENTS } from '../flags/types';
+import { idSchema } from '../projects/common';
+import type { InsightsService } from './service';
+import { rangeParam } from './window';
+
+/**
+ * Flag insights (spec 4.4 flag analysis, 4.7 project health and heatmap, 4.9 alerts). Reads need
+ * `flags:read` on the project (named by the flag's service or the path's project id; a project
+ * the caller cannot see is 404 like a missing one); auto-rollback's POST needs `flags:write`.
+ */
+
+const flagKey = z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters');
+const KeyParams = z.object({ key: flagKey });
+const ProjectParams = z.object({ id: idSchema });
+/** Insights look at live traffic: production unless another environment is named. */
+const environment = z.enum(ENVIRONMENTS).default('production').describe('Default production');
+const windowMinutes = z.coerce.number().int().min(1).max(1_440).default(15).describe('Minutes compared before and after the change (1-1440, default 15)');
+const FLAG_RANGES = ['1h', '24h', '7d', '30d'] as const;
+
+const FlagQuery = z.object({
+  serviceId: idSchema,
+  environment,
+  range: rangeParam(FLAG_RANGES, '24h'),
+  windowMinutes,
+});
+
+const RollbackLimits = {
+  maxErrorRateDelta: z.number().min(0).max(1).default(0.02).describe('Error-rate rise (0-1) that trips; default 0.02'),
+  maxLatencyDeltaMs: z.number().min(0).max(600_000).default(200).describe('p99 latency rise in ms that trips; default 200'),
+};
+const RollbackBody = z
+  .object({
+    serviceId: idSchema,
+    environment,
+    dryRun: z.boolean().default(false),
+    ...RollbackLimits,
+    windowMinutes: z.number().int().min(1).max(1_440).default(15),
+  })
+  .strict();
+const RollbackQuery = z
+  .object({
+    serviceId: idSchema,
+    environment,
+    dryRun: z.enum(['true', 'false']).optional().describe('Ignored: GET is always a dry run'),
+    maxErrorRateDelta: z.coerce.number().min(0).max(1).default(0.02),
+    maxLatencyDeltaMs: z.coerce.number().min(0).max(600_000).default(200),
+    windowMinutes,
+  });
+
+/** Per-user answers over live data: private, and fresh for a few seconds only. */
+const cached = (seconds: number) => ({ 'Cache-Control': `private, max-age=${seconds}` });
+const NOT_STORED = { 'Cache-Control': 'private, no-store' };
+
+export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
+  const { insights } = deps;
+  const tags = ['insights'];
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/:key/metrics',
+      summary: 'Evaluation metrics of one flag: summary, realtime, breakdowns, time series with percentiles, toggle impact',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
+      params: KeyParams,
+      query: FlagQuery,
+      async handler({ params, query }) {
+        const body = await insights.metrics({ key: params.key, serviceId: query.serviceId, environment: query.environment }, query.range, query.windowMinutes);
+        return reply(200, body, cached(15));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/:key/toggle-impact',
+      summary: 'Errors and latency before and after the latest toggle in the range, with a verdict',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
+      params: KeyParams,
+      query: FlagQuery,
+      async handler({ params, query }) {
+        const body = await insights.toggleImpact({ key: params.key, serviceId: query.serviceId, environment: query.environment }, query.range, query.windowMinutes);
+        return reply(200, body, cached(15));
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/flags/:key/auto-rollback',
+      summary: 'Judge the latest change on the windows around it; when tripped (and not dryRun) roll back to the version before it and alert',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
+      params: KeyParams,
+      body: RollbackBody,
+      async handler(ctx) {
+        const { params, body, principal, granted } = ctx;
+        const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const result = await insights.autoRollback(actor, granted[0].orgId, { key: params.key, serviceId: body.serviceId, environment: body.environment }, body);
+        return reply(200, result, NOT_STORED);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/flags/:key/auto-rollback',
+      summary: 'What auto-rollback would decide now (always a dry run: changes nothing)',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
+      params: KeyParams,
+      query: RollbackQuery,
+      async handler(ctx) {
+        const { params, query, principal, granted } = ctx;
+        const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const result = await insights.autoRollback(actor, granted[0].orgId, { key: params.key, serviceId: query.serviceId, environment: query.environment }, { ...query, dryRun: true });
+        return reply(200, result, NOT_STORED);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/projects/:id/stale-flags',
+      summary: 'Stale-flag report: every flag of the project scored for cleanup (docs/insights.md)',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
+      params: ProjectParams,
+      async handler({ params }) {
+        return reply(200, await insights.staleFlags(params.id), cached(60));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/projects/:id/health',
+      summary: 'Project health over the last hour: score 0-100, status per service, top degradation issues, traffic',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
+      params: ProjectParams,
+      async handler({ params }) {
+        return reply(200, await insights.health(params.id), cached(15));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/projects/:id/evaluation-heatmap',
+      summary: 'Evaluations per flag and time bucket (the busiest 100 flags)',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
+      params: ProjectParams,
+      query: z
+        .object({
+          range: rangeParam(['15m', '1h', '24h', '7d'], '1h'),
+          serviceId: idSchema.optional(),
+          environment: z.enum(ENVIRONMENTS).optional(),
+        }),
+      async handler({ params, query }) {
+        const body = await insights.heatmap(params.id, query.range, { serviceId: query.serviceId, environment: query.environment });
+        return reply(200, body, cached(15));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/alerts',
+      summary: "Alert rules evaluated now on the warehouse over the caller's projects (docs/insights.md)",
+      tags,
+      auth: 'authenticated',
+      // No projectId: every project the caller may read.
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
+      query: z
+        .object({
+          firing: z.enum(['true', 'false']).optional().describe('true: only firing alerts'),
+          projectId: idSchema.optional(),
+        }),
+      async handler({ query, granted }) {
+        const body = await insights.alerts(
+          granted.map((g) => g.projectId),
+          query.firing === 'true',
+        );
+        return reply(200, body, cached(10));
+      },
+    }),
+  ];
+}

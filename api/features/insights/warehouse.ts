@@ -1,0 +1,244 @@
+import type { Analytics } from '../../../analytics/client';
+import type { MinuteWindow } from './window';
+
+/**
+ * The ClickHouse reads of the flag insights. Everything a window of whole minutes can answer
+ * comes from the per-minute rollup evaluation_minutes (011: sum() of the counters,
+ * quantilesTDigestMerge of the latency states, always grouped). The raw evaluation_events table is
+ * read only for what minutes cannot say: sliding windows that end now and the exact time of the
+ * last evaluation (`realtime`), both a primary-key range of one flag's last minutes. Client errors
+ * have no rollup; the spike alert counts raw client_errors rows of the last 65 minutes.
+ * Parameters are always bound ({name:Type}); no value is ever spliced into the text.
+ */
+
+export interface FlagScope {
+  projectId: string;
+  serviceId: string;
+  environment: string;
+  flagKey: string;
+}
+
+/** Counters and latency of a set of evaluations; latencies are null when there were none. */
+export interface EvaluationStats {
+  evaluations: number;
+  errors: number;
+  latencySumMs: number;
+  p50LatencyMs: number | null;
+  p95LatencyMs: number | null;
+  p99LatencyMs: number | null;
+}
+
+export interface RealtimeCounts {
+  lastMinute: number;
+  last5Min: number;
+  /** Evaluations 5 to 10 minutes ago (the trend compares them with the last 5). */
+  previous5Min: number;
+  errorsLastMinute: number;
+  topReason: string | null;
+  lastEvaluatedAtMs: number | null;
+}
+
+export interface FlagActivity {
+  serviceId: string;
+  environment: string;
+  flagKey: string;
+  lastEvaluatedAtMs: number;
+}
+
+export interface GroupedStats extends EvaluationStats {
+  projectId: string;
+  serviceId: string;
+  environment: string;
+  flagKey: string;
+  /** Which grouping the row is: one flag, one service, or the whole project. */
+  level: 'flag' | 'service' | 'project';
+}
+
+const FLAG_FILTER =
+  'project_id = {projectId:String} AND service_id = {serviceId:String} AND environment = {environment:String} AND flag_key = {flagKey:String}';
+const IN_WINDOW = 'minute >= toDateTime({startS:UInt32}) AND minute < toDateTime({endS:UInt32})';
+const STATS_COLUMNS = `sum(evaluations) AS evaluations, sumIf(evaluations, error_code != '') AS errors, sum(latency_sum) AS latency_sum,
+  quantilesTDigestMerge(0.5, 0.95, 0.99)(latency_quantiles) AS q`;
+
+interface StatsRow {
+  evaluations: string | number;
+  errors: string | number;
+  latency_sum: string | number;
+  q: (number | string | null)[];
+}
+
+const windowParams = (w: MinuteWindow) => ({ startS: w.startMs / 1000, endS: w.endMs / 1000 });
+
+export class EvaluationWarehouse {
+  constructor(private readonly analytics: Analytics) {}
+
+  /** One flag's counters and percentiles over a window. */
+  async flagStats(scope: FlagScope, window: MinuteWindow): Promise<EvaluationStats> {
+    const [row] = await this.select<StatsRow>(`SELECT ${STATS_COLUMNS} FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW}`, {
+      ...scope,
+      ...windowParams(window),
+    });
+    return toStats(row);
+  }
+
+  /** One flag's series: one entry per bucket that had evaluations, keyed by the bucket's start (epoch ms). */
+  async flagSeries(scope: FlagScope, window: MinuteWindow, bucketMinutes: number): Promise<Map<number, EvaluationStats>> {
+    const rows = await this.select<StatsRow & { bucket: string | number }>(
+      `SELECT toUInt32(minute) - (toUInt32(minute) - {startS:UInt32}) % {bucketS:UInt32} AS bucket, ${STATS_COLUMNS}
+       FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW} GROUP BY bucket ORDER BY bucket`,
+      { ...scope, ...windowParams(window), bucketS: bucketMinutes * 60 },
+    );
+    return new Map(rows.map((r) => [Number(r.bucket) * 1000, toStats(r)]));
+  }
+
+  /** Evaluations per reason and per value (JSON text, cut to 128 characters by the rollup). */
+  async flagBreakdowns(scope: FlagScope, window: MinuteWindow): Promise<{ reasons: Record<string, number>; values: Record<string, number> }> {
+    const params = { ...scope, ...windowParams(window) };
+    const [reasons, values] = await Promise.all(
+      (['reason', 'value'] as const).map((column) =>
+        this.select<{ key: string; n: string | number }>(
+          `SELECT ${column} AS key, sum(evaluations) AS n FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW}
+           GROUP BY key ORDER BY n DESC, key LIMIT 100`,
+          params,
+        ),
+      ),
+    );
+    const toMap = (rows: { key: string; n: string | number }[]) => Object.fromEntries(rows.map((r) => [r.key, Number(r.n)]));
+    return { reasons: toMap(reasons), values: toMap(values) };
+  }
+
+  /**
+   * Sliding windows ending at `nowMs` (raw rows: a minute rollup cannot answer "the last 60
+   * seconds"), and the exact time of the last evaluation since `sinceMs`.
+   */
+  async flagRealtime(scope: FlagScope, nowMs: number, sinceMs: number): Promise<RealtimeCounts> {
+    const params = { ...scope, nowMs, m1: nowMs - 60_000, m5: nowMs - 300_000, m10: nowMs - 600_000, sinceMs };
+    const [[counts], [last]] = await Promise.all([
+      this.select<{ last1: string; last5: string; prev5: string; errors1: string; top: string[] }>(
+        `SELECT countIf(timestamp > fromUnixTimestamp64Milli({m1:Int64})) AS last1,
+                countIf(timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS last5,
+                countIf(timestamp <= fromUnixTimestamp64Milli({m5:Int64})) AS prev5,
+                countIf(timestamp > fromUnixTimestamp64Milli({m1:Int64}) AND error_code != '') AS errors1,
+                topKIf(1)(reason, timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS top
+         FROM evaluation_events
+         WHERE ${FLAG_FILTER} AND timestamp > fromUnixTimestamp64Milli({m10:Int64}) AND timestamp <= fromUnixTimestamp64Milli({nowMs:Int64})`,
+        params,
+      ),
+      // Read in sort-key order from the newest part: stops at the first row.
+      this.select<{ at: string | number }>(
+        `SELECT toUnixTimestamp64Milli(timestamp) AS at FROM evaluation_events
+         WHERE ${FLAG_FILTER} AND timestamp >= fromUnixTimestamp64Milli({sinceMs:Int64}) AND timestamp <= fromUnixTimestamp64Milli({nowMs:Int64})
+         ORDER BY timestamp DESC LIMIT 1`,
+        params,
+      ),
+    ]);
+    return {
+      lastMinute: Number(counts.last1),
+      last5Min: Number(counts.last5),
+      previous5Min: Number(counts.prev5),
+      errorsLastMinute: Number(counts.errors1),
+      topReason: counts.top[0] ?? null,
+      lastEvaluatedAtMs: last ? Number(last.at) : null,
+    };
+  }
+
+  /** The minute of the last evaluation of every flag of a project that has any in the rollup. */
+  async projectActivity(projectId: string): Promise<FlagActivity[]> {
+    const rows = await this.select<{ service_id: string; environment: string; flag_key: string; last: string | number }>(
+      `SELECT service_id, environment, flag_key, toUInt32(max(minute)) AS last FROM evaluation_minutes
+       WHERE project_id = {projectId:String} GROUP BY service_id, environment, flag_key`,
+      { projectId },
+    );
+    return rows.map((r) => ({ serviceId: r.service_id, environment: r.environment, flagKey: r.flag_key, lastEvaluatedAtMs: Number(r.last) * 1000 }));
+  }
+
+  /**
+   * Counters and percentiles of every flag, every service and each whole project among
+   * `projectIds` over a window, in one pass (GROUPING SETS).
+   */
+  async groupedStats(projectIds: string[], window: MinuteWindow): Promise<GroupedStats[]> {
+    if (!projectIds.length) return [];
+    const rows = await this.select<StatsRow & { project_id: string; service_id: string; environment: string; flag_key: string }>(
+      `SELECT project_id, service_id, environment, flag_key, ${STATS_COLUMNS}
+       FROM evaluation_minutes WHERE project_id IN {projectIds:Array(String)} AND ${IN_WINDOW}
+       GROUP BY GROUPING SETS ((project_id, service_id, environment, flag_key), (project_id, service_id), (project_id))`,
+      { projectIds, ...windowParams(window) },
+    );
+    // A column outside a row's grouping set reads as '' (ids and keys are never empty).
+    return rows.map((r) => ({
+      projectId: r.project_id,
+      serviceId: r.service_id,
+      environment: r.environment,
+      flagKey: r.flag_key,
+      level: r.service_id === '' ? 'project' : r.flag_key === '' ? 'service' : 'flag',
+      ...toStats(r),
+    }));
+  }
+
+  /** Evaluations per project over a window. */
+  async projectTotals(projectIds: string[], window: MinuteWindow): Promise<Map<string, number>> {
+    if (!projectIds.length) return new Map();
+    const rows = await this.select<{ project_id: string; n: string | number }>(
+      `SELECT project_id, sum(evaluations) AS n FROM evaluation_minutes
+       WHERE project_id IN {projectIds:Array(String)} AND ${IN_WINDOW} GROUP BY project_id`,
+      { projectIds, ...windowParams(window) },
+    );
+    return new Map(rows.map((r) => [r.project_id, Number(r.n)]));
+  }
+
+  /** Client errors per project over a window (raw rows: the table has no rollup). */
+  async clientErrorTotals(projectIds: string[], window: MinuteWindow): Promise<Map<string, number>> {
+    if (!projectIds.length) return new Map();
+    const rows = await this.select<{ project_id: string; n: string | number }>(
+      `SELECT project_id, count() AS n FROM client_errors
+       WHERE project_id IN {projectIds:Array(String)}
+         AND timestamp >= fromUnixTimestamp64Milli({startMs:Int64}) AND timestamp < fromUnixTimestamp64Milli({endMs:Int64})
+       GROUP BY project_id`,
+      { projectIds, startMs: window.startMs, endMs: window.endMs },
+    );
+    return new Map(rows.map((r) => [r.project_id, Number(r.n)]));
+  }
+
+  /** Evaluations per (service, flag, bucket) of a project, optionally one service and one environment. */
+  async heatmapCells(
+    filter: { projectId: string; serviceId?: string; environment?: string },
+    window: MinuteWindow,
+    bucketMinutes: number,
+  ): Promise<{ serviceId: string; flagKey: string; bucketMs: number; evaluations: number }[]> {
+    const rows = await this.select<{ service_id: string; flag_key: string; bucket: string | number; n: string | number }>(
+      `SELECT service_id, flag_key, toUInt32(minute) - (toUInt32(minute) - {startS:UInt32}) % {bucketS:UInt32} AS bucket, sum(evaluations) AS n
+       FROM evaluation_minutes
+       WHERE project_id = {projectId:String} AND ${IN_WINDOW}
+         AND ({serviceId:String} = '' OR service_id = {serviceId:String})
+         AND ({environment:String} = '' OR environment = {environment:String})
+       GROUP BY service_id, flag_key, bucket`,
+      { projectId: filter.projectId, serviceId: filter.serviceId ?? '', environment: filter.environment ?? '', ...windowParams(window), bucketS: bucketMinutes * 60 },
+    );
+    return rows.map((r) => ({ serviceId: r.service_id, flagKey: r.flag_key, bucketMs: Number(r.bucket) * 1000, evaluations: Number(r.n) }));
+  }
+
+  private async select<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
+    const rs = await this.analytics.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return (await rs.json()) as T[];
+  }
+}
+
+/** A NaN or null quantile (no evaluations) is null. */
+function finiteOrNull(value: unknown): number | null {
+  if (value === null || value === undefined) return null;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : null;
+}
+
+function toStats(row: StatsRow | undefined): EvaluationStats {
+  const evaluations = Number(row?.evaluations ?? 0);
+  const q = evaluations > 0 ? (row?.q ?? []) : [];
+  return {
+    evaluations,
+    errors: Number(row?.errors ?? 0),
+    latencySumMs: Number(row?.latency_sum ?? 0),
+    p50LatencyMs: finiteOrNull(q[0]),
+    p95LatencyMs: finiteOrNull(q[1]),
+    p99LatencyMs: finiteOrNull(q[2]),
+  };
+}
