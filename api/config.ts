@@ -126,6 +126,17 @@ const envSchema = z.object({
   EVAL_EVENTS_BATCH_SIZE: positiveInt.default(100_000),
   EVAL_EVENTS_FLUSH_MS: positiveInt.default(5_000),
   EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(300_000),
+  /**
+   * Every other analytics table (outcome events, SDK telemetry, web vitals, client errors, browser
+   * and admin events), each with its own buffer: rows per insert, longest wait, rows held in
+   * memory (beyond it ingestion answers 503).
+   */
+  ANALYTICS_BATCH_SIZE: positiveInt.default(20_000),
+  ANALYTICS_FLUSH_MS: positiveInt.default(5_000),
+  ANALYTICS_MAX_BUFFERED: positiveInt.default(100_000),
+  /** Days raw analytics rows are kept, and per-minute rollups (applied as table TTLs by the schema owner). */
+  ANALYTICS_RETENTION_DAYS: positiveInt.default(90),
+  ANALYTICS_ROLLUP_RETENTION_DAYS: positiveInt.default(400),
   /** SSE / EventStream heartbeat interval and the Last-Event-ID replay window per service. */
   STREAM_HEARTBEAT_MS: positiveInt.default(15_000),
   STREAM_REPLAY_MAX_EVENTS: positiveInt.default(5_000),

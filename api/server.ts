@@ -36,7 +36,8 @@ import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
 import { OpenApiCatalog } from './http/openapi';
 import { OutboundClient } from './http/outbound';
-import { createAnalyticsFeature } from './features/analytics/wiring';
+import { createAnalyticsFeature, createAnalyticsWriter } from './features/analytics/wiring';
+import type { AnalyticsWriter } from '../analytics/writer';
 import { RateLimiter } from './http/rate-limit';
 import type { AnyRoute } from './http/route';
 import { createCache, type Cache } from './infra/cache';
@@ -73,6 +74,8 @@ export interface Platform {
   demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
   outbound: OutboundClient;
+  /** Every analytics table's batched writer (its `flush` writes what producers recorded, e.g. before a test reads). */
+  analyticsWriter: AnalyticsWriter;
   /** Evaluation data plane (snapshots, streams, evaluation events); absent on worker/ingest-only processes. */
   evaluation?: EvaluationFeature;
   /** Handlers that see a listener's requests before Express (the evaluation lean path); false = not mine. */
@@ -168,11 +171,14 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
     onShutdown(() => demo.stop());
 
+    // The one batched analytics writer (evaluation events and every other table); the analytics
+    // feature's stop() flushes and closes it.
+    const { writer: analyticsWriter, evaluations: recorder } = createAnalyticsWriter({ config, analytics, logger, instanceId });
     // Evaluation data plane: snapshots from Postgres kept current by the flag-change bus, the lean
-    // hot path in front of Express, streams, and the batched evaluation-event writer.
+    // hot path in front of Express, streams; its events go to the analytics writer.
     const evaluation =
       config.ROLES.includes('control') || config.ROLES.includes('data')
-        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi, demo: demo.registry })
+        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi, recorder, demo: demo.registry })
         : undefined;
     if (evaluation) {
       onShutdown(() => evaluation.stop());
@@ -180,11 +186,12 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     }
 
     // Analytics warehouse: the batched writer every producer shares, ingestion and queries.
-    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, access: projectAccess, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, outbound, temporal, logger });
+    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, writer: analyticsWriter, access: projectAccess, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, outbound, temporal, logger });
     onShutdown(() => analyticsFeature.stop());
 
     const health = healthRoutes({
       evaluationChecks: evaluation ? () => evaluation.checks() : undefined,
+      analyticsWriterStats: () => analyticsWriter.stats(),
       cache,
       db,
       analytics,
@@ -231,6 +238,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       access: projectAccess,
       openapi,
       instanceId,
+      analyticsWriter,
       flagService,
       outbox,
       demo: demo.registry,

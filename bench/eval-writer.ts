@@ -65,6 +65,8 @@ async function main() {
         value: produced % 2 === 0,
         latencyMs: 0.05,
         errorCode: undefined,
+        ruleId: undefined,
+        rolloutSide: undefined,
         targetingKey: `user-${produced % 50_000}`,
         source: 'rest',
       };

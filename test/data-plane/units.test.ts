@@ -24,6 +24,8 @@ function event(i: number, flagKey = 'f'): EvaluationEvent {
     value: i % 2 === 0,
     latencyMs: 0.1,
     errorCode: undefined,
+    ruleId: undefined,
+    rolloutSide: undefined,
     targetingKey: `user-${i % 3}`,
     source: 'rest',
   };

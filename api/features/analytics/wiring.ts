@@ -1,5 +1,7 @@
 import type { Sql } from 'postgres';
 import type { Analytics } from '../../../analytics/client';
+import type { AnalyticsSink } from '../../../analytics/rows';
+import { AnalyticsWriter } from '../../../analytics/writer';
 import type { ProjectAccess } from '../../auth/access';
 import type { Config } from '../../config';
 import type { AnyRoute } from '../../http/route';
@@ -7,17 +9,59 @@ import type { OutboundClient } from '../../http/outbound';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Temporal } from '../../infra/temporal';
+import { EvaluationRecorder } from '../evaluation/recorder';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { FlagService } from '../flags/service';
 import { createInsightRoutes } from '../insights/wiring';
 import { analyticsExportRoutes } from './export-routes';
 import { analyticsQueryRoutes } from './query-routes';
 
+/** Attempts per batch before it is dropped (and counted), and the first retry's delay (doubling). */
+const WRITER_ATTEMPTS = 4;
+const WRITER_RETRY_BASE_MS = 500;
+
+/**
+ * The one batched writer of the process (issue 12.2): evaluation events with their own settings
+ * (the hot table), every other table with ANALYTICS_*. Created before the evaluation feature,
+ * which records into `evaluations`; started here, closed by the analytics feature's stop().
+ */
+export function createAnalyticsWriter(deps: { config: Config; analytics: Analytics; logger: Logger; instanceId: string }): {
+  writer: AnalyticsWriter;
+  evaluations: EvaluationRecorder;
+} {
+  const { config, analytics, logger, instanceId } = deps;
+  const evaluations = new EvaluationRecorder({
+    analytics,
+    logger,
+    instanceId,
+    batchSize: config.EVAL_EVENTS_BATCH_SIZE,
+    flushIntervalMs: config.EVAL_EVENTS_FLUSH_MS,
+    maxBuffered: config.EVAL_EVENTS_MAX_BUFFERED,
+    maxAttempts: WRITER_ATTEMPTS,
+    retryBaseMs: WRITER_RETRY_BASE_MS,
+  });
+  const writer = new AnalyticsWriter({
+    analytics,
+    logger,
+    instanceId,
+    batchSize: config.ANALYTICS_BATCH_SIZE,
+    flushIntervalMs: config.ANALYTICS_FLUSH_MS,
+    maxBuffered: config.ANALYTICS_MAX_BUFFERED,
+    maxAttempts: WRITER_ATTEMPTS,
+    retryBaseMs: WRITER_RETRY_BASE_MS,
+    alongside: [evaluations],
+  });
+  writer.start();
+  return { writer, evaluations };
+}
+
 export interface AnalyticsFeatureDeps {
   config: Config;
   sql: Sql;
   cache: Cache;
   analytics: Analytics;
+  /** createAnalyticsWriter's: producers record into it as `sink`. */
+  writer: AnalyticsWriter;
   access: ProjectAccess;
   flags: FlagService;
   /** Auto-rollback alerts the organization's channels (flag insights). */
@@ -29,6 +73,8 @@ export interface AnalyticsFeatureDeps {
 
 export interface AnalyticsFeature {
   routes: Record<'control' | 'data' | 'ingest', AnyRoute[]>;
+  /** Where producers record rows (the analytics writer). */
+  sink: AnalyticsSink;
   /** Flushes every buffered analytics row before the process exits. */
   stop(): Promise<void>;
 }
@@ -38,13 +84,17 @@ export interface AnalyticsFeature {
  * on each listener, and the queries analysts, SREs and the release-safety gates read.
  */
 export function createAnalyticsFeature(deps: AnalyticsFeatureDeps): AnalyticsFeature {
-  void deps;
+  // What ingestion routes record into: `record` answers false when the memory bound refuses a row (503).
+  const sink: AnalyticsSink = deps.writer;
   const control: AnyRoute[] = [...analyticsQueryRoutes(deps), ...analyticsExportRoutes(deps)];
   control.push(...createInsightRoutes(deps));
   const data: AnyRoute[] = [];
   const ingest: AnyRoute[] = [];
   return {
     routes: { control, data, ingest },
-    async stop() {},
+    sink,
+    async stop() {
+      await deps.writer.close();
+    },
   };
 }

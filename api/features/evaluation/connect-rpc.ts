@@ -139,6 +139,8 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
           errorMessage: `value ${String(result.value)} is not an integer`,
           disabled: undefined,
           ruleId: undefined,
+          rolloutSide: undefined,
+          rolloutRuleId: undefined,
         };
       }
       return result;

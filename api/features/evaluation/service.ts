@@ -130,6 +130,8 @@ export class EvaluationService {
         value: r.value,
         latencyMs,
         errorCode: r.errorCode,
+        ruleId: r.rolloutRuleId ?? r.ruleId,
+        rolloutSide: r.rolloutSide,
         targetingKey,
         source: call.source,
       });

@@ -18,7 +18,7 @@ import { EvaluationLog } from './evaluation-log';
 import { createLeanHandler } from './lean';
 import { LocalRateLimiter } from './local-rate-limiter';
 import { ofrepBulkDoc, ofrepEvaluateRoutes, ofrepRoutes, ofrepSingleDoc } from './ofrep';
-import { EvaluationRecorder } from './recorder';
+import type { EvaluationRecorder } from './recorder';
 import { restEvaluateDoc, restEvaluateRoute } from './rest';
 import { evaluationControlRoutes, evaluationRoutes } from './routes';
 import { EvaluationService } from './service';
@@ -37,6 +37,8 @@ export interface EvaluationFeatureDeps {
   authenticator: Authenticator;
   projectAccess: ProjectAccess;
   openapi: OpenApiCatalog;
+  /** The evaluation_events writer: the analytics writer owns it (starts, flushes, closes it with every table). */
+  recorder: EvaluationRecorder;
   /** Which services are demo services; DEMO_SERVICE_IDS alone when not given. */
   demo?: DemoServices;
 }
@@ -57,14 +59,14 @@ export interface EvaluationFeature {
   checks(): Promise<Record<string, Check>>;
   /** Ends open streams: run before listeners drain, so shutdown does not wait for SSE clients. */
   drain(): Promise<void>;
-  /** Flushes evaluation events and stops timers and subscriptions: run after listeners drained. */
+  /** Stops timers and subscriptions: run after listeners drained (the analytics writer flushes the events). */
   stop(): Promise<void>;
 }
 
 /**
  * The evaluation data plane (spec 4.1, 4.2 evaluation, 6.2; CONTRACT 4, 5): snapshots kept
  * current from the flag-change bus, the lean path, REST, OFREP, Connect and gRPC-Web, SSE
- * streams, the evaluation event writer, the context ring and /api/sdk-config.
+ * streams, the context ring and /api/sdk-config.
  */
 export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Promise<EvaluationFeature> {
   const { config, logger } = deps;
@@ -73,15 +75,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const demo = deps.demo ?? new DemoServiceRegistry(config.DEMO_SERVICE_IDS);
   const access = new EvaluationAccess({ snapshots, demo, roleOf: (userId, projectId) => deps.projectAccess.roleOf(userId, projectId) });
   const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });
-  const recorder = new EvaluationRecorder({
-    analytics: deps.analytics,
-    logger,
-    batchSize: config.EVAL_EVENTS_BATCH_SIZE,
-    flushIntervalMs: config.EVAL_EVENTS_FLUSH_MS,
-    maxBuffered: config.EVAL_EVENTS_MAX_BUFFERED,
-    maxAttempts: 4,
-    retryBaseMs: 500,
-  });
+  const { recorder } = deps;
   const contexts = new ContextRing(config.CONTEXT_RING_SIZE, 4 * 1024 * 1024);
   const evaluation = new EvaluationService({
     access,
@@ -101,7 +95,6 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const streamClient = { maxBufferedBytes: config.STREAM_MAX_BUFFERED_BYTES, stallTimeoutMs: config.STREAM_STALL_TIMEOUT_MS };
   await snapshots.start();
   limiter.start();
-  recorder.start();
   hub.start();
 
   const shared: AnyRoute[] = [
@@ -158,7 +151,6 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
       hub.close();
       await snapshots.stop();
       await limiter.stop();
-      await recorder.close();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Analytics } from '../../../analytics/client';
+import type { TableWriterStats } from '../../../analytics/writer';
 import type { Cache } from '../../infra/cache';
 import type { Database } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
@@ -15,6 +16,8 @@ export interface HealthDeps {
   instanceId: string;
   /** Extra checks contributed by other features (evaluation pipeline …), by name. */
   evaluationChecks?: () => Promise<Record<string, Check>>;
+  /** The analytics writer's state per table: buffered, written, dropped rows, last error. */
+  analyticsWriterStats?: () => Record<string, TableWriterStats>;
 }
 
 export interface Check {
@@ -128,11 +131,14 @@ export function healthRoutes(deps: HealthDeps): AnyRoute[] {
           temporalCheck(),
           timed(() => deps.db.sql`SELECT count(*) FROM sessions WHERE expires_at > now()`),
         ]);
-        const ok = [cache.readCache, cache.writeCache, storage, analytics, temporal, auth].every((c) => c.working);
+        const writer = deps.analyticsWriterStats?.() ?? {};
+        // A table whose latest insert failed is degraded (its rows wait or are dropped, counted).
+        const writerHealthy = Object.values(writer).every((table) => table.healthy);
+        const ok = [cache.readCache, cache.writeCache, storage, analytics, temporal, auth].every((c) => c.working) && writerHealthy;
         return envelope(ok, {
           cache,
           storage: { backend: deps.db.backend, ...storage },
-          analytics: { backend: deps.analytics.backend, ...analytics },
+          analytics: { backend: deps.analytics.backend, ...analytics, writer },
           workflows: { backend: deps.temporal?.devServer ? 'temporal-dev-server' : 'temporal', ...temporal },
           auth: { sessions: auth },
         });

@@ -2,7 +2,7 @@ import { BUCKET_COUNT, bucketWithPrefix } from './bucket';
 import { BUDGET_EXHAUSTED_MESSAGE, type EvaluationBudget } from './budget';
 import type { CompiledFlag, CompiledVariant } from './compile';
 import { conditionHolds, type CompiledCondition } from './operators';
-import type { ErrorCode, EvaluationContext, EvaluationResult, FlagType, Reason } from './types';
+import type { ErrorCode, EvaluationContext, EvaluationResult, FlagType, Reason, RolloutSide } from './types';
 import { typeOfValue, valueMatchesType } from './value-types';
 
 // Bound once at load: under esbuild (tsx) every use of an imported binding is a getter call,
@@ -25,7 +25,7 @@ export interface EvaluateOptions {
  * 2. flag disabled: the flag's defaultValue, DEFAULT, `disabled: true`;
  * 3. first rule whose conditions all hold and whose rollout holds the targeting key: the
  *    rule's value, TARGETING_MATCH, `ruleId` (a partial rollout never holds a context without
- *    a targeting key);
+ *    a targeting key); `rolloutSide` says which side of a partial rollout decided (types.ts);
  * 4. variants with a positive total weight: the variant at the key's variant bucket, VARIANT
  *    (a context without a targeting key gets the request's default, ERROR,
  *    TARGETING_KEY_MISSING, since there is nothing to bucket);
@@ -62,6 +62,9 @@ export function evaluate(
 
   const rules = flag.rules;
   let rolloutBucket = -1;
+  // The first rule whose conditions held but whose partial rollout left the key out: it
+  // decided the caller is in its control cohort, whatever serves the value afterwards.
+  let outOfRolloutRuleId: string | undefined;
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i];
     if (!rule.usable || !allConditionsHold(rule.conditions, context, budget)) {
@@ -69,23 +72,31 @@ export function evaluate(
       if (budget !== undefined && budget.exhausted) return errorResult(flagKey, requestDefault, 'GENERAL', BUDGET_EXHAUSTED_MESSAGE);
       continue;
     }
-    if (rule.rolloutThreshold < FULL_ROLLOUT) {
+    const partial = rule.rolloutThreshold < FULL_ROLLOUT;
+    if (partial) {
       if (targetingKey === undefined) continue;
       if (rolloutBucket < 0) rolloutBucket = bucketOf(flag.rolloutPrefix, targetingKey);
-      if (rolloutBucket >= rule.rolloutThreshold) continue;
+      if (rolloutBucket >= rule.rolloutThreshold) {
+        outOfRolloutRuleId ??= rule.id;
+        continue;
+      }
     }
-    return typedResult(flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType);
+    if (outOfRolloutRuleId !== undefined) {
+      return typedResult(flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType, 'out', outOfRolloutRuleId);
+    }
+    return typedResult(flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType, partial ? 'in' : undefined, partial ? rule.id : undefined);
   }
+  const side = outOfRolloutRuleId === undefined ? undefined : 'out';
 
   if (flag.variants.length > 0) {
     if (targetingKey === undefined) {
       return errorResult(flagKey, requestDefault, 'TARGETING_KEY_MISSING', 'variants need a targetingKey in the context');
     }
     const variant = variantAt(flag, bucketOf(flag.variantPrefix, targetingKey));
-    return typedResult(flag, flagKey, variant.value, 'VARIANT', variant.name, undefined, undefined, requestDefault, expectedType);
+    return typedResult(flag, flagKey, variant.value, 'VARIANT', variant.name, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
   }
 
-  return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, undefined, requestDefault, expectedType);
+  return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
 }
 
 function allConditionsHold(
@@ -119,12 +130,15 @@ function typedResult(
   disabled: true | undefined,
   requestDefault: unknown,
   expectedType: FlagType | undefined,
+  rolloutSide?: RolloutSide,
+  rolloutRuleId?: string,
 ): EvaluationResult {
+  // A mismatch keeps the rollout side: an error the canaried value causes counts for its cohort.
   if (!isOfType(flag.type, value)) {
-    return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, flag.type, 'the flag type'));
+    return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, flag.type, 'the flag type'), rolloutSide, rolloutRuleId);
   }
   if (expectedType !== undefined && !isOfType(expectedType, value)) {
-    return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, expectedType, 'the requested type'));
+    return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, expectedType, 'the requested type'), rolloutSide, rolloutRuleId);
   }
   return {
     flagKey,
@@ -135,6 +149,8 @@ function typedResult(
     errorMessage: undefined,
     disabled,
     ruleId,
+    rolloutSide,
+    rolloutRuleId,
   };
 }
 
@@ -142,7 +158,14 @@ function mismatchMessage(value: unknown, type: string, what: string): string {
   return `value of type ${typeOfValue(value) ?? String(value)} does not match ${what} ${type}`;
 }
 
-function errorResult(flagKey: string, requestDefault: unknown, errorCode: ErrorCode, errorMessage: string): EvaluationResult {
+function errorResult(
+  flagKey: string,
+  requestDefault: unknown,
+  errorCode: ErrorCode,
+  errorMessage: string,
+  rolloutSide?: RolloutSide,
+  rolloutRuleId?: string,
+): EvaluationResult {
   return {
     flagKey,
     value: requestDefault,
@@ -152,5 +175,7 @@ function errorResult(flagKey: string, requestDefault: unknown, errorCode: ErrorC
     errorMessage,
     disabled: undefined,
     ruleId: undefined,
+    rolloutSide,
+    rolloutRuleId,
   };
 }

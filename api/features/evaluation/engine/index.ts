@@ -8,6 +8,7 @@ export {
   type FlagDefinition,
   type FlagType,
   type Reason,
+  type RolloutSide,
   type TargetingRule,
   type Variant,
 } from './types';

@@ -53,6 +53,9 @@ export type ErrorCode =
   | 'INVALID_CONTEXT'
   | 'GENERAL';
 
+/** Which side of a rule's partial rollout the targeting key's rollout bucket fell. */
+export type RolloutSide = 'in' | 'out';
+
 /** Every field is always present on results from `evaluate`; absent ones hold undefined. */
 export interface EvaluationResult {
   flagKey: string;
@@ -63,4 +66,13 @@ export interface EvaluationResult {
   errorMessage?: string;
   disabled?: boolean;
   ruleId?: string;
+  /**
+   * Set when a partial rollout decided the result: 'in' when the matched rule's rollout held
+   * the key, 'out' when the first rule whose conditions held left the key outside its rollout
+   * (the value then came from a later rule, the variants or the default). The canary cohorts
+   * (CONTRACT 9): treatment and control of that rule.
+   */
+  rolloutSide?: RolloutSide;
+  /** The rule of that rollout (the matched rule when 'in'). */
+  rolloutRuleId?: string;
 }
