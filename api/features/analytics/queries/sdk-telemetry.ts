@@ -56,13 +56,14 @@ export async function sdkTelemetry(analytics: Analytics, filter: TelemetryFilter
   const activeFlag = filter.flagKey === undefined ? '' : 'AND mapContains(active_flags, {flagKey:String})';
 
   const [summaries, vitals, errors] = await Promise.all([
-    selectRows<{ flag_key: string; variant: string; evaluations: string; cache_hits: string; cache_misses: string; latency_weighted: number; total: string; total_hits: string; total_misses: string }>(
+    selectRows<{ flag_key: string; variant: string; evals: string; hits: string; misses: string; latency_weighted: number; total: string; total_hits: string; total_misses: string }>(
       analytics,
-      `SELECT flag_key, variant, sum(evaluations) AS evaluations, sum(cache_hits) AS cache_hits, sum(cache_misses) AS cache_misses,
-              sum(avg_latency_ms * evaluations) AS latency_weighted, sum(sum(evaluations)) OVER () AS total,
-              sum(sum(cache_hits)) OVER () AS total_hits, sum(sum(cache_misses)) OVER () AS total_misses
+      // Aliases differ from the column names: an alias named like its column would shadow it inside the window sums.
+      `SELECT flag_key, variant, sum(evaluations) AS evals, sum(cache_hits) AS hits, sum(cache_misses) AS misses,
+              sum(avg_latency_ms * evaluations) AS latency_weighted, sum(evals) OVER () AS total,
+              sum(hits) OVER () AS total_hits, sum(misses) OVER () AS total_misses
        FROM sdk_telemetry WHERE ${tenant} AND ${rawInWindow('timestamp')} ${byFlag}
-       GROUP BY flag_key, variant ORDER BY evaluations DESC, flag_key, variant LIMIT {summaries:UInt32}`,
+       GROUP BY flag_key, variant ORDER BY evals DESC, flag_key, variant LIMIT {summaries:UInt32}`,
       params,
     ),
     // Vitals of pages with a given flag active are only in the raw rows (the rollup has no flags).
@@ -101,11 +102,11 @@ export async function sdkTelemetry(analytics: Analytics, filter: TelemetryFilter
     evaluationSummaries: summaries.map((r) => ({
       flagKey: r.flag_key,
       variant: r.variant,
-      evaluations: count(r.evaluations),
-      cacheHits: count(r.cache_hits),
-      cacheMisses: count(r.cache_misses),
-      cacheHitRatio: ratio(count(r.cache_hits), count(r.cache_hits) + count(r.cache_misses)),
-      avgLatencyMs: count(r.evaluations) > 0 ? count(r.latency_weighted) / count(r.evaluations) : null,
+      evaluations: count(r.evals),
+      cacheHits: count(r.hits),
+      cacheMisses: count(r.misses),
+      cacheHitRatio: ratio(count(r.hits), count(r.hits) + count(r.misses)),
+      avgLatencyMs: count(r.evals) > 0 ? count(r.latency_weighted) / count(r.evals) : null,
     })),
     webVitals: VITAL_METRICS.flatMap((metric) => {
       const row = vitals.find((v) => v.name === metric);
