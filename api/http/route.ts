@@ -40,7 +40,7 @@ export const HANDLED = Symbol('handled');
 
 /** Who may call a route is declared on it: the credential policy (`auth` ...: CredentialPolicy) and `access`. */
 export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> extends CredentialPolicy {
-  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete' | 'options';
   path: string;
   summary: string;
   tags?: string[];
@@ -64,6 +64,11 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
   bodyLimit?: number;
   /** The body limit for anonymous callers of a public route, when smaller than `bodyLimit` (the demo bulk write). */
   anonymousBodyLimit?: number;
+  /**
+   * Runs after authentication and before a byte of the body is read: a route's own rate limit
+   * (so refused requests cost no reading) and headers every answer needs, errors included (CORS).
+   */
+  beforeBody?: (ctx: RequestContext<unknown, unknown, unknown>) => Promise<void> | void;
   /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
   csrfExempt?: boolean;
   handler: (ctx: RequestContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
@@ -118,6 +123,7 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
           res,
         };
         if (deps.afterAuth) await deps.afterAuth(ctx);
+        if (route.beforeBody) await route.beforeBody(ctx);
         await (principal.type === 'anonymous' ? readAnonymousBody : readBody)(req, res);
         Object.assign(ctx, validate(route, req));
         if (route.access && gate) ctx.granted = await gate.check(route.access, principal, ctx);
