@@ -104,7 +104,8 @@ export class AnalyticsExporter {
     const exported: ExportCounts = { evaluations: 0, outcomes: 0 };
     for (const type of req.dataTypes) {
       const rows = (await selectRows<Row>(this.deps.analytics, QUERIES[type].rows, params)).map(toExported[type]);
-      const chunks = Math.max(1, Math.ceil(rows.length / EXPORT_CHUNK_ROWS));
+      // An empty data type sends nothing: `exported` says 0.
+      const chunks = Math.ceil(rows.length / EXPORT_CHUNK_ROWS);
       for (let chunk = 0; chunk < chunks; chunk++) {
         const slice = rows.slice(chunk * EXPORT_CHUNK_ROWS, (chunk + 1) * EXPORT_CHUNK_ROWS);
         const body = JSON.stringify({
