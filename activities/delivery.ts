@@ -6,7 +6,7 @@ import { AlertChannelStore } from '../api/features/alert-channels/store';
 import { DeliveryStore, type DeliveryRecord } from '../api/features/webhooks/deliveries';
 import { signedHeaders } from '../api/features/webhooks/signing';
 import { WebhookStore } from '../api/features/webhooks/store';
-import type { AttemptResult, DeliveryActivities, DeliveryStatus } from '../workflows/messages';
+import { finalStatusOf, type AttemptResult, type DeliveryActivities, type DeliveryStatus, type RecordedAttempt } from '../workflows/messages';
 
 export interface DeliveryDeps {
   sql: Sql;
@@ -55,36 +55,45 @@ export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities
     return channelRequest(channel, delivery.id, delivery.body, nowSeconds);
   }
 
+  async function attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult> {
+    const startedAt = new Date();
+    const base = { startedAt: startedAt.toISOString(), statusCode: null, durationMs: null };
+    const delivery = await deliveries.get(deliveryId);
+    if (!delivery) return { ...base, outcome: 'skipped', error: 'the delivery no longer exists (its webhook or channel was deleted)' };
+    // Settled already (its lane was signalled again after a crash): never sent twice by us;
+    // the store ignores this result because the delivery is no longer pending.
+    if (delivery.status !== 'pending') return { ...base, outcome: 'skipped', error: `already ${delivery.status}` };
+    const prepared = await prepare(delivery, Math.floor(startedAt.getTime() / 1000));
+    if ('skip' in prepared) return { ...base, outcome: 'skipped', error: prepared.skip };
+    try {
+      const res = await deps.outbound.post(prepared.url, {
+        headers: { ...prepared.headers, 'x-svc-delivery-attempt': String(attempt) },
+        body: delivery.body,
+        timeoutMs,
+      });
+      const { outcome, error } = classifyStatus(res.status);
+      const detail = error && res.bodyExcerpt ? `${error}: ${res.bodyExcerpt.slice(0, 200)}` : error;
+      return { ...base, outcome, error: detail, statusCode: res.status, durationMs: res.durationMs };
+    } catch (error) {
+      if (!(error instanceof OutboundRequestError)) throw error;
+      // Timeouts and network failures may pass; a refused (internal) target never will.
+      const outcome = error.kind === 'forbidden_target' ? 'failed' : 'retry';
+      return { ...base, outcome, error: error.message, durationMs: error.durationMs };
+    }
+  }
+
   return {
-    async attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult> {
-      const startedAt = new Date();
-      const base = { startedAt: startedAt.toISOString(), statusCode: null, durationMs: null };
-      const delivery = await deliveries.get(deliveryId);
-      if (!delivery) return { ...base, outcome: 'skipped', error: 'the delivery no longer exists (its webhook or channel was deleted)' };
-      // Settled already (its lane was signalled again after a crash): never sent twice by us;
-      // the store ignores this result because the delivery is no longer pending.
-      if (delivery.status !== 'pending') return { ...base, outcome: 'skipped', error: `already ${delivery.status}` };
-      const prepared = await prepare(delivery, Math.floor(startedAt.getTime() / 1000));
-      if ('skip' in prepared) return { ...base, outcome: 'skipped', error: prepared.skip };
-      try {
-        const res = await deps.outbound.post(prepared.url, {
-          headers: { ...prepared.headers, 'x-svc-delivery-attempt': String(attempt) },
-          body: delivery.body,
-          timeoutMs,
-        });
-        const { outcome, error } = classifyStatus(res.status);
-        const detail = error && res.bodyExcerpt ? `${error}: ${res.bodyExcerpt.slice(0, 200)}` : error;
-        return { ...base, outcome, error: detail, statusCode: res.status, durationMs: res.durationMs };
-      } catch (error) {
-        if (!(error instanceof OutboundRequestError)) throw error;
-        // Timeouts and network failures may pass; a refused (internal) target never will.
-        const outcome = error.kind === 'forbidden_target' ? 'failed' : 'retry';
-        return { ...base, outcome, error: error.message, durationMs: error.durationMs };
-      }
-    },
+    attemptOutboundDelivery,
 
     async recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
       await deliveries.recordAttempt(deliveryId, attempt, result, finalStatus);
+    },
+
+    async attemptAndRecordDelivery(deliveryId: string, attempt: number, maxAttempts: number): Promise<RecordedAttempt> {
+      const result = await attemptOutboundDelivery(deliveryId, attempt);
+      const finalStatus = finalStatusOf(result.outcome, attempt, maxAttempts);
+      await deliveries.recordAttempt(deliveryId, attempt, result, finalStatus);
+      return { result, finalStatus };
     },
   };
 }

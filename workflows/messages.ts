@@ -92,6 +92,19 @@ export const DELIVER_OUTBOUND = workflowMessage<DeliverOutboundInput, DeliverOut
 export interface DeliveryActivities {
   attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult>;
   recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void>;
+  /** One attempt and its bookkeeping in one activity: half the activity tasks per delivery. */
+  attemptAndRecordDelivery(deliveryId: string, attempt: number, maxAttempts: number): Promise<RecordedAttempt>;
+}
+
+export interface RecordedAttempt {
+  result: AttemptResult;
+  finalStatus: Exclude<DeliveryStatus, 'pending'> | null;
+}
+
+/** Whether an attempt's outcome ends its delivery, and how: a retryable one ends it only on the last attempt. */
+export function finalStatusOf(outcome: AttemptOutcome, attempt: number, maxAttempts: number): RecordedAttempt['finalStatus'] {
+  if (outcome !== 'retry') return outcome;
+  return attempt >= maxAttempts ? 'failed' : null;
 }
 
 // ---------------------------------------------------------------------------------------------

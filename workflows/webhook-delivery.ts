@@ -1,5 +1,5 @@
-import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { AttemptResult, DeliverOutboundInput, DeliverOutboundResult, DeliveryActivities, DeliveryStatus } from './messages';
+import { patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { finalStatusOf, type AttemptResult, type DeliverOutboundInput, type DeliverOutboundResult, type DeliveryActivities, type RecordedAttempt } from './messages';
 
 /**
  * Spec 8: at most 4 attempts, made 0, 1, 2 and 4 seconds after the previous one failed (7 s
@@ -12,7 +12,7 @@ export const MAX_DELIVERY_ATTEMPTS = DELIVERY_DELAYS_MS.length;
 // One activity execution per attempt (no activity-level retry): the workflow owns the schedule,
 // so it stays deterministic and every attempt is recorded. The budget covers the 10 s HTTP
 // timeout plus loading the target and the SSRF check.
-const { attemptOutboundDelivery } = proxyActivities<DeliveryActivities>({
+const { attemptOutboundDelivery, attemptAndRecordDelivery } = proxyActivities<DeliveryActivities>({
   startToCloseTimeout: '20 seconds',
   retry: { maximumAttempts: 1 },
 });
@@ -43,22 +43,49 @@ export async function runDelivery(deliveryId: string, requestedAttempts: number 
   for (let attempt = 1; ; attempt++) {
     const delay = DELIVERY_DELAYS_MS[attempt - 1];
     if (delay > 0) await sleep(delay);
-    let result: AttemptResult;
-    try {
-      result = await attemptOutboundDelivery(deliveryId, attempt);
-    } catch (error) {
-      // The attempt itself did not finish (worker lost, activity timed out): retry like a timeout.
-      result = {
-        outcome: 'retry',
-        statusCode: null,
-        error: `attempt did not complete: ${(error as Error).message}`,
-        durationMs: null,
-        startedAt: new Date().toISOString(),
-      };
-    }
-    const finalStatus: DeliveryStatus | null =
-      result.outcome === 'retry' ? (attempt >= maxAttempts ? 'failed' : null) : result.outcome;
-    await recordOutboundAttempt(deliveryId, attempt, result, finalStatus);
+    // Executions started before attempts recorded themselves keep their two-activity history.
+    const { result, finalStatus } = patched(ATTEMPTS_RECORD_THEMSELVES)
+      ? await attemptAndRecord(deliveryId, attempt, maxAttempts)
+      : await attemptThenRecord(deliveryId, attempt, maxAttempts);
     if (finalStatus) return { status: finalStatus, attempts: attempt, statusCode: result.statusCode, error: result.error };
   }
+}
+
+const ATTEMPTS_RECORD_THEMSELVES = 'attempts-record-themselves';
+
+async function attemptAndRecord(deliveryId: string, attempt: number, maxAttempts: number): Promise<RecordedAttempt> {
+  try {
+    return await attemptAndRecordDelivery(deliveryId, attempt, maxAttempts);
+  } catch (error) {
+    // Lost before its outcome was recorded (the HTTP call may or may not have happened): retried
+    // like a timeout, so a receiver may see this delivery id twice, never zero times.
+    return record(deliveryId, attempt, maxAttempts, lostAttempt(error));
+  }
+}
+
+async function attemptThenRecord(deliveryId: string, attempt: number, maxAttempts: number): Promise<RecordedAttempt> {
+  let result: AttemptResult;
+  try {
+    result = await attemptOutboundDelivery(deliveryId, attempt);
+  } catch (error) {
+    result = lostAttempt(error);
+  }
+  return record(deliveryId, attempt, maxAttempts, result);
+}
+
+async function record(deliveryId: string, attempt: number, maxAttempts: number, result: AttemptResult): Promise<RecordedAttempt> {
+  const finalStatus = finalStatusOf(result.outcome, attempt, maxAttempts);
+  await recordOutboundAttempt(deliveryId, attempt, result, finalStatus);
+  return { result, finalStatus };
+}
+
+/** The attempt itself did not finish (worker lost, activity timed out): retryable like a timeout. */
+function lostAttempt(error: unknown): AttemptResult {
+  return {
+    outcome: 'retry',
+    statusCode: null,
+    error: `attempt did not complete: ${(error as Error).message}`,
+    durationMs: null,
+    startedAt: new Date().toISOString(),
+  };
 }

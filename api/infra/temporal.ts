@@ -139,6 +139,8 @@ function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
     // A killed process loses nothing (the OS has the pages); only a power cut may drop the last commits.
     '--sqlite-pragma', 'journal_mode=wal',
     '--sqlite-pragma', 'synchronous=normal',
+    // Activities a workflow task schedules come back in that task's answer instead of a separate poll.
+    '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
   ];
   opts.logger.info({ cli: opts.cliPath, port }, 'starting local Temporal dev server');
   const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, DefaultLogger, Worker } from '@temporalio/worker';
-import type { AttemptResult, DeliveryStatus } from '../../workflows/messages';
+import { deliveriesQueuedSignal, finalStatusOf, type AttemptResult, type DeliveryStatus } from '../../workflows/messages';
 import { projectPath } from '../../api/infra/paths';
 import type { deliverOutbound } from '../../workflows/webhook-delivery';
 import { DELIVERIES_PER_RUN, LANE_IDLE_MS, type deliveryLane } from '../../workflows/delivery-lane';
-import { deliveriesQueuedSignal } from '../../workflows/messages';
 
 /**
  * The delivery workflow's schedule on the time-skipping test server: attempts 0, 1, 2 and 4 s
@@ -40,23 +39,34 @@ beforeAll(async () => {
     taskQueue,
     ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: projectPath('workflows', 'index.ts') }),
     activities: {
-      async attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult> {
-        const times = attemptTimes.get(deliveryId) ?? [];
-        times.push(await env.currentTimeMs());
-        attemptTimes.set(deliveryId, times);
-        const outcome = scripts.get(deliveryId)![attempt - 1];
-        if (outcome === 'throw') throw new Error('worker lost mid-attempt');
-        return { outcome, statusCode: statusFor[outcome], error: outcome === 'delivered' ? null : `scripted ${outcome}`, durationMs: 5, startedAt: new Date().toISOString() };
+      async attemptAndRecordDelivery(deliveryId: string, attempt: number, maxAttempts: number) {
+        const result = await scriptedAttempt(deliveryId, attempt);
+        const finalStatus = finalStatusOf(result.outcome, attempt, maxAttempts);
+        record(deliveryId, attempt, result, finalStatus);
+        return { result, finalStatus };
       },
       async recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null) {
-        const rows = recorded.get(deliveryId) ?? [];
-        rows.push({ attempt, result, finalStatus });
-        recorded.set(deliveryId, rows);
+        record(deliveryId, attempt, result, finalStatus);
       },
     },
   });
   running = worker.run();
 }, 60_000);
+
+function record(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null) {
+  const rows = recorded.get(deliveryId) ?? [];
+  rows.push({ attempt, result, finalStatus });
+  recorded.set(deliveryId, rows);
+}
+
+async function scriptedAttempt(deliveryId: string, attempt: number): Promise<AttemptResult> {
+  const times = attemptTimes.get(deliveryId) ?? [];
+  times.push(await env.currentTimeMs());
+  attemptTimes.set(deliveryId, times);
+  const outcome = scripts.get(deliveryId)![attempt - 1];
+  if (outcome === 'throw') throw new Error('worker lost mid-attempt');
+  return { outcome, statusCode: statusFor[outcome], error: outcome === 'delivered' ? null : `scripted ${outcome}`, durationMs: 5, startedAt: new Date().toISOString() };
+}
 
 afterAll(async () => {
   worker?.shutdown();
@@ -200,7 +210,7 @@ describe('deliveryLane: one workflow per target draining signalled deliveries', 
     const firstRun = await env.client.workflow.getHandle(laneId, signaledRunId).fetchHistory();
     const last = firstRun.events?.at(-1);
     expect(last?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
-    const started = firstRun.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptOutboundDelivery');
+    const started = firstRun.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptAndRecordDelivery');
     expect(started).toHaveLength(DELIVERIES_PER_RUN);
   }, 180_000);
 
