@@ -153,6 +153,18 @@ export class InsightsService {
       after: { ...after, ...windowBody(windows.after) },
       delta,
     };
+    // Undoing a rollback would bring back the version it removed: that is a person's call.
+    if (change.changeType === 'rollback') {
+      return {
+        ...base,
+        actionTaken: 'none',
+        reason: `the latest change (version ${change.version}) is a rollback, which auto-rollback never undoes; its windows: ${decision.reason}`,
+        tripped: decision.tripped,
+        targetVersionNumber,
+        alertNotifiedChannels: [] as NotifiedChannel[],
+        ...judged,
+      };
+    }
     if (!decision.tripped || opts.dryRun) {
       return {
         ...base,

@@ -57,13 +57,14 @@ export interface GroupedStats extends EvaluationStats {
 const FLAG_FILTER =
   'project_id = {projectId:String} AND service_id = {serviceId:String} AND environment = {environment:String} AND flag_key = {flagKey:String}';
 const IN_WINDOW = 'minute >= toDateTime({startS:UInt32}) AND minute < toDateTime({endS:UInt32})';
-const STATS_COLUMNS = `sum(evaluations) AS evaluations, sumIf(evaluations, error_code != '') AS errors, sum(latency_sum) AS latency_sum,
-  quantilesTDigestMerge(0.5, 0.95, 0.99)(latency_quantiles) AS q`;
+// Aliases differ from the columns: an alias named like a column would replace it inside the other aggregates.
+const STATS_COLUMNS = `sum(evaluations) AS total_evaluations, sumIf(evaluations, error_code != '') AS total_errors,
+  sum(latency_sum) AS total_latency, quantilesTDigestMerge(0.5, 0.95, 0.99)(latency_quantiles) AS q`;
 
 interface StatsRow {
-  evaluations: string | number;
-  errors: string | number;
-  latency_sum: string | number;
+  total_evaluations: string | number;
+  total_errors: string | number;
+  total_latency: string | number;
   q: (number | string | null)[];
 }
 
@@ -231,12 +232,12 @@ function finiteOrNull(value: unknown): number | null {
 }
 
 function toStats(row: StatsRow | undefined): EvaluationStats {
-  const evaluations = Number(row?.evaluations ?? 0);
+  const evaluations = Number(row?.total_evaluations ?? 0);
   const q = evaluations > 0 ? (row?.q ?? []) : [];
   return {
     evaluations,
-    errors: Number(row?.errors ?? 0),
-    latencySumMs: Number(row?.latency_sum ?? 0),
+    errors: Number(row?.total_errors ?? 0),
+    latencySumMs: Number(row?.total_latency ?? 0),
     p50LatencyMs: finiteOrNull(q[0]),
     p95LatencyMs: finiteOrNull(q[1]),
     p99LatencyMs: finiteOrNull(q[2]),
