@@ -322,6 +322,9 @@ describe('flag variants and funnels', () => {
       ev('u4', true, 50, 10), ev('u4', false, 40, 10), ev('u5', false, 50, 10),
       ev('u6', true, 50, 1, 'staging'),
       ev('u7', true, 120, 3),
+      // u8 is served true by the other service and false by this one: its event here counts for false.
+      evaluationRow(impactSite, { at: at(45), flagKey: flag, value: true, user: 'u8', latencyMs: 10 }),
+      ev('u8', false, 50, 10),
       // The funnel's flag: f4 has no `flags` on its events, so its value comes from here.
       evaluationRow(site, { at: at(200), flagKey: 'banner', value: 'b', user: 'f4' }),
     ]);
@@ -339,6 +342,7 @@ describe('flag variants and funnels', () => {
       out('u9', 'purchase', 30, { value: 99 }),
       out('u6', 'purchase', 30, { value: 5, environment: 'staging' }),
       out('u7', 'purchase', 119),
+      out('u8', 'purchase', 30),
     ]);
     const step = (u: string, event: string, minutesAgo: number, flags?: Record<string, unknown>) => out(u, event, minutesAgo, { flags });
     await insertRows(app, 'outcome_events', [
@@ -357,10 +361,10 @@ describe('flag variants and funnels', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('private, max-age=30');
     const [on, off] = res.body.variants;
-    expect(res.body).toMatchObject({ flagKey: flag, environment: 'production', period: '1h', totalEvaluations: 6, totalConversions: 5, overallConversionRate: 5 / 6 });
-    expect(on).toMatchObject({ variant: 'true', evaluations: 4, conversions: 2, conversionRate: 0.5, avgEventValue: 20 });
-    expect(off).toMatchObject({ variant: 'false', evaluations: 2, conversions: 3, conversionRate: 1.5, avgEventValue: 25, latencyP50: 10, latencyP99: 10 });
-    close(on.latencyP50, 5, 1.01);
+    expect(res.body).toMatchObject({ flagKey: flag, environment: 'production', period: '1h', totalEvaluations: 8, totalConversions: 6, overallConversionRate: 6 / 8 });
+    expect(on).toMatchObject({ variant: 'true', evaluations: 5, conversions: 2, conversionRate: 0.4, avgEventValue: 20 });
+    expect(off).toMatchObject({ variant: 'false', evaluations: 3, conversions: 4, conversionRate: 4 / 3, avgEventValue: 25, latencyP50: 10, latencyP99: 10 });
+    close(on.latencyP50, 6, 2.01);
     close(on.latencyP99, 10, 0.5);
   });
 
@@ -368,16 +372,17 @@ describe('flag variants and funnels', () => {
     const purchase = await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'production', period: '1h', eventName: 'purchase' });
     expect(purchase.body.variants.map((v: { variant: string; conversions: number; avgEventValue: number | null }) => [v.variant, v.conversions, v.avgEventValue])).toEqual([
       ['true', 2, 20],
-      ['false', 2, 25],
+      ['false', 3, 25],
     ]);
-    expect(purchase.body.overallConversionRate).toBe(4 / 6);
+    expect(purchase.body.overallConversionRate).toBe(5 / 8);
     const day = await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'production', serviceId: site.serviceId });
     expect(day.body.period).toBe('24h');
     expect(day.body.variants[0]).toMatchObject({ variant: 'true', evaluations: 5, conversions: 3 });
     const staging = await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'staging' });
     expect(staging.body).toMatchObject({ totalEvaluations: 1, totalConversions: 1 });
     const elsewhere = await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'production', serviceId: impactSite.serviceId });
-    expect(elsewhere.body).toMatchObject({ variants: [], totalEvaluations: 0, totalConversions: 0, overallConversionRate: 0 });
+    expect(elsewhere.body).toMatchObject({ totalEvaluations: 1, totalConversions: 0, overallConversionRate: 0 });
+    expect(elsewhere.body.variants).toEqual([{ variant: 'true', evaluations: 1, conversions: 0, conversionRate: 0, avgEventValue: null, latencyP50: 10, latencyP99: 10 }]);
   });
 
   it('builds the ordered funnel per user and value (skips, repeats, wrong order, unattributed users)', async () => {

@@ -26,15 +26,25 @@ export function scopeCondition(scope: OutcomeScope, alias = ''): string {
   return `${c('project_id')} = {projectId:String} AND ${c('environment')} = {environment:String}${service} AND ${rawInWindow(c('timestamp'))}`;
 }
 
-/** A WITH clause `last_values (service_id, targeting_key_hash, value)`: F's latest value per targeting key. */
+/**
+ * A WITH clause `last_values (targeting_key_hash, per_service)`: per targeting key, F's latest
+ * value in each service as [(service_id, value)]. Joined on the key alone: a one-column string
+ * join is several times faster in ClickHouse than one on (service_id, key), and the service is
+ * then picked from the short array (LAST_VALUE).
+ */
 export function lastValuesCte(scope: OutcomeScope): string {
   return `last_values AS (
-    SELECT service_id, targeting_key_hash, argMax(left(value, 128), timestamp) AS value
-    FROM evaluation_events
-    WHERE ${scopeCondition(scope)} AND flag_key = {flagKey:String} AND targeting_key_hash != ''
-    GROUP BY service_id, targeting_key_hash)`;
+    SELECT targeting_key_hash, groupArray((service_id, value)) AS per_service FROM (
+      SELECT service_id, targeting_key_hash, argMax(left(value, 128), timestamp) AS value
+      FROM evaluation_events
+      WHERE ${scopeCondition(scope)} AND flag_key = {flagKey:String} AND targeting_key_hash != ''
+      GROUP BY service_id, targeting_key_hash)
+    GROUP BY targeting_key_hash)`;
 }
 
-/** The value an outcome row `o` is attributed to, given `lv` joined from last_values ('' when none). */
-export const ATTRIBUTED_VALUE = "if(mapContains(o.flags, {flagKey:String}), left(o.flags[{flagKey:String}], 128), lv.value)";
-export const JOIN_LAST_VALUES = 'LEFT JOIN last_values AS lv ON lv.service_id = o.service_id AND lv.targeting_key_hash = o.targeting_key_hash';
+/** Each targeting key has one last_values row: ANY spares the join its duplicate bookkeeping. */
+export const JOIN_LAST_VALUES = 'ANY LEFT JOIN last_values AS lv ON lv.targeting_key_hash = o.targeting_key_hash';
+/** F's last value for an outcome row `o` in its service ('' when F never answered that key there). */
+export const LAST_VALUE = 'arrayFirst(x -> x.1 = o.service_id, lv.per_service).2';
+/** The value an outcome row `o` is attributed to ('' when none). */
+export const ATTRIBUTED_VALUE = `if(mapContains(o.flags, {flagKey:String}), left(o.flags[{flagKey:String}], 128), ${LAST_VALUE})`;

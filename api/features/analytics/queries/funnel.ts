@@ -1,5 +1,5 @@
 import type { Analytics } from '../../../../analytics/client';
-import { JOIN_LAST_VALUES, lastValuesCte, scopeCondition, scopeParams, type OutcomeScope } from './attribution';
+import { JOIN_LAST_VALUES, LAST_VALUE, lastValuesCte, scopeCondition, scopeParams, type OutcomeScope } from './attribution';
 import { count, dropOffRate, ratio, selectRows, variantLabel } from './clickhouse';
 import type { TimeWindow } from './range';
 
@@ -42,7 +42,7 @@ export async function flagFunnel(analytics: Analytics, scope: OutcomeScope, w: T
        SELECT o.service_id, o.targeting_key_hash,
               windowFunnel({windowMs:UInt64})(toUInt64(toUnixTimestamp64Milli(o.timestamp)), ${conditions}) AS level,
               argMinIf(left(o.flags[{flagKey:String}], 128), o.timestamp, mapContains(o.flags, {flagKey:String})) AS seen,
-              any(lv.value) AS last_value,
+              any(${LAST_VALUE}) AS last_value,
               if(seen != '', seen, last_value) AS variant_value
        FROM outcome_events AS o ${JOIN_LAST_VALUES}
        WHERE ${scopeCondition(scope, 'o')} AND o.targeting_key_hash != '' AND o.event IN {steps:Array(String)}
