@@ -16,10 +16,11 @@ export function sha256Hex(value: string): string {
 
 /**
  * `fn` remembered for up to `max` distinct inputs (forgotten all at once when full): for hashes
- * the hot paths compute again and again for the same few strings (bearer secrets, targeting keys).
+ * the hot paths compute again and again for the same few strings (bearer secrets, targeting keys,
+ * User-Agent headers).
  */
-export function boundedMemo(fn: (input: string) => string, max: number): (input: string) => string {
-  const memo = new Map<string, string>();
+export function boundedMemo<T>(fn: (input: string) => T, max: number): (input: string) => T {
+  const memo = new Map<string, T>();
   return (input) => {
     let output = memo.get(input);
     if (output === undefined) {

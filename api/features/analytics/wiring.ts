@@ -3,6 +3,7 @@ import type { Analytics } from '../../../analytics/client';
 import type { AnalyticsSink } from '../../../analytics/rows';
 import { AnalyticsWriter } from '../../../analytics/writer';
 import type { ProjectAccess } from '../../auth/access';
+import type { Authenticator } from '../../auth/authenticator';
 import type { Config } from '../../config';
 import type { AnyRoute } from '../../http/route';
 import type { OutboundClient } from '../../http/outbound';
@@ -14,6 +15,7 @@ import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { FlagService } from '../flags/service';
 import { createInsightRoutes } from '../insights/wiring';
 import { analyticsExportRoutes } from './export-routes';
+import { ingestRoutes } from './ingest-routes';
 import { analyticsQueryRoutes } from './query-routes';
 
 /** Attempts per batch before it is dropped (and counted), and the first retry's delay (doubling). */
@@ -63,6 +65,8 @@ export interface AnalyticsFeatureDeps {
   /** createAnalyticsWriter's: producers record into it as `sink`. */
   writer: AnalyticsWriter;
   access: ProjectAccess;
+  /** Resolves browser ingestion's X-Write-Token (a project API token outside Authorization). */
+  authenticator: Authenticator;
   flags: FlagService;
   /** Auto-rollback alerts the organization's channels (flag insights). */
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
@@ -88,8 +92,10 @@ export function createAnalyticsFeature(deps: AnalyticsFeatureDeps): AnalyticsFea
   const sink: AnalyticsSink = deps.writer;
   const control: AnyRoute[] = [...analyticsQueryRoutes(deps), ...analyticsExportRoutes(deps)];
   control.push(...createInsightRoutes(deps));
-  const data: AnyRoute[] = [];
-  const ingest: AnyRoute[] = [];
+  const ingestion = ingestRoutes({ ...deps, sink });
+  control.push(...ingestion.control);
+  const data: AnyRoute[] = [...ingestion.data];
+  const ingest: AnyRoute[] = [...ingestion.ingest];
   return {
     routes: { control, data, ingest },
     sink,

@@ -1,0 +1,44 @@
+import type { AnalyticsSink } from '../../../analytics/rows';
+import type { Authenticator } from '../../auth/authenticator';
+import type { Config } from '../../config';
+import { RateLimiter } from '../../http/rate-limit';
+import type { AnyRoute } from '../../http/route';
+import type { Cache } from '../../infra/cache';
+import type { Sql } from '../../infra/postgres';
+import { adminIngestRoutes } from './ingest-admin';
+import { browserIngestRoutes } from './ingest-browser';
+import { sdkIngestRoutes } from './ingest-sdk';
+import { IngestSites } from './ingest-sites';
+import { createCountryReader, createUserAgentParser } from './user-agent';
+
+export interface IngestDeps {
+  config: Config;
+  sql: Sql;
+  cache: Cache;
+  authenticator: Authenticator;
+  sink: AnalyticsSink;
+}
+
+/** Spec 8 counts browser and admin ingestion per minute, whatever RATE_LIMIT_WINDOW_SECONDS is. */
+const INGEST_WINDOW_SECONDS = 60;
+
+/**
+ * Ingestion routes per listener (CONTRACT 1): SDK track and telemetry on the control and data
+ * planes; browser events on the ingest listener; admin events on the control plane and the
+ * ingest listener.
+ */
+export function ingestRoutes(deps: IngestDeps): Record<'control' | 'data' | 'ingest', AnyRoute[]> {
+  const { config, sink } = deps;
+  const limiter = new RateLimiter(deps.cache, INGEST_WINDOW_SECONDS);
+  const sdk = sdkIngestRoutes({ sink });
+  const admin = adminIngestRoutes({ sink, limiter, extraSiteId: config.ADMIN_ANALYTICS_SITE_ID });
+  const browser = browserIngestRoutes({
+    sink,
+    sites: new IngestSites(deps.sql),
+    authenticator: deps.authenticator,
+    limiter,
+    userAgent: createUserAgentParser(),
+    country: createCountryReader(config.TRUSTED_PROXIES, config.COUNTRY_HEADER),
+  });
+  return { control: [...sdk, ...admin], data: sdk, ingest: [...browser, ...admin] };
+}

@@ -1,0 +1,277 @@
+import { z } from 'zod';
+import type { AnalyticsSink, OutcomeRow } from '../../../analytics/rows';
+import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
+import { hashTargetingKey } from '../evaluation/recorder';
+import { DEFAULT_ENVIRONMENT } from '../evaluation/service';
+import { ENVIRONMENTS } from '../flags/types';
+import { idSchema } from '../projects/common';
+import { EventName, EventTime, FlagValues, inWindow, newEventId, parseItem, pending, recordAll, type ItemProblem, type PendingRow } from './ingest-common';
+
+/** CONTRACT 8: at most 1,000 events and 256 KB per track request. */
+export const TRACK_MAX_EVENTS = 1_000;
+
+/** SDK telemetry bounds (spec 4.10 leaves them open; docs/analytics-ingestion.md). */
+export const TELEMETRY_LIMITS = { summaries: 1_000, webVitals: 500, errors: 100, message: 2_048, stack: 16_384, url: 2_048 } as const;
+
+const Environment = z.enum(ENVIRONMENTS).default(DEFAULT_ENVIRONMENT).describe('Defaults to development, as on evaluation');
+
+const TrackEvent = z
+  .object({
+    event: EventName.describe("The event's name; `error` (one failure) and `latency` (value = milliseconds) are reserved"),
+    targetingKey: z.string().min(1).max(1024),
+    value: z.number().finite().nullable().optional(),
+    timestamp: EventTime.optional().describe('ISO 8601 or epoch ms; default now; accepted from 2 h old to 60 s ahead'),
+    flags: FlagValues.optional().describe('flagKey -> the value the client saw'),
+  })
+  .strict();
+
+const TrackBody = z
+  .object({
+    serviceId: idSchema,
+    environment: Environment,
+    // Items are validated one by one in the handler: one bad event never rejects the rest.
+    events: z.array(z.unknown()).max(TRACK_MAX_EVENTS).describe(`At most ${TRACK_MAX_EVENTS} events: {event, targetingKey, value?, timestamp?, flags?}`),
+  })
+  .strict();
+
+const TrackResponse = z.object({
+  accepted: z.number().int(),
+  rejected: z.number().int(),
+  errors: z.array(z.object({ index: z.number().int(), message: z.string() })),
+});
+
+const ActiveFlags = FlagValues.optional().describe('flagKey -> value the client had');
+const Millis = z.number().finite().nonnegative();
+const Count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+const TelemetryBody = z
+  .object({
+    serviceId: idSchema,
+    environment: Environment,
+    summaries: z
+      .array(
+        z
+          .object({
+            flagKey: z.string().min(1).max(256),
+            variant: z.string().max(256).default(''),
+            evaluations: Count,
+            cacheHits: Count.default(0),
+            cacheMisses: Count.default(0),
+            avgLatencyMs: Millis.default(0),
+          })
+          .strict(),
+      )
+      .max(TELEMETRY_LIMITS.summaries)
+      .default([]),
+    webVitals: z
+      .array(
+        z
+          .object({
+            name: z
+              .string()
+              .transform((s) => s.toLowerCase())
+              .pipe(z.enum(['lcp', 'cls', 'inp', 'ttfb', 'fcp'])),
+            value: z.number().finite(),
+            rating: z.enum(['good', 'needs-improvement', 'poor']).optional(),
+            activeFlags: ActiveFlags,
+            timestamp: EventTime.optional(),
+            sessionId: z.string().max(128).optional(),
+            url: z.string().max(TELEMETRY_LIMITS.url).optional(),
+          })
+          .strict(),
+      )
+      .max(TELEMETRY_LIMITS.webVitals)
+      .default([]),
+    errors: z
+      .array(
+        z
+          .object({
+            message: z.string().min(1).max(TELEMETRY_LIMITS.message),
+            stack: z.string().max(TELEMETRY_LIMITS.stack).optional(),
+            activeFlags: ActiveFlags,
+            timestamp: EventTime.optional(),
+            sessionId: z.string().max(128).optional(),
+            url: z.string().max(TELEMETRY_LIMITS.url).optional(),
+          })
+          .strict(),
+      )
+      .max(TELEMETRY_LIMITS.errors)
+      .default([]),
+    diagnostics: z
+      .object({
+        totalEvaluations: Count,
+        cacheHits: Count,
+        cacheHitRatio: z.number().min(0).max(1),
+        trackedFlagsCount: z.number().int().nonnegative().max(4_294_967_295),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+const TelemetryResponse = z.object({
+  success: z.literal(true),
+  processed: z.object({
+    evaluations: z.number().int().describe('Summaries stored'),
+    webVitals: z.number().int(),
+    errors: z.number().int(),
+  }),
+});
+
+/**
+ * SDK ingestion (both listeners; CONTRACT 1 and 8, spec 4.10): outcome events and telemetry.
+ * Callers authenticate like evaluation: a project API token with `read` (or a member's session)
+ * of the service's project; personal tokens are refused as on every SDK route.
+ */
+export function sdkIngestRoutes(deps: { sink: AnalyticsSink }): AnyRoute[] {
+  const { sink } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/analytics/track',
+      summary: 'Record outcome events (OpenFeature track over HTTP): conversions, errors, latencies; each event validated on its own',
+      tags: ['analytics'],
+      auth: 'authenticated',
+      sdk: true,
+      access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
+      status: 202,
+      bodyLimit: BODY_LIMITS.default,
+      body: TrackBody,
+      response: TrackResponse,
+      handler(ctx) {
+        const { serviceId, environment, events } = ctx.body;
+        const projectId = ctx.granted[0].projectId;
+        const now = Date.now();
+        const rows: PendingRow[] = [];
+        const errors: ItemProblem[] = [];
+        events.forEach((item, index) => {
+          const parsed = parseItem(TrackEvent, item);
+          if (!parsed.ok) return errors.push({ index, message: parsed.message });
+          const event = parsed.value;
+          const timestamp = inWindow(event.timestamp, now);
+          if (typeof timestamp === 'string') return errors.push({ index, message: timestamp });
+          const row: OutcomeRow = {
+            timestamp,
+            projectId,
+            serviceId,
+            environment,
+            event: event.event,
+            targetingKeyHash: hashTargetingKey(event.targetingKey),
+            value: event.value ?? null,
+            flags: event.flags ?? {},
+            origin: 'track',
+            eventId: newEventId(),
+          };
+          rows.push(pending('outcome_events', row));
+        });
+        recordAll(sink, rows);
+        return { accepted: rows.length, rejected: errors.length, errors };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/analytics/sdk-telemetry',
+      summary: "An SDK's periodic report: evaluation summaries, diagnostics, web vitals and errors (errors also count as `error` outcome events of their active flags)",
+      tags: ['analytics'],
+      auth: 'authenticated',
+      sdk: true,
+      access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
+      bodyLimit: BODY_LIMITS.default,
+      body: TelemetryBody,
+      response: TelemetryResponse,
+      handler(ctx) {
+        const { serviceId, environment, summaries, webVitals, errors, diagnostics } = ctx.body;
+        const projectId = ctx.granted[0].projectId;
+        const now = Date.now();
+        const tenant = { projectId, serviceId, environment };
+        const rows: PendingRow[] = [];
+        for (const s of summaries) {
+          rows.push(
+            pending('sdk_telemetry', {
+              timestamp: now,
+              ...tenant,
+              flagKey: s.flagKey,
+              variant: s.variant,
+              evaluations: s.evaluations,
+              cacheHits: s.cacheHits,
+              cacheMisses: s.cacheMisses,
+              avgLatencyMs: s.avgLatencyMs,
+              eventId: newEventId(),
+            }),
+          );
+        }
+        if (diagnostics) {
+          rows.push(
+            pending('sdk_diagnostics', {
+              timestamp: now,
+              ...tenant,
+              totalEvaluations: diagnostics.totalEvaluations,
+              cacheHits: diagnostics.cacheHits,
+              cacheHitRatio: diagnostics.cacheHitRatio,
+              trackedFlags: diagnostics.trackedFlagsCount,
+              eventId: newEventId(),
+            }),
+          );
+        }
+        // Samples outside the accepted window (a skewed or long-offline client) are left out and
+        // not counted in `processed`: the report has no per-item rejections in spec 4.10.
+        let vitals = 0;
+        for (const v of webVitals) {
+          const timestamp = inWindow(v.timestamp, now);
+          if (typeof timestamp === 'string') continue;
+          vitals++;
+          rows.push(
+            pending('web_vitals', {
+              timestamp,
+              ...tenant,
+              origin: 'sdk',
+              name: v.name,
+              value: v.value,
+              rating: v.rating ?? '',
+              activeFlags: v.activeFlags ?? {},
+              sessionId: v.sessionId ?? '',
+              url: v.url ?? '',
+              eventId: newEventId(),
+            }),
+          );
+        }
+        let failures = 0;
+        for (const e of errors) {
+          const timestamp = inWindow(e.timestamp, now);
+          if (typeof timestamp === 'string') continue;
+          failures++;
+          const activeFlags = e.activeFlags ?? {};
+          rows.push(
+            pending('client_errors', {
+              timestamp,
+              ...tenant,
+              origin: 'sdk',
+              fingerprint: hashTargetingKey(e.message),
+              message: e.message,
+              stack: e.stack ?? '',
+              activeFlags,
+              sessionId: e.sessionId ?? '',
+              url: e.url ?? '',
+              eventId: newEventId(),
+            }),
+          );
+          // CONTRACT 8: each error is one `error` outcome event attributed through its active flags.
+          rows.push(
+            pending('outcome_events', {
+              timestamp,
+              ...tenant,
+              event: 'error',
+              targetingKeyHash: '',
+              value: null,
+              flags: activeFlags,
+              origin: 'sdk-telemetry',
+              eventId: newEventId(),
+            }),
+          );
+        }
+        recordAll(sink, rows);
+        return { success: true as const, processed: { evaluations: summaries.length, webVitals: vitals, errors: failures } };
+      },
+    }),
+  ];
+}
