@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openAnalytics, type Analytics } from '../analytics/client';
-import { migrateAnalytics, ownsAnalyticsSchema } from '../analytics/migrate';
+import { applyAnalyticsRetention, migrateAnalytics, ownsAnalyticsSchema } from '../analytics/migrate';
 import type { WorkerHandle } from '../activities/worker';
 import { ProjectAccess } from './auth/access';
 import { Authenticator } from './auth/authenticator';
@@ -113,6 +113,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     if (ownsSchema) {
       const analyticsApplied = await migrateAnalytics(analytics);
       if (analyticsApplied.length) logger.info({ applied: analyticsApplied }, 'analytics migrations applied');
+      const retention = { raw: config.ANALYTICS_RETENTION_DAYS, rollup: config.ANALYTICS_ROLLUP_RETENTION_DAYS };
+      const retentionChanged = await applyAnalyticsRetention(analytics, retention);
+      if (retentionChanged.length) logger.info({ tables: retentionChanged, retention }, 'analytics retention changed');
     }
 
     // Only the control plane (starts workflows) and the worker (runs them) talk to Temporal.

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { openAnalytics } from '../analytics/client';
-import { migrateAnalytics } from '../analytics/migrate';
+import { applyAnalyticsRetention, migrateAnalytics } from '../analytics/migrate';
 import { parseConfig } from '../api/config';
 import { createLogger } from '../api/infra/logger';
 import { migrate } from '../api/infra/migrate';
@@ -19,6 +19,8 @@ async function main() {
   const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb') });
   try {
     logger.info({ applied: await migrateAnalytics(analytics) }, 'analytics migrations');
+    const retention = { raw: config.ANALYTICS_RETENTION_DAYS, rollup: config.ANALYTICS_ROLLUP_RETENTION_DAYS };
+    logger.info({ changed: await applyAnalyticsRetention(analytics, retention), retention }, 'analytics retention');
   } finally {
     await analytics.close();
   }
