@@ -64,33 +64,23 @@ export function degradationIssues(flags: GroupedStats[]): HealthIssue[] {
   const issues: (HealthIssue & { excess: number })[] = [];
   for (const f of flags) {
     if (f.evaluations < MIN_JUDGED_EVALUATIONS) continue;
-    const errorRate = rateOf(f.errors, f.evaluations);
     const where = { serviceId: f.serviceId, environment: f.environment, flagKey: f.flagKey, evaluations: f.evaluations };
-    if (errorRate >= SERVICE_THRESHOLDS.degraded.errorRate) {
-      const critical = errorRate >= SERVICE_THRESHOLDS.critical.errorRate;
-      const threshold = critical ? SERVICE_THRESHOLDS.critical.errorRate : SERVICE_THRESHOLDS.degraded.errorRate;
+    const measured = [
+      { type: 'error_rate' as const, value: rateOf(f.errors, f.evaluations), degraded: SERVICE_THRESHOLDS.degraded.errorRate, critical: SERVICE_THRESHOLDS.critical.errorRate },
+      { type: 'latency' as const, value: f.p99LatencyMs, degraded: SERVICE_THRESHOLDS.degraded.p99LatencyMs, critical: SERVICE_THRESHOLDS.critical.p99LatencyMs },
+    ];
+    for (const { type, value, degraded, critical } of measured) {
+      if (value === null || value < degraded) continue;
+      const threshold = value >= critical ? critical : degraded;
+      const shown = type === 'error_rate' ? `${round(value * 100, 2)}% of ${f.evaluations} evaluations failed` : `p99 latency ${round(value, 1)} ms`;
       issues.push({
-        type: 'error_rate',
-        severity: critical ? 'critical' : 'warning',
+        type,
+        severity: value >= critical ? 'critical' : 'warning',
         ...where,
-        value: round(errorRate, 6),
+        value: round(value, type === 'error_rate' ? 6 : 3),
         threshold,
-        excess: errorRate / threshold,
-        message: `${f.flagKey} (${f.environment}): ${round(errorRate * 100, 2)}% of ${f.evaluations} evaluations failed`,
-      });
-    }
-    const p99 = f.p99LatencyMs;
-    if (p99 !== null && p99 >= SERVICE_THRESHOLDS.degraded.p99LatencyMs) {
-      const critical = p99 >= SERVICE_THRESHOLDS.critical.p99LatencyMs;
-      const threshold = critical ? SERVICE_THRESHOLDS.critical.p99LatencyMs : SERVICE_THRESHOLDS.degraded.p99LatencyMs;
-      issues.push({
-        type: 'latency',
-        severity: critical ? 'critical' : 'warning',
-        ...where,
-        value: round(p99),
-        threshold,
-        excess: p99 / threshold,
-        message: `${f.flagKey} (${f.environment}): p99 latency ${round(p99, 1)} ms`,
+        excess: value / threshold,
+        message: `${f.flagKey} (${f.environment}): ${shown}`,
       });
     }
   }

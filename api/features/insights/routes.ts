@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import { ENVIRONMENTS } from '../flags/types';
+import { ENVIRONMENTS, type FlagRef } from '../flags/types';
 import { idSchema } from '../projects/common';
 import type { InsightsService } from './service';
 import { rangeParam } from './window';
@@ -57,35 +57,35 @@ const NOT_STORED = { 'Cache-Control': 'private, no-store' };
 export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
   const { insights } = deps;
   const tags = ['insights'];
+
+  /** A read of one flag's traffic (FlagQuery), cached briefly. */
+  const flagReport = (path: string, summary: string, answer: (ref: FlagRef, query: z.infer<typeof FlagQuery>) => Promise<unknown>) =>
+    defineRoute({
+      method: 'get',
+      path,
+      summary,
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
+      params: KeyParams,
+      query: FlagQuery,
+      async handler({ params, query }) {
+        const body = await answer({ key: params.key, serviceId: query.serviceId, environment: query.environment }, query);
+        return reply(200, body, cached(15));
+      },
+    });
+
   return [
-    defineRoute({
-      method: 'get',
-      path: '/api/flags/:key/metrics',
-      summary: 'Evaluation metrics of one flag: summary, realtime, breakdowns, time series with percentiles, toggle impact',
-      tags,
-      auth: 'authenticated',
-      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
-      params: KeyParams,
-      query: FlagQuery,
-      async handler({ params, query }) {
-        const body = await insights.metrics({ key: params.key, serviceId: query.serviceId, environment: query.environment }, query.range, query.windowMinutes);
-        return reply(200, body, cached(15));
-      },
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/api/flags/:key/toggle-impact',
-      summary: 'Errors and latency before and after the latest toggle in the range, with a verdict',
-      tags,
-      auth: 'authenticated',
-      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
-      params: KeyParams,
-      query: FlagQuery,
-      async handler({ params, query }) {
-        const body = await insights.toggleImpact({ key: params.key, serviceId: query.serviceId, environment: query.environment }, query.range, query.windowMinutes);
-        return reply(200, body, cached(15));
-      },
-    }),
+    flagReport(
+      '/api/flags/:key/metrics',
+      'Evaluation metrics of one flag: summary, realtime, breakdowns, time series with percentiles, toggle impact',
+      (ref, query) => insights.metrics(ref, query.range, query.windowMinutes),
+    ),
+    flagReport(
+      '/api/flags/:key/toggle-impact',
+      'Errors and latency before and after the latest toggle in the range, with a verdict',
+      (ref, query) => insights.toggleImpact(ref, query.range, query.windowMinutes),
+    ),
     defineRoute({
       method: 'post',
       path: '/api/flags/:key/auto-rollback',
