@@ -296,6 +296,27 @@ describe('relay restarts and failures', () => {
     expect(await sql()`SELECT 1 FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer = 'bus'`).toHaveLength(0);
   });
 
+  it('renews the lease of a consumer slower than the lease, so another relay never takes its events meanwhile', async () => {
+    await app.platform.outbox.stop();
+    const key = uniqueKey();
+    const handled: string[] = [];
+    const slow = (relay: string): OutboxConsumer => ({
+      name: 'slow',
+      async handle(event) {
+        if (event.data.flagKey !== key) return;
+        handled.push(`${relay}:${event.id}`);
+        await sleep(1500); // five times the lease
+      },
+    });
+    testRelay({ leaseMs: 300 }, [slow('a')]).start();
+    await eventually(async () => (await sql()`SELECT 1 FROM outbox_consumers WHERE name = 'slow'`).length === 1);
+    await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
+    await eventually(async () => handled.length === 1, 30_000);
+    testRelay({ leaseMs: 300 }, [slow('b')]).start();
+    await eventually(async () => (await sql()`SELECT 1 FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer = 'slow'`).length === 0, 30_000);
+    expect(handled).toHaveLength(1);
+  });
+
   it('does not skip an event whose transaction commits after a later one', async () => {
     await app.platform.outbox.stop();
     const received = await listen();

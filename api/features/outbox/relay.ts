@@ -27,7 +27,10 @@ export interface OutboxRelayOptions {
   /** Sleep between polls when idle. A full batch is followed at once by the next one. */
   pollIntervalMs?: number;
   batchSize?: number;
-  /** How long a claimed batch stays this relay's; a relay that dies is replaced after it. */
+  /**
+   * How long a claimed batch stays this relay's without renewal: a relay renews it every third
+   * of it while it works, so a relay that dies (SIGKILL) is replaced within this time.
+   */
   leaseMs?: number;
   /** Retry delay after the n-th failed attempt: base * 2^(n-1), capped. */
   retryBaseMs?: number;
@@ -74,7 +77,7 @@ export class OutboxRelay {
     this.opts = {
       pollIntervalMs: deps.pollIntervalMs ?? 50,
       batchSize: deps.batchSize ?? 256,
-      leaseMs: deps.leaseMs ?? 60_000,
+      leaseMs: deps.leaseMs ?? 15_000,
       retryBaseMs: deps.retryBaseMs ?? 500,
       retryMaxMs: deps.retryMaxMs ?? 60_000,
       retentionMs: deps.retentionMs ?? 24 * 3600_000,
@@ -222,6 +225,31 @@ class ConsumerLoop {
     const done: number[] = [];
     const failed: { row: OutboxRow; error: string }[] = [];
     const notAttempted: number[] = [];
+    // A slow consumer (a webhook dispatch waiting on Temporal) keeps its lease while it works,
+    // so the lease itself can be short and a dead relay's events are taken over soon.
+    const renewal = setInterval(() => {
+      const settled = new Set([...done, ...failed.map((f) => f.row.seq), ...notAttempted]);
+      const inHand = rows.map((r) => r.seq).filter((seq) => !settled.has(seq));
+      this.store.extend(name, this.owner, inHand, this.opts.leaseMs).catch((error) => this.logger.warn({ err: error, consumer: name }, 'renewing an outbox lease failed'));
+    }, Math.max(100, Math.floor(this.opts.leaseMs / 3)));
+    try {
+      await this.handleStreams(streams, done, failed, notAttempted);
+    } finally {
+      clearInterval(renewal);
+    }
+
+    await this.store.markDone(name, done);
+    this.counters.handled += done.length;
+    await this.store.release(name, notAttempted);
+    for (const f of failed) {
+      this.counters.failures++;
+      await this.store.markFailed(name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
+    }
+    return rows.length;
+  }
+
+  private async handleStreams(streams: Map<string, OutboxRow[]>, done: number[], failed: { row: OutboxRow; error: string }[], notAttempted: number[]): Promise<void> {
+    const name = this.consumer.name;
     await forEachLimited([...streams.values()], this.opts.concurrency, async (events) => {
       // Within a flag: strictly in order, and nothing after an event that failed.
       for (let i = 0; i < events.length; i++) {
@@ -237,15 +265,6 @@ class ConsumerLoop {
         }
       }
     });
-
-    await this.store.markDone(name, done);
-    this.counters.handled += done.length;
-    await this.store.release(name, notAttempted);
-    for (const f of failed) {
-      this.counters.failures++;
-      await this.store.markFailed(name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
-    }
-    return rows.length;
   }
 
   private retryDelay(attempts: number): number {

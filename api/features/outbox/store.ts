@@ -116,6 +116,14 @@ export class OutboxStore {
       WHERE consumer = ${consumer} AND seq = ${seq}`;
   }
 
+  /** Keeps `owner`'s lease on events it is still working on for another `leaseMs`. */
+  async extend(consumer: string, owner: string, seqs: number[], leaseMs: number): Promise<void> {
+    if (!seqs.length) return;
+    await this.sql`
+      UPDATE flag_outbox_pending SET available_at = clock_timestamp() + ${leaseMs}::float8 * interval '1 millisecond'
+      WHERE consumer = ${consumer} AND claimed_by = ${owner} AND seq = ANY(${seqs}::bigint[])`;
+  }
+
   /** Gives back claimed events that were not attempted (an earlier event of their flag failed). */
   async release(consumer: string, seqs: number[]): Promise<void> {
     if (!seqs.length) return;
