@@ -92,14 +92,37 @@ describe('exporting to a webhook', () => {
     expect(none.body).toEqual({ ok: true, exported: { evaluations: 0, outcomes: 0 } });
   });
 
+  it('retries a chunk on the spec 8 schedule, same delivery id, until the receiver takes it', async () => {
+    const path = uniquePath('flaky');
+    receiver.expectSecret(path, SECRET);
+    receiver.behave(path, (attempt) => ({ status: attempt === 1 ? 503 : attempt === 2 ? 429 : 200 }));
+    const res = await p.owner.request('POST', '/api/analytics/export', exportBody(path, { dataTypes: ['outcomes'] }));
+    expect(res.body).toEqual({ ok: true, exported: { evaluations: 0, outcomes: 2 } });
+    const got = receiver.received(path);
+    expect(got.map((d) => d.headers['x-svc-delivery-attempt'])).toEqual(['1', '2', '3']);
+    expect(new Set(got.map((d) => d.headers['webhook-id'])).size).toBe(1);
+    expect(got.every((d) => d.svcSignatureValid && d.standardSignatureValid)).toBe(true);
+  });
+
   it('stops at a chunk the receiver refuses and says what was delivered (502)', async () => {
     const path = uniquePath('refuses');
-    receiver.behave(path, (attempt) => ({ status: attempt === 1 ? 200 : 503 }));
+    receiver.behave(path, (attempt) => ({ status: attempt === 1 ? 200 : 410 }));
     const res = await p.owner.request('POST', '/api/analytics/export', exportBody(path));
     expect(res.status).toBe(502);
     expect(res.body).toMatchObject({ ok: false, code: 'EXPORT_DELIVERY_FAILED', exported: { evaluations: 3, outcomes: 0 } });
-    expect(res.body.message).toContain('HTTP 503');
+    expect(res.body.message).toContain('HTTP 410');
+    // A 4xx other than 429 is final: no second attempt.
     expect(receiver.received(path)).toHaveLength(2);
+  });
+
+  it('gives a chunk up after 4 attempts of a receiver that stays down', async () => {
+    const path = uniquePath('down');
+    receiver.behave(path, () => ({ status: 503 }));
+    const res = await p.owner.request('POST', '/api/analytics/export', exportBody(path, { dataTypes: ['outcomes'] }));
+    expect(res.status).toBe(502);
+    expect(res.body).toMatchObject({ ok: false, exported: { evaluations: 0, outcomes: 0 } });
+    expect(res.body.message).toContain('after 4 attempts');
+    expect(receiver.received(path)).toHaveLength(4);
   });
 
   it('chunks big periods and refuses more than the bound before sending anything (413)', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { classifyStatus } from '../../../activities/delivery';
 import type { Analytics } from '../../../analytics/client';
+import { DELIVERY_DELAYS_MS } from '../../../workflows/webhook-delivery';
 import { badRequest, HttpError } from '../../http/errors';
 import { OutboundRequestError, OutboundTargetError, type OutboundClient } from '../../http/outbound';
 import type { Logger } from '../../infra/logger';
@@ -10,11 +11,12 @@ import { rawInWindow, windowParams, type TimeWindow } from './queries/range';
 
 /**
  * POST /api/analytics/export: a project's raw evaluation and outcome events of a period, sent to
- * a webhook in chunks. Each chunk is one POST through the OutboundClient (SSRF guard, address
- * pinned, 10 s budget), signed like webhook deliveries when a signing secret is given
- * (X-Svc-Signature and Standard Webhooks headers, webhooks/signing.ts), and its answer judged
- * as deliveries are (classifyStatus). The export is synchronous: a chunk that is not accepted
- * stops it and the caller hears which data was delivered; it is not retried later.
+ * a webhook in chunks. Each chunk is delivered as webhook deliveries are: POSTs through the
+ * OutboundClient (SSRF guard, address pinned, 10 s per attempt), signed when a signing secret is
+ * given (X-Svc-Signature and Standard Webhooks headers, webhooks/signing.ts), answers judged by
+ * classifyStatus and retried on the spec 8 schedule (DELIVERY_DELAYS_MS). The export is
+ * synchronous: a chunk still not accepted stops it and the caller hears which data was
+ * delivered; nothing is retried after the answer.
  */
 
 export const EXPORT_DATA_TYPES = ['evaluations', 'outcomes'] as const;
@@ -145,17 +147,26 @@ export class AnalyticsExporter {
     }
   }
 
-  /** One signed POST; null when accepted, else why not. */
+  /** One chunk on the spec 8 schedule (at most 4 attempts, 0/1/2/4 s apart); null when accepted, else why not. */
   private async send(req: ExportRequest, deliveryId: string, body: string): Promise<string | null> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-svc-event': EXPORT_EVENT };
-    if (req.signingSecret) Object.assign(headers, signedHeaders(req.signingSecret, deliveryId, body, Math.floor(Date.now() / 1000)));
-    try {
-      const res = await this.deps.outbound.post(req.webhookUrl, { headers, body, timeoutMs: EXPORT_ATTEMPT_TIMEOUT_MS });
-      const { outcome, error } = classifyStatus(res.status);
-      return outcome === 'delivered' ? null : error;
-    } catch (error) {
-      if (error instanceof OutboundRequestError) return error.message;
-      throw error;
+    let lastError = '';
+    for (const [index, delay] of DELIVERY_DELAYS_MS.entries()) {
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-svc-event': EXPORT_EVENT, 'x-svc-delivery-attempt': String(index + 1) };
+      if (req.signingSecret) Object.assign(headers, signedHeaders(req.signingSecret, deliveryId, body, Math.floor(Date.now() / 1000)));
+      try {
+        const res = await this.deps.outbound.post(req.webhookUrl, { headers, body, timeoutMs: EXPORT_ATTEMPT_TIMEOUT_MS });
+        const { outcome, error } = classifyStatus(res.status);
+        if (outcome === 'delivered') return null;
+        lastError = error ?? `HTTP ${res.status}`;
+        if (outcome !== 'retry') return lastError;
+      } catch (error) {
+        if (!(error instanceof OutboundRequestError)) throw error;
+        // Timeouts and network failures may pass; a refused (internal) target never will.
+        if (error.kind === 'forbidden_target') return error.message;
+        lastError = error.message;
+      }
     }
+    return `${lastError} (after ${DELIVERY_DELAYS_MS.length} attempts)`;
   }
 }

@@ -1,7 +1,7 @@
 import type { Sql } from 'postgres';
 import { z } from 'zod';
 import type { Analytics } from '../../../analytics/client';
-import type { ProjectAccess } from '../../auth/access';
+import type { ProjectAccess, ProjectGrant } from '../../auth/access';
 import { notFound } from '../../http/errors';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS } from '../flags/types';
@@ -10,7 +10,7 @@ import { adminFunnel, adoptionCohorts } from './queries/admin';
 import { flagFunnel, MAX_FUNNEL_STEPS } from './queries/funnel';
 import { rangeParam, windowOf } from './queries/range';
 import { sdkTelemetry } from './queries/sdk-telemetry';
-import { flagImpact, latestEvents, overview, vitals } from './queries/site';
+import { flagImpact, latestEvents, overview, vitals, type Site } from './queries/site';
 import { flagVariants } from './queries/variants';
 
 /**
@@ -28,6 +28,9 @@ const PERIODS = ['1h', '24h', '7d', '30d'] as const;
 /** Spec 4.10 caching: per-user data, so private; `private, no-cache` where the spec names no max-age. */
 const cached = (seconds: number) => ({ 'Cache-Control': `private, max-age=${seconds}` });
 const NOT_CACHED = { 'Cache-Control': 'private, no-cache' };
+
+/** The site a `siteId` route reads: the service and the project its access rule resolved. */
+const siteOf = (granted: ProjectGrant[], siteId: string): Site => ({ projectId: granted[0].projectId, siteId });
 
 const stepsSchema = z
   .string()
@@ -88,7 +91,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h') }),
       async handler({ query, granted }) {
-        const result = await overview(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, windowOf(query.range));
+        const result = await overview(analytics, siteOf(granted, query.siteId), windowOf(query.range));
         return reply(200, { ...result, range: query.range }, NOT_CACHED);
       },
     }),
@@ -101,7 +104,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h'), flagKey: flagKeySchema.optional() }),
       async handler({ query, granted }) {
-        const result = await vitals(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, windowOf(query.range), query.flagKey);
+        const result = await vitals(analytics, siteOf(granted, query.siteId), windowOf(query.range), query.flagKey);
         return reply(200, { ...result, range: query.range }, cached(30));
       },
     }),
@@ -114,7 +117,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h') }),
       async handler({ query, granted }) {
-        const impact = await flagImpact(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, windowOf(query.range));
+        const impact = await flagImpact(analytics, siteOf(granted, query.siteId), windowOf(query.range));
         return reply(200, { impact, range: query.range }, cached(30));
       },
     }),
@@ -157,7 +160,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, limit: z.coerce.number().int().min(1).max(100).default(50) }),
       async handler({ query, granted }) {
-        const events = await latestEvents(analytics, { projectId: granted[0].projectId, siteId: query.siteId }, query.limit);
+        const events = await latestEvents(analytics, siteOf(granted, query.siteId), query.limit);
         return reply(200, { events }, cached(5));
       },
     }),
