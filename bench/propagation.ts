@@ -28,7 +28,12 @@ const BARS = { sseP99Ms: 1_000, deliveriesPerSecond: 100, lastDeliveryMs: 10_000
 function startServer() {
   // No external backend, whatever the shell has set (the child inherits this environment).
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'CLICKHOUSE_URL', 'BENCH_DATABASE_URL']) delete process.env[name];
-  return startEvalServer({ env: { BENCH_SERVER_ROLES: 'control,data,worker', BENCH_DEMO_SEED: 'false' } });
+  // BENCH_CPU_PROF=<dir>: the server writes a V8 CPU profile there when it stops (where the time goes).
+  const profile = process.env.BENCH_CPU_PROF;
+  return startEvalServer({
+    env: { BENCH_SERVER_ROLES: 'control,data,worker', BENCH_DEMO_SEED: 'false' },
+    nodeArgs: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [],
+  });
 }
 
 /** The receiver: answers every delivery 200 after 50 ms, remembering when each arrived. */

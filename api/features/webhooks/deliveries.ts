@@ -164,24 +164,24 @@ export class DeliveryStore {
    * second run after a crash) is left alone.
    */
   async recordAttempt(id: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
-    await this.sql.begin(async (tx) => {
-      const [row] = await tx<{ status: DeliveryStatus }[]>`SELECT status FROM outbound_deliveries WHERE id = ${id} FOR UPDATE`;
-      if (row?.status !== 'pending') return;
-      await tx`
+    // One statement (one round trip, atomic): the row lock of `target` orders concurrent records.
+    await this.sql`
+      WITH target AS (
+        SELECT id FROM outbound_deliveries WHERE id = ${id} AND status = 'pending' FOR UPDATE
+      ), stored AS (
         INSERT INTO outbound_delivery_attempts (delivery_id, attempt, outcome, status_code, error, duration_ms, started_at)
-        VALUES (${id}, ${attempt}, ${result.outcome}, ${result.statusCode}, ${result.error}, ${result.durationMs}, ${result.startedAt})
+        SELECT id, ${attempt}::int, ${result.outcome}::text, ${result.statusCode}::int, ${result.error}::text, ${result.durationMs}::int, ${result.startedAt}::timestamptz FROM target
         ON CONFLICT (delivery_id, attempt) DO UPDATE
           SET outcome = EXCLUDED.outcome, status_code = EXCLUDED.status_code, error = EXCLUDED.error,
-              duration_ms = EXCLUDED.duration_ms, started_at = EXCLUDED.started_at`;
-      await tx`
-        UPDATE outbound_deliveries
-        SET attempt_count = GREATEST(attempt_count, ${attempt}),
-            last_status_code = ${result.statusCode},
-            last_error = ${result.error},
-            status = COALESCE(${finalStatus}, status),
-            completed_at = CASE WHEN ${finalStatus}::text IS NULL THEN completed_at ELSE clock_timestamp() END
-        WHERE id = ${id}`;
-    });
+              duration_ms = EXCLUDED.duration_ms, started_at = EXCLUDED.started_at
+      )
+      UPDATE outbound_deliveries d
+      SET attempt_count = GREATEST(d.attempt_count, ${attempt}),
+          last_status_code = ${result.statusCode},
+          last_error = ${result.error},
+          status = COALESCE(${finalStatus}, d.status),
+          completed_at = CASE WHEN ${finalStatus}::text IS NULL THEN d.completed_at ELSE clock_timestamp() END
+      FROM target WHERE d.id = target.id`;
   }
 
   /** Deletes finished deliveries (and their attempts) completed before the cutoff. */
