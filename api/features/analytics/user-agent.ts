@@ -7,7 +7,7 @@ import { boundedMemo } from '../../infra/ids';
 export interface UserAgentFacts {
   browser: string;
   os: string;
-  /** mobile, tablet, smarttv, console, wearable, embedded, or desktop when the parser names no device type. */
+  /** mobile, tablet, smarttv, console, wearable, embedded; desktop for a known browser or OS without one. */
   device: string;
 }
 
@@ -27,7 +27,10 @@ export function createUserAgentParser(): (userAgent: string) => UserAgentFacts {
 function parse(userAgent: string): UserAgentFacts {
   if (userAgent === '') return { browser: '', os: '', device: '' };
   const result = new UAParser(userAgent).getResult();
-  return { browser: result.browser.name ?? '', os: result.os.name ?? '', device: result.device.type ?? 'desktop' };
+  const browser = result.browser.name ?? '';
+  const os = result.os.name ?? '';
+  // ua-parser names no type for desktops; a client it does not know at all (a script) is no desktop.
+  return { browser, os, device: result.device.type ?? (browser || os ? 'desktop' : '') };
 }
 
 const COUNTRY = /^[A-Z0-9]{2}$/;
