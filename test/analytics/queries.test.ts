@@ -415,6 +415,9 @@ describe('flag variants and funnels', () => {
     expect((await get('/api/analytics/funnel', { ...base, steps: 'view,cart', environment: 'prod' })).status).toBe(400);
     expect((await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId })).status).toBe(400);
     expect((await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'production', eventName: 'no spaces' })).status).toBe(400);
+    // A service of another project is not one of this project's.
+    expect((await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'production', serviceId: other.serviceId })).status).toBe(404);
+    expect((await get('/api/analytics/funnel', { ...base, steps: 'view,cart', serviceId: other.serviceId })).status).toBe(404);
   });
 });
 

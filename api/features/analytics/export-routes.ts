@@ -40,6 +40,7 @@ export function analyticsExportRoutes(deps: { analytics: Analytics; outbound: Ou
           period: rangeParam(['1h', '24h', '7d', '30d'], '24h'),
         })
         .strict(),
+      response: z.object({ ok: z.literal(true), exported: z.object({ evaluations: z.number().int(), outcomes: z.number().int() }) }),
       async handler({ body }) {
         const exported = await exporter.run({
           projectId: body.projectId,

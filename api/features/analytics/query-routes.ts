@@ -6,11 +6,11 @@ import { notFound } from '../../http/errors';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS } from '../flags/types';
 import { idSchema } from '../projects/common';
-import { adminFunnel, adoptionCohorts } from './queries/admin';
+import { ADMIN_FUNNEL_STEPS, adminFunnel, adoptionCohorts } from './queries/admin';
 import { flagFunnel, MAX_FUNNEL_STEPS } from './queries/funnel';
 import { rangeParam, windowOf } from './queries/range';
 import { sdkTelemetry } from './queries/sdk-telemetry';
-import { flagImpact, latestEvents, overview, vitals, type Site } from './queries/site';
+import { flagImpact, latestEvents, overview, VITAL_METRICS, vitals, type Site } from './queries/site';
 import { flagVariants } from './queries/variants';
 
 /**
@@ -45,6 +45,88 @@ const stepsSchema = z
   )
   .describe(`Comma-separated event names, in order (2-${MAX_FUNNEL_STEPS}, no repeats)`);
 
+const rate = z.number().min(0);
+const count = z.number().int().min(0);
+const nullableNumber = z.number().nullable();
+const vitalSummary = z.object({ metric: z.enum(VITAL_METRICS), p50: nullableNumber, p75: nullableNumber, p95: nullableNumber, count });
+const Responses = {
+  sdkTelemetry: z.object({
+    range: z.string(),
+    totalEvaluations: count,
+    cacheHitRatio: rate,
+    evaluationSummaries: z.array(
+      z.object({ flagKey: z.string(), variant: z.string(), evaluations: count, cacheHits: count, cacheMisses: count, cacheHitRatio: rate, avgLatencyMs: nullableNumber }),
+    ),
+    webVitals: z.array(z.object({ metric: z.string(), count, p75: nullableNumber, ratings: z.object({ good: count, 'needs-improvement': count, poor: count }) })),
+    topErrors: z.array(z.object({ message: z.string(), count, firstSeen: z.string(), lastSeen: z.string(), correlatedFlags: z.array(z.string()) })),
+  }),
+  overview: z.object({ visitors: count, pageviews: count, avgSessionDuration: z.number().min(0).describe('ms'), bounceRate: rate, range: z.string() }),
+  vitals: z.object({ vitals: z.array(vitalSummary), timeSeries: z.array(vitalSummary.extend({ timestamp: z.string() })), range: z.string() }),
+  flagImpact: z.object({
+    impact: z.array(
+      z.object({
+        flagKey: z.string(),
+        variants: z.array(z.object({ variant: z.string(), pageviews: count, sessions: count, lcpP75: nullableNumber, avgCls: nullableNumber })),
+      }),
+    ),
+    range: z.string(),
+  }),
+  adminFunnel: z.object({
+    projectId: z.string(),
+    range: z.string(),
+    funnel: z.object({ steps: z.array(z.object({ event: z.enum(ADMIN_FUNNEL_STEPS), users: count, conversionRate: rate, dropOffRate: rate })) }),
+    experimentCycleTime: z.object({ sampleSize: count, medianHours: nullableNumber }),
+  }),
+  adoptionCohorts: z.object({
+    projectId: z.string(),
+    range: z.string(),
+    cohorts: z.array(z.object({ week: z.string(), createdProjects: count, adoptedProjects: count, adoptionRate: rate })),
+  }),
+  events: z.object({
+    events: z.array(
+      z.object({
+        id: z.string(),
+        type: z.string(),
+        url: z.string(),
+        timestamp: z.string(),
+        country: z.string(),
+        browser: z.string(),
+        os: z.string(),
+        device: z.string(),
+        flags: z.record(z.unknown()),
+        data: z.unknown(),
+      }),
+    ),
+  }),
+  variants: z.object({
+    flagKey: z.string(),
+    environment: z.string(),
+    period: z.string(),
+    variants: z.array(
+      z.object({
+        variant: z.string(),
+        evaluations: count,
+        conversions: count,
+        conversionRate: rate,
+        avgEventValue: nullableNumber,
+        latencyP50: nullableNumber,
+        latencyP99: nullableNumber,
+      }),
+    ),
+    totalEvaluations: count,
+    totalConversions: count,
+    overallConversionRate: rate,
+  }),
+  funnel: z.object({
+    projectId: z.string(),
+    flagKey: z.string(),
+    steps: z.array(z.string()),
+    funnelSteps: z.array(z.object({ step: z.string(), stepIndex: count, totalUsers: count, byVariant: z.record(count), dropOffRate: rate })),
+    variants: z.array(z.string()),
+    overallConversionRate: rate,
+  }),
+};
+
 export interface AnalyticsQueryDeps {
   analytics: Analytics;
   sql: Sql;
@@ -62,6 +144,13 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
     if (row?.slug !== slug) throw notFound('Project');
   }
 
+  /** An optional `serviceId` beside `projectId` must be one of that project's services. */
+  async function checkService(projectId: string, serviceId: string | undefined) {
+    if (serviceId === undefined) return;
+    const [row] = await sql`SELECT 1 FROM services WHERE id = ${serviceId} AND project_id = ${projectId}`;
+    if (!row) throw notFound('Service');
+  }
+
   return [
     defineRoute({
       method: 'get',
@@ -77,6 +166,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         flagKey: flagKeySchema.optional(),
         range: rangeParam(['1h', '6h', '24h', '7d'], '24h'),
       }),
+      response: Responses.sdkTelemetry,
       async handler({ query, granted }) {
         const report = await sdkTelemetry(analytics, { projectIds: granted.map((g) => g.projectId), ...query }, windowOf(query.range));
         return reply(200, { range: query.range, ...report }, NOT_CACHED);
@@ -90,6 +180,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h') }),
+      response: Responses.overview,
       async handler({ query, granted }) {
         const result = await overview(analytics, siteOf(granted, query.siteId), windowOf(query.range));
         return reply(200, { ...result, range: query.range }, NOT_CACHED);
@@ -103,6 +194,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h'), flagKey: flagKeySchema.optional() }),
+      response: Responses.vitals,
       async handler({ query, granted }) {
         const result = await vitals(analytics, siteOf(granted, query.siteId), windowOf(query.range), query.flagKey);
         return reply(200, { ...result, range: query.range }, cached(30));
@@ -116,6 +208,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, range: rangeParam(PERIODS, '24h') }),
+      response: Responses.flagImpact,
       async handler({ query, granted }) {
         const impact = await flagImpact(analytics, siteOf(granted, query.siteId), windowOf(query.range));
         return reply(200, { impact, range: query.range }, cached(30));
@@ -129,6 +222,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
       query: z.object({ projectId: idSchema, projectSlug: z.string().min(1).max(64).optional(), range: rangeParam(['24h', '7d', '30d'], '7d') }),
+      response: Responses.adminFunnel,
       async handler({ query }) {
         await checkSlug(query.projectId, query.projectSlug);
         const result = await adminFunnel(analytics, query.projectId, windowOf(query.range));
@@ -143,6 +237,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
       query: z.object({ projectId: idSchema, projectSlug: z.string().min(1).max(64).optional(), range: rangeParam(['7d', '30d', '90d'], '30d') }),
+      response: Responses.adoptionCohorts,
       async handler({ query, granted, principal }) {
         await checkSlug(query.projectId, query.projectSlug);
         // Only projects the caller may read themselves: the organization's others stay unseen.
@@ -159,6 +254,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.siteId },
       query: z.object({ siteId: idSchema, limit: z.coerce.number().int().min(1).max(100).default(50) }),
+      response: Responses.events,
       async handler({ query, granted }) {
         const events = await latestEvents(analytics, siteOf(granted, query.siteId), query.limit);
         return reply(200, { events }, cached(5));
@@ -179,7 +275,9 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         serviceId: idSchema.optional(),
         eventName: eventNameSchema.optional().describe('The conversion event; default every event but error and latency'),
       }),
+      response: Responses.variants,
       async handler({ params, query }) {
+        await checkService(query.projectId, query.serviceId);
         const scope = { projectId: query.projectId, environment: query.environment, flagKey: params.key, serviceId: query.serviceId };
         const report = await flagVariants(analytics, scope, windowOf(query.period), query.eventName);
         return reply(200, { flagKey: params.key, environment: query.environment, period: query.period, ...report }, cached(30));
@@ -200,7 +298,9 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         period: rangeParam(PERIODS, '24h'),
         serviceId: idSchema.optional(),
       }),
+      response: Responses.funnel,
       async handler({ query }) {
+        await checkService(query.projectId, query.serviceId);
         const scope = { projectId: query.projectId, environment: query.environment, flagKey: query.flagKey, serviceId: query.serviceId };
         const report = await flagFunnel(analytics, scope, windowOf(query.period), query.steps);
         return reply(200, { projectId: query.projectId, flagKey: query.flagKey, steps: query.steps, ...report }, cached(30));
