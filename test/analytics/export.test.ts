@@ -171,6 +171,13 @@ describe('who may export', () => {
     await ok(200, { token: await personalToken(p.owner, 'admin') });
   });
 
+  it('needs the CSRF header from a cookie session', async () => {
+    const path = uniquePath('csrf');
+    const res = await app.request('POST', '/api/analytics/export', { cookie: p.owner.cookie, body: exportBody(path) });
+    expect(res.status).toBe(403);
+    expect(receiver.received(path)).toHaveLength(0);
+  });
+
   it('validates every field and bounds the body', async () => {
     const path = uniquePath('invalid');
     for (const extra of [
