@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import type { Logger } from './logger';
 
@@ -31,16 +32,11 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
     const sql = connect(opts.url, opts.poolSize);
     return { sql, backend: 'postgres', url: opts.url, close: () => sql.end({ timeout: 5 }) };
   }
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const dir = path.join(opts.dataDir, 'pglite');
   fs.mkdirSync(dir, { recursive: true });
-  const db = await PGlite.create(dir);
-  const server = new PGLiteSocketServer({ db, port: 0, host: '127.0.0.1' });
-  await server.start();
-  const hostPort = server.getServerConn();
-  const url = `postgres://postgres@${hostPort}/postgres`;
-  opts.logger.info({ address: hostPort }, 'embedded PGlite serving the Postgres protocol');
+  const thread = await startPgliteThread(dir, opts.logger);
+  const url = `postgres://postgres@${thread.hostPort}/postgres`;
+  opts.logger.info({ address: thread.hostPort }, 'embedded PGlite serving the Postgres protocol');
   const sql = connect(url, 1);
   return {
     sql,
@@ -48,8 +44,38 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
     url,
     async close() {
       await sql.end({ timeout: 5 });
-      await server.stop();
-      await db.close();
+      await thread.stop();
+    },
+  };
+}
+
+/** Starts api/infra/pglite-thread (the .ts source under tsx, the built .js otherwise) and waits for its address. */
+async function startPgliteThread(dir: string, logger: Logger): Promise<{ hostPort: string; stop(): Promise<void> }> {
+  const script = path.join(__dirname, `pglite-thread${path.extname(__filename)}`);
+  // Threads do not inherit tsx's hooks: from the TypeScript source (npm run dev, benches) the
+  // thread registers them itself before loading its module.
+  const worker = script.endsWith('.ts')
+    ? new Worker(`require('tsx/cjs'); require(${JSON.stringify(script)});`, { eval: true, workerData: { dir } })
+    : new Worker(script, { workerData: { dir } });
+  const hostPort = await new Promise<string>((resolve, reject) => {
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the PGlite thread exited with ${code} before it was ready`)));
+    worker.on('message', (m: { type: string; hostPort?: string; message?: string }) => {
+      if (m.type === 'ready') resolve(m.hostPort!);
+      if (m.type === 'failed') reject(new Error(`PGlite did not start: ${m.message}`));
+    });
+  });
+  worker.removeAllListeners('exit');
+  worker.removeAllListeners('error');
+  // Queries then fail on the closed socket, and the health check says so.
+  worker.on('error', (error) => logger.error({ err: error }, 'the embedded PGlite thread failed'));
+  return {
+    hostPort,
+    async stop() {
+      const stopped = new Promise<void>((resolve) => worker.on('message', (m: { type: string }) => m.type === 'stopped' && resolve()));
+      worker.postMessage({ type: 'stop' });
+      await stopped;
+      await worker.terminate();
     },
   };
 }
