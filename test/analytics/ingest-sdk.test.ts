@@ -118,6 +118,18 @@ describe('POST /api/analytics/track', () => {
     expect(Number((stored[0] as { n: string }).n)).toBe(0);
   });
 
+  it("takes a project member's session (with its CSRF token) and hides the service from other users", async () => {
+    const body = { serviceId: p.serviceId, environment: 'production', events: [{ event: 'session-call', targetingKey: 'member' }] };
+    const viewer = await p.viewer.request('POST', '/api/analytics/track', body);
+    expect(viewer.status).toBe(202);
+    expect(viewer.body.accepted).toBe(1);
+    expect((await p.viewer.request('POST', '/api/analytics/track', body, { csrf: '' })).status).toBe(403);
+    const stranger = await other.owner.request('POST', '/api/analytics/track', body);
+    expect(stranger.status).toBe(404);
+    const [n] = await rows<{ n: number }>(`SELECT count() AS n FROM outcome_events WHERE service_id = {s:String} AND event = 'session-call'`, { s: p.serviceId });
+    expect(Number(n.n)).toBe(1);
+  });
+
   it('refuses more than 1,000 events, bodies over 256 KB, malformed JSON and unknown fields', async () => {
     const serviceId = p.serviceId;
     const events = Array.from({ length: 1_001 }, (_, i) => ({ event: 'e', targetingKey: `u${i}` }));
