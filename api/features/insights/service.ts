@@ -57,8 +57,7 @@ export class InsightsService {
     const nowMs = this.now();
     const window = rangeWindow(range, nowMs);
     const { warehouse } = this.deps;
-    const [total, series, breakdowns, realtime, toggles] = await Promise.all([
-      warehouse.flagStats(scope, window),
+    const [{ total, buckets }, breakdowns, realtime, toggles] = await Promise.all([
       warehouse.flagSeries(scope, window, window.bucketMinutes),
       warehouse.flagBreakdowns(scope, window),
       warehouse.flagRealtime(scope, nowMs, window.startMs),
@@ -66,8 +65,7 @@ export class InsightsService {
     ]);
     const timeSeries = [];
     for (let at = window.startMs; at < window.endMs; at += window.bucketMinutes * MINUTE_MS) {
-      const s = series.get(at);
-      timeSeries.push({ timestamp: new Date(at).toISOString(), ...seriesPoint(s) });
+      timeSeries.push({ timestamp: new Date(at).toISOString(), ...seriesPoint(buckets.get(at)) });
     }
     return {
       flagKey: flag.key,

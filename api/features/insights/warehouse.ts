@@ -82,30 +82,42 @@ export class EvaluationWarehouse {
     return toStats(row);
   }
 
-  /** One flag's series: one entry per bucket that had evaluations, keyed by the bucket's start (epoch ms). */
-  async flagSeries(scope: FlagScope, window: MinuteWindow, bucketMinutes: number): Promise<Map<number, EvaluationStats>> {
+  /**
+   * One flag's totals over a window and its series: one entry per bucket that had evaluations,
+   * keyed by the bucket's start (epoch ms). One scan: each bucket keeps its merged t-digest state,
+   * and the totals merge those few states instead of reading the rows again.
+   */
+  async flagSeries(scope: FlagScope, window: MinuteWindow, bucketMinutes: number): Promise<{ total: EvaluationStats; buckets: Map<number, EvaluationStats> }> {
+    // The totals row is the empty grouping set, whose bucket reads 0 (no real bucket starts in 1970).
     const rows = await this.select<StatsRow & { bucket: string | number }>(
-      `SELECT toUInt32(minute) - (toUInt32(minute) - {startS:UInt32}) % {bucketS:UInt32} AS bucket, ${STATS_COLUMNS}
-       FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW} GROUP BY bucket ORDER BY bucket`,
+      `SELECT bucket, sum(n) AS total_evaluations, sum(e) AS total_errors, sum(l) AS total_latency, quantilesTDigestMerge(0.5, 0.95, 0.99)(st) AS q
+       FROM (
+         SELECT toUInt32(minute) - (toUInt32(minute) - {startS:UInt32}) % {bucketS:UInt32} AS bucket, sum(evaluations) AS n,
+                sumIf(evaluations, error_code != '') AS e, sum(latency_sum) AS l, quantilesTDigestMergeState(0.5, 0.95, 0.99)(latency_quantiles) AS st
+         FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW} GROUP BY bucket
+       )
+       GROUP BY GROUPING SETS ((bucket), ())`,
       { ...scope, ...windowParams(window), bucketS: bucketMinutes * 60 },
     );
-    return new Map(rows.map((r) => [Number(r.bucket) * 1000, toStats(r)]));
+    const total = rows.find((r) => Number(r.bucket) === 0);
+    const buckets = rows.filter((r) => Number(r.bucket) !== 0);
+    return { total: toStats(total), buckets: new Map(buckets.map((r) => [Number(r.bucket) * 1000, toStats(r)])) };
   }
 
-  /** Evaluations per reason and per value (JSON text, cut to 128 characters by the rollup). */
+  /** Evaluations per reason and per value (JSON text, cut to 128 characters by the rollup), in one scan. */
   async flagBreakdowns(scope: FlagScope, window: MinuteWindow): Promise<{ reasons: Record<string, number>; values: Record<string, number> }> {
-    const params = { ...scope, ...windowParams(window) };
-    const [reasons, values] = await Promise.all(
-      (['reason', 'value'] as const).map((column) =>
-        this.select<{ key: string; n: string | number }>(
-          `SELECT ${column} AS key, sum(evaluations) AS n FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW}
-           GROUP BY key ORDER BY n DESC, key LIMIT 100`,
-          params,
-        ),
-      ),
+    const rows = await this.select<{ reason: string; value: string; n: string | number; by_value: number }>(
+      `SELECT reason, value, sum(evaluations) AS n, grouping(reason) AS by_value FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW}
+       GROUP BY GROUPING SETS ((reason), (value)) ORDER BY n DESC, reason, value LIMIT 100 BY by_value`,
+      { ...scope, ...windowParams(window) },
     );
-    const toMap = (rows: { key: string; n: string | number }[]) => Object.fromEntries(rows.map((r) => [r.key, Number(r.n)]));
-    return { reasons: toMap(reasons), values: toMap(values) };
+    const reasons: Record<string, number> = {};
+    const values: Record<string, number> = {};
+    for (const r of rows) {
+      if (Number(r.by_value)) values[r.value] = Number(r.n);
+      else reasons[r.reason] = Number(r.n);
+    }
+    return { reasons, values };
   }
 
   /**
