@@ -1,4 +1,5 @@
 import type { AnalyticsSink } from '../../../analytics/rows';
+import type { ProjectAccess } from '../../auth/access';
 import type { Authenticator } from '../../auth/authenticator';
 import type { Config } from '../../config';
 import { RateLimiter } from '../../http/rate-limit';
@@ -15,6 +16,7 @@ export interface IngestDeps {
   config: Config;
   sql: Sql;
   cache: Cache;
+  access: ProjectAccess;
   authenticator: Authenticator;
   sink: AnalyticsSink;
 }
@@ -30,11 +32,13 @@ const INGEST_WINDOW_SECONDS = 60;
 export function ingestRoutes(deps: IngestDeps): Record<'control' | 'data' | 'ingest', AnyRoute[]> {
   const { config, sink } = deps;
   const limiter = new RateLimiter(deps.cache, INGEST_WINDOW_SECONDS);
-  const sdk = sdkIngestRoutes({ sink });
+  // One cache of service -> project for SDK and browser callers.
+  const sites = new IngestSites(deps.sql);
+  const sdk = sdkIngestRoutes({ sink, sites, roleOf: (userId, projectId) => deps.access.roleOf(userId, projectId) });
   const admin = adminIngestRoutes({ sink, limiter, extraSiteId: config.ADMIN_ANALYTICS_SITE_ID });
   const browser = browserIngestRoutes({
     sink,
-    sites: new IngestSites(deps.sql),
+    sites,
     authenticator: deps.authenticator,
     limiter,
     userAgent: createUserAgentParser(),

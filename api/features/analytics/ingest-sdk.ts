@@ -1,11 +1,15 @@
 import { z } from 'zod';
 import type { AnalyticsSink, OutcomeRow } from '../../../analytics/rows';
+import { decide, refusal, type ProjectGrant } from '../../auth/access';
+import type { Principal, ProjectRole } from '../../auth/principal';
+import { notFound, unauthorized } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { hashTargetingKey } from '../evaluation/recorder';
 import { DEFAULT_ENVIRONMENT } from '../evaluation/service';
 import { ENVIRONMENTS } from '../flags/types';
 import { idSchema } from '../projects/common';
 import { EventName, EventTime, FlagValues, inWindow, newEventId, parseItem, pending, recordAll, type ItemProblem, type PendingRow } from './ingest-common';
+import type { IngestSites } from './ingest-sites';
 
 /** CONTRACT 8: at most 1,000 events and 256 KB per track request. */
 export const TRACK_MAX_EVENTS = 1_000;
@@ -118,13 +122,36 @@ const TelemetryResponse = z.object({
   }),
 });
 
+export interface SdkIngestDeps {
+  sink: AnalyticsSink;
+  sites: IngestSites;
+  /** A user's role on a project (ProjectAccess.roleOf), for sessions. */
+  roleOf: (userId: string, projectId: string) => Promise<ProjectRole | null>;
+}
+
+/**
+ * flags:read on the service's project, decided as evaluation decides (`decide`) but over the
+ * 10 s site cache: a project token, the usual caller, costs no query per request. Anonymous 401;
+ * no access to the project 404 like an unknown service; access without read 403.
+ */
+async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceId: string): Promise<ProjectGrant[]> {
+  if (principal.type === 'anonymous') throw unauthorized();
+  const site = (await deps.sites.resolve([serviceId])).get(serviceId);
+  if (!site) throw notFound('Service');
+  const role = principal.type === 'project_api_token' ? null : await deps.roleOf(principal.user.id, site.projectId);
+  const denial = decide(principal, site.projectId, role, 'flags:read');
+  if (denial) throw refusal(denial, 'flags:read', 'Service');
+  return [{ projectId: site.projectId, orgId: site.orgId, role }];
+}
+
 /**
  * SDK ingestion (both listeners; CONTRACT 1 and 8, spec 4.10): outcome events and telemetry.
  * Callers authenticate like evaluation: a project API token with `read` (or a member's session)
  * of the service's project; personal tokens are refused as on every SDK route.
  */
-export function sdkIngestRoutes(deps: { sink: AnalyticsSink }): AnyRoute[] {
+export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
   const { sink } = deps;
+  const readsService = (principal: Principal, serviceId: string) => serviceReader(deps, principal, serviceId);
   return [
     defineRoute({
       method: 'post',
@@ -133,7 +160,7 @@ export function sdkIngestRoutes(deps: { sink: AnalyticsSink }): AnyRoute[] {
       tags: ['analytics'],
       auth: 'authenticated',
       sdk: true,
-      access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
+      access: { capability: 'flags:read', check: (principal, ctx) => readsService(principal, ctx.body.serviceId) },
       status: 202,
       bodyLimit: BODY_LIMITS.default,
       body: TrackBody,
@@ -175,7 +202,7 @@ export function sdkIngestRoutes(deps: { sink: AnalyticsSink }): AnyRoute[] {
       tags: ['analytics'],
       auth: 'authenticated',
       sdk: true,
-      access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
+      access: { capability: 'flags:read', check: (principal, ctx) => readsService(principal, ctx.body.serviceId) },
       bodyLimit: BODY_LIMITS.default,
       body: TelemetryBody,
       response: TelemetryResponse,
