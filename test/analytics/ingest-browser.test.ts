@@ -262,3 +262,22 @@ describe('POST /ingest/admin-events', () => {
     expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
   });
 });
+
+describe('a lone ingest process (CONTRACT 1)', () => {
+  let ingest: TestApp;
+  afterAll(() => ingest?.stop());
+
+  it('serves /e and admin events into the shared warehouse, and neither SDK route', async () => {
+    ingest = await startTestApp({ ROLES: 'ingest', DATABASE_URL: app.databaseUrl, CLICKHOUSE_DATABASE: app.platform.config.CLICKHOUSE_DATABASE });
+    expect(Object.keys(ingest.running.urls)).toEqual(['ingest']);
+    const q = await createProject(app);
+    const browser = await ingest.request('POST', '/e', { listener: 'ingest', body: [pageview(q.serviceId, { sessionId: 'lone-ingest' })] });
+    expect(browser.body).toEqual({ accepted: 1, rejected: 0, errors: [] });
+    const admin = await ingest.request('POST', '/ingest/admin-events', { listener: 'ingest', body: [{ siteId: 'svc_admin_preview', event: 'screen_viewed', occurredAt: Date.now(), sessionId: 'lone-ingest' }] });
+    expect(admin.body).toMatchObject({ accepted: 1, rejected: 0, siteId: 'svc_admin_preview' });
+    expect((await ingest.request('POST', '/api/analytics/track', { listener: 'ingest', body: { serviceId: q.serviceId, events: [] } })).status).toBe(404);
+    await ingest.platform.analyticsWriter.flush();
+    expect(await rows(`SELECT count() AS n FROM browser_events WHERE service_id = {s:String} AND session_id = 'lone-ingest'`, { s: q.serviceId })).toEqual([{ n: 1 }]);
+    expect(await rows(`SELECT count() AS n FROM admin_events WHERE session_id = 'lone-ingest'`, {})).toEqual([{ n: 1 }]);
+  });
+});

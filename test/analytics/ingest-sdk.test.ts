@@ -259,3 +259,22 @@ describe('when the writer is over its memory bound', () => {
     expect(again.body.accepted).toBe(2);
   });
 });
+
+describe('a lone data-plane process (CONTRACT 1)', () => {
+  let data: TestApp;
+  afterAll(() => data?.stop());
+
+  it('takes track and sdk-telemetry into the shared warehouse', async () => {
+    data = await startTestApp({ ROLES: 'data', DATABASE_URL: app.databaseUrl, CLICKHOUSE_DATABASE: app.platform.config.CLICKHOUSE_DATABASE });
+    expect(Object.keys(data.running.urls)).toEqual(['data']);
+    const serviceId = p.serviceId;
+    const tracked = await data.request('POST', '/api/analytics/track', { listener: 'data', token: readToken, body: { serviceId, events: [{ event: 'lone-data', targetingKey: 'u' }] } });
+    expect(tracked.status).toBe(202);
+    expect(tracked.body.accepted).toBe(1);
+    const reported = await data.request('POST', '/api/analytics/sdk-telemetry', { listener: 'data', token: readToken, body: { serviceId, summaries: [{ flagKey: 'lone-flag', evaluations: 7 }] } });
+    expect(reported.body).toEqual({ success: true, processed: { evaluations: 1, webVitals: 0, errors: 0 } });
+    await data.platform.analyticsWriter.flush();
+    expect(await rows(`SELECT count() AS n FROM outcome_events WHERE service_id = {s:String} AND event = 'lone-data'`, { s: serviceId })).toEqual([{ n: 1 }]);
+    expect(await rows(`SELECT evaluations FROM sdk_telemetry WHERE service_id = {s:String} AND flag_key = 'lone-flag'`, { s: serviceId })).toEqual([{ evaluations: 7 }]);
+  });
+});
