@@ -56,6 +56,7 @@ export function adminIngestRoutes(deps: { sink: AnalyticsSink; limiter: RateLimi
       summary: 'CORS preflight for admin events',
       tags: ['analytics'],
       auth: 'public',
+      status: 204,
       handler: () => reply(204, undefined, PREFLIGHT_HEADERS),
     }),
     defineRoute({

@@ -95,6 +95,7 @@ export function browserIngestRoutes(deps: BrowserIngestDeps): AnyRoute[] {
       summary: 'CORS preflight for browser events: any origin, POST with Content-Type and X-Write-Token',
       tags: ['analytics'],
       auth: 'public',
+      status: 204,
       handler: () => reply(204, undefined, PREFLIGHT_HEADERS),
     }),
     defineRoute({
