@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import type { ZodTypeAny } from 'zod';
+import { AlertsResponse, AutoRollbackResponse, HealthResponse, HeatmapResponse, MetricsResponse, StaleFlagsResponse, ToggleImpactResponse } from '../../api/features/insights/schemas';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, expectStatus, opaqueToken, personalToken, qs, startReceiver, uniquePath, type Project, type Receiver } from '../webhooks/support';
 
@@ -58,6 +60,12 @@ async function insertEvaluations(tenant: { projectId: string; serviceId: string 
   await app.platform.analytics.client.insert({ table: 'evaluation_events', values, format: 'JSONEachRow' });
 }
 
+/** The body has every field its documented response schema declares, of the declared type. */
+function expectDocumented(schema: ZodTypeAny, body: unknown) {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new Error(`response does not match its schema: ${JSON.stringify(parsed.error.issues.slice(0, 5))}`);
+}
+
 const many = <T,>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
 
 /** Waits until at least `margin` ms remain before the next minute: the windows must not move mid-test. */
@@ -105,6 +113,7 @@ describe('GET /api/flags/:key/metrics', () => {
     const res = await p.viewer.request('GET', `/api/flags/${key}/metrics${qs({ serviceId: p.serviceId, range: '1h' })}`);
     expectStatus(res, 200, 'metrics');
     expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expectDocumented(MetricsResponse, res.body);
     const m = res.body;
     expect(m.range).toEqual({ start: new Date(start).toISOString(), end: new Date(end).toISOString(), rangeLabel: '1h', minutes: 60 });
     expect(m).toMatchObject({ flagKey: key, serviceId: p.serviceId, environment: 'production', source: 'evaluation_minutes' });
@@ -153,6 +162,7 @@ describe('GET /api/flags/:key/metrics', () => {
     await createFlag(p.owner, p.serviceId, key);
     const res = await p.viewer.request('GET', `/api/flags/${key}/metrics${qs({ serviceId: p.serviceId })}`);
     expectStatus(res, 200, 'metrics default range');
+    expectDocumented(MetricsResponse, res.body);
     expect(res.body.range).toMatchObject({ rangeLabel: '24h', minutes: 1440 });
     expect(res.body.timeSeries).toHaveLength(96);
     expect(res.body.summary).toMatchObject({ totalEvaluations: 0, errorRate: 0, p99LatencyMs: null });
@@ -210,6 +220,7 @@ describe('GET /api/flags/:key/toggle-impact', () => {
     const res = await p.viewer.request('GET', `/api/flags/${key}/toggle-impact${qs({ serviceId: p.serviceId, windowMinutes: 15 })}`);
     expectStatus(res, 200, 'toggle impact');
     expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expectDocumented(ToggleImpactResponse, res.body);
     const { impact, recentToggles } = res.body;
     expect(res.body).toMatchObject({ flagKey: key, serviceId: p.serviceId, environment: 'production', range: { rangeLabel: '24h' } });
     expect(impact.latestToggle).toMatchObject({ timestampMs: at, timestamp: new Date(at).toISOString(), transition: { from: 'disabled', to: 'enabled' }, environment: 'production', actor: p.owner.email });
@@ -241,6 +252,7 @@ describe('/api/flags/:key/auto-rollback', () => {
     const get = await p.viewer.request('GET', `/api/flags/${key}/auto-rollback${qs({ serviceId: p.serviceId })}`);
     expectStatus(get, 200, 'auto-rollback GET');
     expect(get.headers.get('cache-control')).toBe('private, no-store');
+    expectDocumented(AutoRollbackResponse, get.body);
     expect(get.body).toMatchObject({
       flagKey: key,
       serviceId: p.serviceId,
@@ -267,6 +279,7 @@ describe('/api/flags/:key/auto-rollback', () => {
 
     const res = await p.member.request('POST', `/api/flags/${key}/auto-rollback`, { serviceId: p.serviceId, environment: 'production' });
     expectStatus(res, 200, 'auto-rollback');
+    expectDocumented(AutoRollbackResponse, res.body);
     expect(res.body).toMatchObject({ actionTaken: 'rolled_back', tripped: true, targetVersionNumber: 1, newVersionNumber: 3 });
     expect(res.body.alertNotifiedChannels).toEqual([{ id: channel.body.id, name: 'on-call', type: 'webhook' }]);
 
@@ -299,6 +312,7 @@ describe('/api/flags/:key/auto-rollback', () => {
     const created = newKey('created');
     await createFlag(p.owner, p.serviceId, created);
     const first = await p.member.request('POST', `/api/flags/${created}/auto-rollback`, { serviceId: p.serviceId });
+    expectDocumented(AutoRollbackResponse, first.body);
     expect(first.body).toMatchObject({ actionTaken: 'none', tripped: false, targetVersionNumber: null });
   });
 
@@ -340,6 +354,7 @@ describe('GET /api/projects/:id/stale-flags', () => {
     const res = await q.viewer.request('GET', `/api/projects/${q.projectId}/stale-flags`);
     expectStatus(res, 200, 'stale flags');
     expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expectDocumented(StaleFlagsResponse, res.body);
     expect(res.body).toMatchObject({ total: 3, staleCount: 1, inactiveCount: 1, launchedCount: 1, potentialTechDebtFlags: 1 });
     const byKey = Object.fromEntries(res.body.reports.map((r: { flagKey: string }) => [r.flagKey, r]));
     expect(byKey['rolled-out']).toMatchObject({
@@ -382,6 +397,7 @@ describe('project health and heatmap', () => {
     const res = await q.viewer.request('GET', `/api/projects/${q.projectId}/health`);
     expectStatus(res, 200, 'health');
     expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expectDocumented(HealthResponse, res.body);
     // 10 / 103 errors: errorPenalty min(50, 97.1) = 50; p99 20 ms: no latency penalty; traffic 103 vs 100: no drop.
     expect(res.body).toMatchObject({
       projectId: q.projectId,
@@ -407,6 +423,7 @@ describe('project health and heatmap', () => {
     const res = await q.viewer.request('GET', `/api/projects/${q.projectId}/evaluation-heatmap`);
     expectStatus(res, 200, 'heatmap');
     expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expectDocumented(HeatmapResponse, res.body);
     const end = floorMinute(now) + MINUTE;
     const start = end - 60 * MINUTE;
     expect(res.body).toMatchObject({ projectId: q.projectId, range: { rangeLabel: '1h', minutes: 60 }, bucketMinutes: 5, totalFlags: 2, totalEvaluations: 103, maxCount: 100 });
@@ -461,6 +478,7 @@ describe('GET /api/alerts', () => {
     const res = await r.viewer.request('GET', '/api/alerts');
     expectStatus(res, 200, 'alerts');
     expect(res.headers.get('cache-control')).toMatch(/^private, max-age=\d+$/);
+    expectDocumented(AlertsResponse, res.body);
     expect(res.body).toMatchObject({ status: 'firing', firingCount: 4 });
     expect(Date.parse(res.body.evaluatedAt)).toBeGreaterThanOrEqual(now);
     const byName = Object.fromEntries(res.body.alerts.map((a: { name: string }) => [a.name, a]));

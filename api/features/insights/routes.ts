@@ -1,8 +1,9 @@
-import { z } from 'zod';
+import { z, type ZodTypeAny } from 'zod';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { ENVIRONMENTS, type FlagRef } from '../flags/types';
 import { idSchema } from '../projects/common';
+import { AlertsResponse, AutoRollbackResponse, HealthResponse, HeatmapResponse, MetricsResponse, StaleFlagsResponse, ToggleImpactResponse } from './schemas';
 import type { InsightsService } from './service';
 import { rangeParam } from './window';
 
@@ -59,12 +60,13 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
   const tags = ['insights'];
 
   /** A read of one flag's traffic (FlagQuery), cached briefly. */
-  const flagReport = (path: string, summary: string, answer: (ref: FlagRef, query: z.infer<typeof FlagQuery>) => Promise<unknown>) =>
+  const flagReport = (path: string, summary: string, response: ZodTypeAny, answer: (ref: FlagRef, query: z.infer<typeof FlagQuery>) => Promise<unknown>) =>
     defineRoute({
       method: 'get',
       path,
       summary,
       tags,
+      response,
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
@@ -79,11 +81,13 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
     flagReport(
       '/api/flags/:key/metrics',
       'Evaluation metrics of one flag: summary, realtime, breakdowns, time series with percentiles, toggle impact',
+      MetricsResponse,
       (ref, query) => insights.metrics(ref, query.range, query.windowMinutes),
     ),
     flagReport(
       '/api/flags/:key/toggle-impact',
       'Errors and latency before and after the latest toggle in the range, with a verdict',
+      ToggleImpactResponse,
       (ref, query) => insights.toggleImpact(ref, query.range, query.windowMinutes),
     ),
     defineRoute({
@@ -91,6 +95,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       path: '/api/flags/:key/auto-rollback',
       summary: 'Judge the latest change on the windows around it; when tripped (and not dryRun) roll back to the version before it and alert',
       tags,
+      response: AutoRollbackResponse,
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
       params: KeyParams,
@@ -107,6 +112,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       path: '/api/flags/:key/auto-rollback',
       summary: 'What auto-rollback would decide now (always a dry run: changes nothing)',
       tags,
+      response: AutoRollbackResponse,
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
@@ -123,6 +129,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       path: '/api/projects/:id/stale-flags',
       summary: 'Stale-flag report: every flag of the project scored for cleanup (docs/insights.md)',
       tags,
+      response: StaleFlagsResponse,
       auth: 'authenticated',
       access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
       params: ProjectParams,
@@ -135,6 +142,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       path: '/api/projects/:id/health',
       summary: 'Project health over the last hour: score 0-100, status per service, top degradation issues, traffic',
       tags,
+      response: HealthResponse,
       auth: 'authenticated',
       access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
       params: ProjectParams,
@@ -147,6 +155,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       path: '/api/projects/:id/evaluation-heatmap',
       summary: 'Evaluations per flag and time bucket (the busiest 100 flags)',
       tags,
+      response: HeatmapResponse,
       auth: 'authenticated',
       access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
       params: ProjectParams,
@@ -166,6 +175,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       path: '/api/alerts',
       summary: "Alert rules evaluated now on the warehouse over the caller's projects (docs/insights.md)",
       tags,
+      response: AlertsResponse,
       auth: 'authenticated',
       // No projectId: every project the caller may read.
       access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
