@@ -451,6 +451,26 @@ describe('project health and heatmap', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents every insight route with its response body', async () => {
+    const res = await app.request('GET', '/api/openapi.json');
+    expectStatus(res, 200, 'openapi');
+    const routes = [
+      ['get', '/api/flags/{key}/metrics'],
+      ['get', '/api/flags/{key}/toggle-impact'],
+      ['post', '/api/flags/{key}/auto-rollback'],
+      ['get', '/api/flags/{key}/auto-rollback'],
+      ['get', '/api/projects/{id}/stale-flags'],
+      ['get', '/api/projects/{id}/health'],
+      ['get', '/api/projects/{id}/evaluation-heatmap'],
+      ['get', '/api/alerts'],
+    ];
+    for (const [method, path] of routes) {
+      expect(res.body.paths[path]?.[method]?.responses?.['200']?.content?.['application/json']?.schema).toBeDefined();
+    }
+  });
+});
+
 describe('GET /api/alerts', () => {
   it("evaluates every rule on each of the caller's projects", async () => {
     await clearOfMinuteEdge();
