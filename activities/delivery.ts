@@ -40,6 +40,10 @@ export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities
   const timeoutMs = deps.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS;
 
   async function prepare(delivery: DeliveryRecord, nowSeconds: number): Promise<PreparedRequest> {
+    if (delivery.targetUrl) {
+      const signature = delivery.signingSecret ? signedHeaders(delivery.signingSecret, delivery.id, delivery.body, nowSeconds) : {};
+      return { url: delivery.targetUrl, headers: { 'content-type': 'application/json', 'x-svc-event': delivery.event, ...signature } };
+    }
     if (delivery.webhookId) {
       const target = await webhooks.signingTarget(deps.sql, delivery.webhookId);
       if (!target) return { skip: 'the webhook was deleted' };

@@ -189,7 +189,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     }
 
     // Analytics warehouse: the batched writer every producer shares, ingestion and queries.
-    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, writer: analyticsWriter, access: projectAccess, authenticator, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, outbound, temporal, logger });
+    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, writer: analyticsWriter, access: projectAccess, authenticator, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, outbound, deliveries: eventDelivery.deliveries, logger });
     onShutdown(() => analyticsFeature.stop());
 
     const health = healthRoutes({

@@ -4,6 +4,7 @@ import { idSchema } from '../projects/common';
 import type { Analytics } from '../../../analytics/client';
 import type { OutboundClient } from '../../http/outbound';
 import type { Logger } from '../../infra/logger';
+import type { DeliveryQueue } from '../webhooks/deliveries';
 import { AnalyticsExporter, EXPORT_DATA_TYPES } from './export';
 import { rangeParam, windowOf } from './queries/range';
 
@@ -14,7 +15,7 @@ const urlSchema = z.string().max(2048).url().refine((s) => !s.includes('\u0000')
  * caller chooses, so it needs what configuring a webhook needs: `settings:manage` on the project
  * (owner and admin roles, project tokens with manage_settings, personal tokens of the admin tier).
  */
-export function analyticsExportRoutes(deps: { analytics: Analytics; outbound: OutboundClient; logger: Logger }): AnyRoute[] {
+export function analyticsExportRoutes(deps: { analytics: Analytics; outbound: OutboundClient; deliveries: DeliveryQueue; logger: Logger }): AnyRoute[] {
   const exporter = new AnalyticsExporter(deps);
   return [
     defineRoute({

@@ -1,22 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { classifyStatus } from '../../../activities/delivery';
 import type { Analytics } from '../../../analytics/client';
-import { DELIVERY_DELAYS_MS } from '../../../workflows/webhook-delivery';
 import { badRequest, HttpError } from '../../http/errors';
-import { OutboundRequestError, OutboundTargetError, type OutboundClient } from '../../http/outbound';
+import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
 import type { Logger } from '../../infra/logger';
-import { signedHeaders } from '../webhooks/signing';
+import type { DeliveryQueue } from '../webhooks/deliveries';
 import { parseFlagValues, parseJsonOr, selectRows } from './queries/clickhouse';
 import { rawInWindow, windowParams, type TimeWindow } from './queries/range';
 
 /**
  * POST /api/analytics/export: a project's raw evaluation and outcome events of a period, sent to
- * a webhook in chunks. Each chunk is delivered as webhook deliveries are: POSTs through the
- * OutboundClient (SSRF guard, address pinned, 10 s per attempt), signed when a signing secret is
- * given (X-Svc-Signature and Standard Webhooks headers, webhooks/signing.ts), answers judged by
- * classifyStatus and retried on the spec 8 schedule (DELIVERY_DELAYS_MS). The export is
- * synchronous: a chunk still not accepted stops it and the caller hears which data was
- * delivered; nothing is retried after the answer.
+ * a webhook in chunks, in order. Each chunk is an outbound delivery like a webhook event's (the
+ * delivery lanes on Temporal: spec 8 attempts and backoff, 10 s per attempt, the SSRF guard at
+ * every attempt, X-Svc-Signature and Standard Webhooks headers when a signing secret is given).
+ * The request waits for each chunk's outcome: a chunk not accepted stops the export and the
+ * caller hears which data was delivered.
  */
 
 export const EXPORT_DATA_TYPES = ['evaluations', 'outcomes'] as const;
@@ -26,8 +23,8 @@ export type ExportDataType = (typeof EXPORT_DATA_TYPES)[number];
 export const MAX_EXPORT_ROWS = 50_000;
 /** Rows per POST: about 1-2 MB of JSON. */
 export const EXPORT_CHUNK_ROWS = 5_000;
-/** Spec 8: 10 s per delivery attempt. */
-export const EXPORT_ATTEMPT_TIMEOUT_MS = 10_000;
+/** How long the request waits for one chunk: its 4 attempts (10 s each at most) and 7 s of backoff, with room. */
+export const EXPORT_CHUNK_WAIT_MS = 60_000;
 export const EXPORT_EVENT = 'analytics.export';
 
 export interface ExportRequest {
@@ -88,7 +85,7 @@ const toExported: Record<ExportDataType, (r: Row) => Record<string, unknown>> = 
 };
 
 export class AnalyticsExporter {
-  constructor(private readonly deps: { analytics: Analytics; outbound: OutboundClient; logger: Logger }) {}
+  constructor(private readonly deps: { analytics: Analytics; outbound: OutboundClient; deliveries: DeliveryQueue; logger: Logger }) {}
 
   async run(req: ExportRequest): Promise<ExportCounts> {
     await this.checkTarget(req.webhookUrl);
@@ -122,7 +119,7 @@ export class AnalyticsExporter {
           chunks,
           rows: slice,
         });
-        const failure = await this.send(req, `${exportId}:${type}:${chunk + 1}`, body);
+        const failure = await this.send(req, exportId, `${type}:${chunk + 1}`, body);
         if (failure) {
           this.deps.logger.warn({ exportId, projectId: req.projectId, dataType: type, chunk: chunk + 1, failure }, 'analytics export chunk not accepted');
           throw new HttpError(502, `The webhook did not accept ${type} chunk ${chunk + 1} of ${chunks}: ${failure}`, {
@@ -147,26 +144,24 @@ export class AnalyticsExporter {
     }
   }
 
-  /** One chunk on the spec 8 schedule (at most 4 attempts, 0/1/2/4 s apart); null when accepted, else why not. */
-  private async send(req: ExportRequest, deliveryId: string, body: string): Promise<string | null> {
-    let lastError = '';
-    for (const [index, delay] of DELIVERY_DELAYS_MS.entries()) {
-      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-svc-event': EXPORT_EVENT, 'x-svc-delivery-attempt': String(index + 1) };
-      if (req.signingSecret) Object.assign(headers, signedHeaders(req.signingSecret, deliveryId, body, Math.floor(Date.now() / 1000)));
-      try {
-        const res = await this.deps.outbound.post(req.webhookUrl, { headers, body, timeoutMs: EXPORT_ATTEMPT_TIMEOUT_MS });
-        const { outcome, error } = classifyStatus(res.status);
-        if (outcome === 'delivered') return null;
-        lastError = error ?? `HTTP ${res.status}`;
-        if (outcome !== 'retry') return lastError;
-      } catch (error) {
-        if (!(error instanceof OutboundRequestError)) throw error;
-        // Timeouts and network failures may pass; a refused (internal) target never will.
-        if (error.kind === 'forbidden_target') return error.message;
-        lastError = error.message;
-      }
+  /**
+   * One chunk as a durable delivery to the given URL, in its export's lane (the webhook delivery
+   * machinery: spec 8 schedule, signing, SSRF guard at every attempt); waits for its outcome.
+   * Null when accepted, else why not.
+   */
+  private async send(req: ExportRequest, exportId: string, chunkId: string, body: string): Promise<string | null> {
+    const { deliveryId } = await this.deps.deliveries.enqueue({
+      target: { kind: 'url', batchId: exportId, url: req.webhookUrl, secret: req.signingSecret ?? null },
+      event: EXPORT_EVENT,
+      eventId: chunkId,
+      body,
+    });
+    const settled = await this.deps.deliveries.settle(deliveryId, EXPORT_CHUNK_WAIT_MS);
+    if (settled?.status === 'delivered') return null;
+    if (!settled || settled.status === 'pending') {
+      throw new HttpError(504, `Chunk ${chunkId} of export ${exportId} is still being delivered; its remaining attempts continue`, { code: 'EXPORT_DELIVERY_PENDING', ok: false });
     }
-    return `${lastError} (after ${DELIVERY_DELAYS_MS.length} attempts)`;
+    const attempts = settled.attemptCount > 1 ? ` (after ${settled.attemptCount} attempts)` : '';
+    return `${settled.lastError ?? settled.status}${attempts}`;
   }
 }

@@ -9,12 +9,12 @@ import type { AnyRoute } from '../../http/route';
 import type { OutboundClient } from '../../http/outbound';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
-import type { Temporal } from '../../infra/temporal';
 import { EvaluationRecorder } from '../evaluation/recorder';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { FlagService } from '../flags/service';
 import { createInsightRoutes } from '../insights/wiring';
 import { analyticsExportRoutes } from './export-routes';
+import type { DeliveryQueue } from '../webhooks/deliveries';
 import { ingestRoutes } from './ingest-routes';
 import { analyticsQueryRoutes } from './query-routes';
 
@@ -71,7 +71,8 @@ export interface AnalyticsFeatureDeps {
   /** Auto-rollback alerts the organization's channels (flag insights). */
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
   outbound: OutboundClient;
-  temporal: Temporal;
+  /** The outbound delivery lanes: analytics export sends its chunks through them. */
+  deliveries: DeliveryQueue;
   logger: Logger;
 }
 

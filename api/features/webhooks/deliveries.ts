@@ -30,6 +30,9 @@ export interface DeliveryRecord {
   id: string;
   webhookId: string | null;
   alertChannelId: string | null;
+  /** A delivery to an address given with its request (analytics export), signed with `signingSecret` when set. */
+  targetUrl: string | null;
+  signingSecret: string | null;
   event: string;
   eventId: string;
   flagKey: string | null;
@@ -43,7 +46,11 @@ export interface DeliveryRecord {
   completedAt: string | null;
 }
 
-export type DeliveryTarget = { kind: 'webhook'; webhookId: string } | { kind: 'alert_channel'; channelId: string };
+export type DeliveryTarget =
+  | { kind: 'webhook'; webhookId: string }
+  | { kind: 'alert_channel'; channelId: string }
+  /** One-off deliveries of a batch (an analytics export) to a URL its request gave. */
+  | { kind: 'url'; batchId: string; url: string; secret: string | null };
 
 export interface NewDelivery {
   target: DeliveryTarget;
@@ -59,6 +66,8 @@ interface DeliveryRow {
   id: string;
   webhook_id: string | null;
   alert_channel_id: string | null;
+  target_url: string | null;
+  signing_secret: string | null;
   event: string;
   event_id: string;
   flag_key: string | null;
@@ -86,6 +95,8 @@ const toDelivery = (r: DeliveryRow): DeliveryRecord => ({
   id: r.id,
   webhookId: r.webhook_id,
   alertChannelId: r.alert_channel_id,
+  targetUrl: r.target_url,
+  signingSecret: r.signing_secret,
   event: r.event,
   eventId: r.event_id,
   flagKey: r.flag_key,
@@ -110,7 +121,14 @@ const toAttempt = (r: AttemptRow): DeliveryAttempt => ({
 
 /** Workflow ids (and delivery ids) are derived, never random: the derivation is the idempotency key. */
 export function deliveryIdFor(target: DeliveryTarget, eventId: string): string {
-  return target.kind === 'webhook' ? `whd:${target.webhookId}:${eventId}` : `acd:${target.channelId}:${eventId}`;
+  switch (target.kind) {
+    case 'webhook':
+      return `whd:${target.webhookId}:${eventId}`;
+    case 'alert_channel':
+      return `acd:${target.channelId}:${eventId}`;
+    case 'url':
+      return `urd:${target.batchId}:${eventId}`;
+  }
 }
 
 export class DeliveryStore {
@@ -126,6 +144,8 @@ export class DeliveryStore {
       id,
       webhook_id: d.target.kind === 'webhook' ? d.target.webhookId : null,
       alert_channel_id: d.target.kind === 'alert_channel' ? d.target.channelId : null,
+      target_url: d.target.kind === 'url' ? d.target.url : null,
+      signing_secret: d.target.kind === 'url' ? d.target.secret : null,
       event: d.event,
       event_id: d.eventId,
       flag_key: d.flagKey ?? null,
@@ -180,6 +200,8 @@ export class DeliveryStore {
           last_status_code = ${result.statusCode},
           last_error = ${result.error},
           status = COALESCE(${finalStatus}, d.status),
+          -- A given URL's secret is kept only while attempts may still need it.
+          signing_secret = CASE WHEN ${finalStatus}::text IS NULL THEN d.signing_secret ELSE NULL END,
           completed_at = CASE WHEN ${finalStatus}::text IS NULL THEN d.completed_at ELSE clock_timestamp() END
       FROM target WHERE d.id = target.id`;
   }
@@ -221,9 +243,16 @@ const PRUNE_EVERY_MS = 3600_000;
 /** Lane signals one queue keeps in flight at once: bounded so a burst cannot swamp Temporal. */
 export const MAX_SIGNALS_IN_FLIGHT = 32;
 
-/** The lane workflow of a delivery target: one per webhook or alert channel. */
+/** The lane workflow of a delivery target: one per webhook, alert channel, or batch to a given URL. */
 export function laneIdFor(target: DeliveryTarget): string {
-  return target.kind === 'webhook' ? `lane:webhook:${target.webhookId}` : `lane:channel:${target.channelId}`;
+  switch (target.kind) {
+    case 'webhook':
+      return `lane:webhook:${target.webhookId}`;
+    case 'alert_channel':
+      return `lane:channel:${target.channelId}`;
+    case 'url':
+      return `lane:batch:${target.batchId}`;
+  }
 }
 
 /** Hands deliveries to Temporal; once handed over, retries and backoff no longer depend on this process. */
