@@ -127,6 +127,8 @@ describe('the flag write path', () => {
     outbox.calls = [];
     await expect(flags.update(actor, ref, { name: 'renamed' }, 7)).rejects.toMatchObject({ status: 409, extra: { currentVersion: 1 } });
     await expect(flags.remove(actor, ref, 2)).rejects.toMatchObject({ status: 409 });
+    // A rollback decided about version 3 (auto-rollback's judgement) does not roll over version 1.
+    await expect(flags.rollback(actor, ref, 1, { expectedVersion: 3 })).rejects.toMatchObject({ status: 409, extra: { currentVersion: 1 } });
     expect(audit.calls).toEqual([]);
     expect(outbox.calls).toEqual([]);
     expect((await flags.get(ref))!.version).toBe(1);

@@ -1,4 +1,4 @@
-import { notFound } from '../../http/errors';
+import { HttpError, notFound } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { NotifiedChannel, NotifyOrgAlertChannels } from '../alert-channels/types';
@@ -175,9 +175,25 @@ export class InsightsService {
       };
     }
 
-    const rolledBack = await this.deps.flags.rollback(actor, ref, targetVersionNumber, {
-      metadata: { autoRollback: { fromVersion: change.version, reason: decision.reason, before, after, delta, limits } },
-    });
+    let rolledBack: FlagRecord;
+    try {
+      rolledBack = await this.deps.flags.rollback(actor, ref, targetVersionNumber, {
+        // Only the version that was judged: a change made meanwhile is never rolled over unjudged.
+        expectedVersion: change.version,
+        metadata: { autoRollback: { fromVersion: change.version, reason: decision.reason, before, after, delta, limits } },
+      });
+    } catch (error) {
+      if (!(error instanceof HttpError && error.status === 409)) throw error;
+      return {
+        ...base,
+        actionTaken: 'none',
+        reason: `the flag changed while version ${change.version} was being judged; nothing was rolled back (judge the new version again)`,
+        tripped: decision.tripped,
+        targetVersionNumber,
+        alertNotifiedChannels: [] as NotifiedChannel[],
+        ...judged,
+      };
+    }
     let alertNotifiedChannels: NotifiedChannel[] = [];
     let alertError: string | undefined;
     try {
