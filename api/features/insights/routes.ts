@@ -5,7 +5,7 @@ import { ENVIRONMENTS, type FlagRef } from '../flags/types';
 import { idSchema } from '../projects/common';
 import { AlertsResponse, AutoRollbackResponse, HealthResponse, HeatmapResponse, MetricsResponse, StaleFlagsResponse, ToggleImpactResponse } from './schemas';
 import type { InsightsService } from './service';
-import { rangeParam } from './window';
+import { rangeParam } from '../analytics/queries/range';
 
 /**
  * Flag insights (spec 4.4 flag analysis, 4.7 project health and heatmap, 4.9 alerts). Reads need

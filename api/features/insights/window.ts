@@ -1,33 +1,21 @@
-import { z } from 'zod';
+import { RANGE_MS, type RangeName } from '../analytics/queries/range';
 
 /**
- * Time windows of the flag insights. A window is whole minutes, [start, end), ending at the end
- * of the current minute: exactly what the per-minute rollup (evaluation_minutes) can answer, so
- * an event at `start` counts and one a millisecond before it does not. The current minute is
- * still filling, which is why `end` may lie up to a minute ahead of now.
- *
- * Another helper keeps the analytics routes' ranges in api/features/analytics/queries/range.ts
- * (not committed when this was written); these two should become one module.
+ * Time windows of the flag insights, over the ranges every analytics query shares
+ * (api/features/analytics/queries/range.ts, with `rangeParam`). A window is whole minutes,
+ * [start, end), ending at the end of the current minute: exactly what the per-minute rollup
+ * (evaluation_minutes) can answer, so an event at `start` counts and one a millisecond before it
+ * does not. The current minute is still filling, which is why `end` may lie up to a minute ahead
+ * of now.
  */
 export const MINUTE_MS = 60_000;
 
-/** Range label -> length in minutes and the time-series bucket (in minutes, divides the length). */
-const RANGES = {
-  '15m': { minutes: 15, bucketMinutes: 1 },
-  '1h': { minutes: 60, bucketMinutes: 1 },
-  '24h': { minutes: 1_440, bucketMinutes: 15 },
-  '7d': { minutes: 10_080, bucketMinutes: 60 },
-  '30d': { minutes: 43_200, bucketMinutes: 360 },
-} as const;
-export type RangeLabel = keyof typeof RANGES;
+/** The ranges flag insights offer, and the metrics time-series bucket of each (in minutes, dividing the length). */
+const SERIES_BUCKET_MINUTES = { '15m': 1, '1h': 1, '24h': 15, '7d': 60, '30d': 360 } as const satisfies Partial<Record<RangeName, number>>;
+export type RangeLabel = keyof typeof SERIES_BUCKET_MINUTES;
 
-/** Heatmap columns per range (the metrics series uses RANGES' bucketMinutes). */
+/** Heatmap columns per range (the metrics series uses SERIES_BUCKET_MINUTES). */
 export const HEATMAP_BUCKET_MINUTES: Record<'15m' | '1h' | '24h' | '7d', number> = { '15m': 1, '1h': 5, '24h': 60, '7d': 360 };
-
-/** A `range` query parameter limited to `allowed` (anything else is a 400), `fallback` when absent. */
-export function rangeParam<const R extends readonly [RangeLabel, ...RangeLabel[]]>(allowed: R, fallback: R[number]) {
-  return z.enum(allowed).default(fallback as never).describe(`One of ${allowed.join(', ')}; default ${fallback}`);
-}
 
 export interface MinuteWindow {
   /** Epoch ms, minute-aligned; inclusive. */
@@ -44,8 +32,8 @@ export interface RangeWindow extends MinuteWindow {
 
 export const floorMinute = (ms: number) => Math.floor(ms / MINUTE_MS) * MINUTE_MS;
 
-export function rangeWindow(label: RangeLabel, nowMs: number, bucketMinutes: number = RANGES[label].bucketMinutes): RangeWindow {
-  const { minutes } = RANGES[label];
+export function rangeWindow(label: RangeLabel, nowMs: number, bucketMinutes: number = SERIES_BUCKET_MINUTES[label]): RangeWindow {
+  const minutes = RANGE_MS[label] / MINUTE_MS;
   const endMs = floorMinute(nowMs) + MINUTE_MS;
   return { label, minutes, bucketMinutes, startMs: endMs - minutes * MINUTE_MS, endMs };
 }

@@ -1,12 +1,15 @@
 import { z } from 'zod';
 
 /**
- * Time ranges of the analytics queries (spec 4.10: `range` or `period`). Each endpoint accepts
- * its own subset; anything else is a 400. A window ends now and starts at the start of the
- * minute `range` ago, so the per-minute rollups and the raw tables cover exactly the same
- * events (a rollup row is a whole minute).
+ * The time ranges of every analytics and flag-insight query (spec 4.4, 4.7, 4.10: `range` or
+ * `period`): one list of names and lengths, and `rangeParam` for their query parameters. Each
+ * endpoint accepts its own subset; anything else is a 400. Analytics windows (`windowOf`) end
+ * now and start at the start of the minute `range` ago, so the per-minute rollups and the raw
+ * tables cover exactly the same events (a rollup row is a whole minute); the flag insights cut
+ * whole-minute windows of the same lengths (api/features/insights/window.ts).
  */
 export const RANGE_MS = {
+  '15m': 15 * 60_000,
   '1h': 3_600_000,
   '6h': 6 * 3_600_000,
   '24h': 24 * 3_600_000,
@@ -18,6 +21,7 @@ export type RangeName = keyof typeof RANGE_MS;
 
 /** Time-series bucket per range: about 12 to 168 points per chart. */
 const BUCKET_SECONDS: Record<RangeName, number> = {
+  '15m': 60,
   '1h': 300,
   '6h': 1_800,
   '24h': 3_600,
