@@ -69,6 +69,8 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
    * (so refused requests cost no reading) and headers every answer needs, errors included (CORS).
    */
   beforeBody?: (ctx: RequestContext<unknown, unknown, unknown>) => Promise<void> | void;
+  /** Reads a JSON body sent as text/plain too (browser beacons: navigator.sendBeacon, no-preflight posts). */
+  textPlainJson?: boolean;
   /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
   csrfExempt?: boolean;
   handler: (ctx: RequestContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
@@ -167,7 +169,7 @@ function bodyReader(route: AnyRoute, limit: number) {
   return (req: Request, res: Response) =>
     new Promise<void>((resolve, reject) => {
       if (!route.body) return resolve();
-      const problem = checkBodyHeaders(req.headers, limit);
+      const problem = checkBodyHeaders(req.headers, limit, { textPlainJson: route.textPlainJson });
       if (problem === null) {
         req.body = undefined;
         return resolve();

@@ -108,6 +108,8 @@ export function browserIngestRoutes(deps: BrowserIngestDeps): AnyRoute[] {
       csrfExempt: true,
       status: 202,
       bodyLimit: BROWSER_BODY_LIMIT,
+      // Pages send analytics as they unload: navigator.sendBeacon posts strings as text/plain.
+      textPlainJson: true,
       beforeBody: publicIngestGate(deps.limiter, 'ingest-e'),
       body: z.array(z.unknown()).max(BROWSER_MAX_ITEMS).describe(`At most ${BROWSER_MAX_ITEMS} events`),
       response: IngestResponse,
