@@ -23,6 +23,8 @@ describe('POST /api/projects', () => {
       description: 'Payments',
       tags: ['a', 'b'],
       requireWriteToken: false,
+      guardrailAutoRollback: true,
+      guardrailWindowMinutes: 15,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       role: 'owner',

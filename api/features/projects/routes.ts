@@ -12,6 +12,8 @@ export const ProjectSchema = z.object({
   description: z.string(),
   tags: z.array(z.string()),
   requireWriteToken: z.boolean().describe('Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11)'),
+  guardrailAutoRollback: z.boolean().describe('A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md)'),
+  guardrailWindowMinutes: z.number().int().describe('Minutes a production change is watched before the guardrail judges it (1-1440)'),
   createdAt: z.string(),
   updatedAt: z.string(),
   role: z.enum(PROJECT_ROLES).nullable().describe("The caller's role; null for a project API token"),
@@ -106,6 +108,8 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
         slug: slugSchema.optional(),
         tags: tagsSchema.optional(),
         requireWriteToken: z.boolean().optional(),
+        guardrailAutoRollback: z.boolean().optional(),
+        guardrailWindowMinutes: z.number().int().min(1).max(1_440).optional(),
       }),
       response: ProjectSchema,
       async handler(ctx) {

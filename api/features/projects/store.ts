@@ -17,6 +17,8 @@ interface ProjectRow {
   description: string;
   tags: string[];
   require_write_token: boolean;
+  guardrail_auto_rollback: boolean;
+  guardrail_window_minutes: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -30,6 +32,8 @@ export function toProject(row: ProjectRow): ProjectRecord {
     description: row.description,
     tags: row.tags,
     requireWriteToken: row.require_write_token,
+    guardrailAutoRollback: row.guardrail_auto_rollback,
+    guardrailWindowMinutes: row.guardrail_window_minutes,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -75,6 +79,8 @@ export class ProjectStore {
           slug = COALESCE(${patch.slug ?? null}, slug),
           tags = COALESCE(${patch.tags ? db.json(patch.tags) : null}::jsonb, tags),
           require_write_token = COALESCE(${patch.requireWriteToken ?? null}, require_write_token),
+          guardrail_auto_rollback = COALESCE(${patch.guardrailAutoRollback ?? null}, guardrail_auto_rollback),
+          guardrail_window_minutes = COALESCE(${patch.guardrailWindowMinutes ?? null}, guardrail_window_minutes),
           updated_at = now()
         WHERE id = ${id} RETURNING *`;
       return toProject(row);

@@ -10,6 +10,10 @@ export interface ProjectRecord {
   tags: string[];
   /** Browser events for its services need X-Write-Token (CONTRACT 11). */
   requireWriteToken: boolean;
+  /** A tripped guardrail check after a production change rolls it back (docs/guardrails.md); off: only notify. */
+  guardrailAutoRollback: boolean;
+  /** How long a production change is watched before the guardrail judges it (the windows compared). */
+  guardrailWindowMinutes: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -27,4 +31,4 @@ export interface ProjectInput {
   orgId?: string;
 }
 
-export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken'>>;
+export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken' | 'guardrailAutoRollback' | 'guardrailWindowMinutes'>>;
