@@ -12,6 +12,9 @@ export const MIN_SAMPLE_AFTER = 20;
 /** One-sided alpha 0.05. */
 const Z_CRITICAL = 1.645;
 
+/** The auto-rollback endpoint's defaults, shared by the production guardrail (docs/guardrails.md). */
+export const AUTO_ROLLBACK_DEFAULTS = { windowMinutes: 15, maxErrorRateDelta: 0.02, maxLatencyDeltaMs: 200 } as const;
+
 /** Toggle-impact thresholds: error-rate rise and p99 rise for `degraded` and `critical`. */
 export const IMPACT_THRESHOLDS = {
   degraded: { errorRateDelta: 0.01, latencyP99DeltaMs: 100 },

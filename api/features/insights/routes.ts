@@ -3,6 +3,7 @@ import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { ENVIRONMENTS, type FlagRef } from '../flags/types';
 import { idSchema } from '../projects/common';
+import { AUTO_ROLLBACK_DEFAULTS } from './impact';
 import { AlertsResponse, AutoRollbackResponse, HealthResponse, HeatmapResponse, MetricsResponse, StaleFlagsResponse, ToggleImpactResponse } from './schemas';
 import type { InsightsService } from './service';
 import { rangeParam } from '../analytics/queries/range';
@@ -18,7 +19,7 @@ const KeyParams = z.object({ key: flagKey });
 const ProjectParams = z.object({ id: idSchema });
 /** Insights look at live traffic: production unless another environment is named. */
 const environment = z.enum(ENVIRONMENTS).default('production').describe('Default production');
-const windowMinutes = z.coerce.number().int().min(1).max(1_440).default(15).describe('Minutes compared before and after the change (1-1440, default 15)');
+const windowMinutes = z.coerce.number().int().min(1).max(1_440).default(AUTO_ROLLBACK_DEFAULTS.windowMinutes).describe(`Minutes compared before and after the change (1-1440, default ${AUTO_ROLLBACK_DEFAULTS.windowMinutes})`);
 const FLAG_RANGES = ['1h', '24h', '7d', '30d'] as const;
 
 const FlagQuery = z.object({
@@ -29,8 +30,8 @@ const FlagQuery = z.object({
 });
 
 const RollbackLimits = {
-  maxErrorRateDelta: z.number().min(0).max(1).default(0.02).describe('Error-rate rise (0-1) that trips; default 0.02'),
-  maxLatencyDeltaMs: z.number().min(0).max(600_000).default(200).describe('p99 latency rise in ms that trips; default 200'),
+  maxErrorRateDelta: z.number().min(0).max(1).default(AUTO_ROLLBACK_DEFAULTS.maxErrorRateDelta).describe(`Error-rate rise (0-1) that trips; default ${AUTO_ROLLBACK_DEFAULTS.maxErrorRateDelta}`),
+  maxLatencyDeltaMs: z.number().min(0).max(600_000).default(AUTO_ROLLBACK_DEFAULTS.maxLatencyDeltaMs).describe(`p99 latency rise in ms that trips; default ${AUTO_ROLLBACK_DEFAULTS.maxLatencyDeltaMs}`),
 };
 const RollbackBody = z
   .object({
@@ -38,7 +39,7 @@ const RollbackBody = z
     environment,
     dryRun: z.boolean().default(false),
     ...RollbackLimits,
-    windowMinutes: z.number().int().min(1).max(1_440).default(15),
+    windowMinutes: z.number().int().min(1).max(1_440).default(AUTO_ROLLBACK_DEFAULTS.windowMinutes),
   })
   .strict();
 const RollbackQuery = z
@@ -46,8 +47,8 @@ const RollbackQuery = z
     serviceId: idSchema,
     environment,
     dryRun: z.enum(['true', 'false']).optional().describe('Ignored: GET is always a dry run'),
-    maxErrorRateDelta: z.coerce.number().min(0).max(1).default(0.02),
-    maxLatencyDeltaMs: z.coerce.number().min(0).max(600_000).default(200),
+    maxErrorRateDelta: z.coerce.number().min(0).max(1).default(AUTO_ROLLBACK_DEFAULTS.maxErrorRateDelta),
+    maxLatencyDeltaMs: z.coerce.number().min(0).max(600_000).default(AUTO_ROLLBACK_DEFAULTS.maxLatencyDeltaMs),
     windowMinutes,
   });
 

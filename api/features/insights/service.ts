@@ -35,6 +35,8 @@ export interface RollbackOptions {
   maxErrorRateDelta: number;
   maxLatencyDeltaMs: number;
   windowMinutes: number;
+  /** Judge only this version (the production guardrail's watch): a flag that moved on is left alone. */
+  version?: number;
 }
 
 const latency = (n: number | null) => (n === null ? null : round(n));
@@ -127,6 +129,18 @@ export class InsightsService {
     const base = { flagKey: flag.key, serviceId: flag.serviceId, environment: flag.environment, dryRun: opts.dryRun, windowMinutes: opts.windowMinutes };
     const limits = { maxErrorRateDelta: opts.maxErrorRateDelta, maxLatencyDeltaMs: opts.maxLatencyDeltaMs };
     const change = await this.deps.changes.latestChange(flag.id);
+    if (opts.version !== undefined && change?.version !== opts.version) {
+      return {
+        ...base,
+        actionTaken: 'none',
+        reason: `version ${opts.version} is no longer the latest (now ${change?.version ?? 'none'}): the newer change is judged instead`,
+        tripped: false,
+        targetVersionNumber: null,
+        alertNotifiedChannels: [] as NotifiedChannel[],
+        limits,
+        change: null,
+      };
+    }
     if (!change || change.version <= 1) {
       return {
         ...base,

@@ -19,7 +19,12 @@ export interface InsightDeps {
 
 /** Flag insights on the control plane: metrics, toggle impact, auto-rollback, stale flags, health, heatmap, alerts. */
 export function createInsightRoutes(deps: InsightDeps): AnyRoute[] {
-  const insights = new InsightsService({
+  return insightRoutes({ insights: createInsightsService(deps) });
+}
+
+/** The insights service over the warehouse and the flags' history (also the production guardrail's judge). */
+export function createInsightsService(deps: InsightDeps): InsightsService {
+  return new InsightsService({
     sql: deps.sql,
     warehouse: new EvaluationWarehouse(deps.analytics),
     changes: new FlagChangeHistory(deps.sql),
@@ -27,5 +32,4 @@ export function createInsightRoutes(deps: InsightDeps): AnyRoute[] {
     notifyOrgAlertChannels: deps.notifyOrgAlertChannels,
     logger: deps.logger,
   });
-  return insightRoutes({ insights });
 }
