@@ -26,6 +26,8 @@ import { flagRoutes } from './features/flags/routes';
 import { FlagService } from './features/flags/service';
 import { FlagStore } from './features/flags/store';
 import { orgRoutes } from './features/orgs/routes';
+import { createGuardrailFeature } from './features/guardrails/wiring';
+import type { GuardrailChecker } from './features/guardrails/checker';
 import { OutboxRelay } from './features/outbox/relay';
 import { OutboxWriter } from './features/outbox/store';
 import { createCredentialFeatures } from './features/tokens/wiring';
@@ -70,6 +72,8 @@ export interface Platform {
   flagService: FlagService;
   /** Runs each consumer of committed flag changes (the bus publish, then the registered ones) in its own loop. */
   outbox: OutboxRelay;
+  /** The guardrail watch's check, run by this process's worker. */
+  guardrail: GuardrailChecker;
   /** Which services are public demo services (spec 4.2): isDemoService / demoServiceIds (also isDemo / list). */
   demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
@@ -170,6 +174,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.
     const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, mail, outbound, sends, publicBaseUrl, logger });
     outbox.register(eventDelivery.webhookConsumer);
+    // Production guardrail: a watch per toggle or serving change, judged by the worker (docs/guardrails.md).
+    const guardrails = createGuardrailFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
+    outbox.register(guardrails.consumer);
     // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
     onShutdown(() => demo.stop());
@@ -244,6 +251,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       analyticsWriter,
       flagService,
       outbox,
+      guardrail: guardrails.checker,
       demo: demo.registry,
       outbound,
       routes: { control, data, ingest },
@@ -320,7 +328,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         namespace: platform.temporal.namespace,
         taskQueue: platform.temporal.taskQueue,
         bundlePath: config.WORKFLOW_BUNDLE_PATH,
-        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound },
+        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail },
         logger,
       });
     }

@@ -3,3 +3,5 @@ export { sendMail } from './mail';
 export { invitationExpiry } from './invitation-expiry';
 export { deliverOutbound } from './webhook-delivery';
 export { deliveryLane } from './delivery-lane';
+export { guardrailWatch } from './guardrail';
+export { canaryPipeline } from './canary';

@@ -1,4 +1,4 @@
-import { defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 import { z } from 'zod';
 
 /**
@@ -132,3 +132,250 @@ export const DELIVERY_LANE = workflowMessage<DeliveryLaneInput, void>(
 /** The dispatcher's hand-over: deliveries already stored as pending, in the order to run them. */
 export const deliveriesQueuedSignal = defineSignal<[QueuedDelivery[]]>('deliveriesQueued');
 export const DELIVERIES_QUEUED_ARGS = z.array(queuedDelivery).min(1);
+
+// ---------------------------------------------------------------------------------------------
+// canaryPipeline: one workflow per flag, service and environment ramping a rule's rollout
+// through gated stages (workflows/canary.ts; CONTRACT 9). The shapes are the API's record.
+
+export type CanaryStatus = 'running' | 'paused' | 'completed' | 'rolled_back' | 'aborted';
+
+export interface CanaryConfig {
+  initialRolloutPercent: number;
+  targetRolloutPercent: number;
+  rampStepPercent: number;
+  soakPeriodMinutes: number;
+  errorRateGateDelta: number;
+  latencyGateDeltaMs: number;
+  autoRollbackOnBreach: boolean;
+  minSamplesPerCohort: number;
+  maxWaitMinutes: number;
+  alpha: number;
+}
+
+export interface CanaryCohort {
+  exposures: number;
+  errors: number;
+  errorRate: number;
+  latencyP50: number | null;
+  latencyP99: number | null;
+}
+
+/** A gate's evidence (CONTRACT 9), as api/features/release-safety/gates.ts evaluateGate answers it. */
+export interface CanaryGate {
+  decision: 'pass' | 'fail' | 'wait';
+  reason: string;
+  test: string;
+  alpha: number;
+  treatment: CanaryCohort;
+  control: CanaryCohort;
+  errorRateDelta: { estimate: number; lower: number; upper: number };
+  latencyDeltaMs: { estimate: number; lower: number; upper: number };
+  srm: { pValue: number; ok: boolean };
+}
+
+export interface CanaryStage {
+  index: number;
+  rolloutPercent: number;
+  startedAt: string;
+  endedAt?: string;
+  gate?: CanaryGate;
+  /** Set when an operator advanced past the soak and gate (`force: true`): who did. */
+  forcedBy?: string;
+}
+
+export interface CanaryHealth {
+  /** From the latest gate: pass healthy, wait insufficient_data, fail breach; pending before the first. */
+  status: 'pending' | 'healthy' | 'insufficient_data' | 'breach';
+  checkedAt: string | null;
+  gate: CanaryGate | null;
+}
+
+/** What the workflow persists at every change and answers to its query. */
+export interface CanaryState {
+  status: CanaryStatus;
+  currentStage: CanaryStage | null;
+  completedStages: CanaryStage[];
+  /** When the current stage's soak ends (workflow time). */
+  soakEndsAt: string | null;
+  health: CanaryHealth;
+  /** Why the pipeline paused or ended (breach, too little data, abort reason). */
+  statusReason: string | null;
+}
+
+export interface CanaryTarget {
+  projectId: string;
+  orgId: string;
+  serviceId: string;
+  environment: 'development' | 'staging' | 'production';
+  flagKey: string;
+}
+
+export interface CanaryPipelineInput {
+  pipelineId: string;
+  target: CanaryTarget;
+  ruleId: string;
+  /** JSON text of the value of the rule the pipeline inserts first (no ruleId given); absent when ramping an existing rule. */
+  insertRuleValue?: string;
+  config: CanaryConfig;
+  preCanaryVersion: number;
+  /** The state carried over by continue-as-new. */
+  resume?: CanaryState;
+}
+
+export const CANARY_PIPELINE = workflowMessage<CanaryPipelineInput, CanaryStatus>(
+  'canaryPipeline',
+  z
+    .object({
+      pipelineId: z.string().min(1),
+      target: z.object({ projectId: z.string().min(1), orgId: z.string().min(1), serviceId: z.string().min(1), environment: z.enum(['development', 'staging', 'production']), flagKey: z.string().min(1) }).strict(),
+      ruleId: z.string().min(1),
+      insertRuleValue: z.string().optional(),
+      config: z
+        .object({
+          initialRolloutPercent: z.number().gt(0).max(100),
+          targetRolloutPercent: z.number().gt(0).max(100),
+          rampStepPercent: z.number().gt(0).max(100),
+          soakPeriodMinutes: z.number().min(0.05),
+          errorRateGateDelta: z.number().min(0),
+          latencyGateDeltaMs: z.number().min(0),
+          autoRollbackOnBreach: z.boolean(),
+          minSamplesPerCohort: z.number().int().min(1),
+          maxWaitMinutes: z.number().min(0),
+          alpha: z.number().gt(0).lt(1),
+        })
+        .strict(),
+      preCanaryVersion: z.number().int().min(1),
+    })
+    // `resume` is never a start's input: only continue-as-new passes it, past this check.
+    .strict(),
+);
+
+/** Operator advance: `force` skips the soak and gate; otherwise the API ran the gate and sends its passing result. */
+export interface CanaryAdvance {
+  force: boolean;
+  requestedBy: string;
+  gate?: CanaryGate;
+}
+export const canaryAdvanceSignal = defineSignal<[CanaryAdvance]>('canaryAdvance');
+
+export interface CanaryAbort {
+  reason: string;
+  requestedBy: string;
+}
+export const canaryAbortSignal = defineSignal<[CanaryAbort]>('canaryAbort');
+
+export const canaryStateQuery = defineQuery<CanaryState>('canaryState');
+
+/** The Temporal workflow id of a flag's pipeline: one per flag, service and environment. */
+export function canaryWorkflowId(serviceId: string, environment: string, flagKey: string): string {
+  return `canary:${serviceId}:${environment}:${flagKey}`;
+}
+
+export interface CanaryRolloutStep {
+  pipelineId: string;
+  target: CanaryTarget;
+  ruleId: string;
+  insertRuleValue?: string;
+  stageIndex: number;
+  rolloutPercent: number;
+  /** The gate that let the previous stage end (audit evidence), or who forced it. */
+  previousGate?: CanaryGate;
+  forcedBy?: string;
+}
+
+export interface CanaryGateRequest {
+  target: CanaryTarget;
+  ruleId: string;
+  fromMs: number;
+  toMs: number;
+  rolloutPercent: number;
+  config: CanaryConfig;
+  final: boolean;
+}
+
+export interface CanaryRestore {
+  pipelineId: string;
+  target: CanaryTarget;
+  preCanaryVersion: number;
+  outcome: 'rolled_back' | 'aborted';
+  reason: string;
+  requestedBy?: string;
+  gate?: CanaryGate;
+}
+
+export interface CanaryActivities {
+  /** Sets the rule's rolloutPercentage (inserting the `canary` rule first when asked) through FlagService; the new flag version. */
+  applyCanaryRollout(step: CanaryRolloutStep): Promise<number>;
+  /** Reads both cohorts of the window from the warehouse and runs the gate. */
+  evaluateCanaryGate(request: CanaryGateRequest): Promise<CanaryGate>;
+  /** Restores the pre-canary flag content as a new version, with the evidence in its audit entry. */
+  restoreCanaryFlag(restore: CanaryRestore): Promise<number>;
+  /** Alerts the organization's channels about a breach rollback; how many channels were notified. */
+  notifyCanaryRollback(pipelineId: string, target: CanaryTarget, gate: CanaryGate, stage: CanaryStage): Promise<number>;
+  /** Writes the workflow's state to the pipeline record (idempotent: the whole state each time). */
+  saveCanaryState(pipelineId: string, state: CanaryState): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// guardrailWatch: the watch after one production change of a flag (workflows/guardrail.ts,
+// docs/guardrails.md). One per (flag, version): the id makes a redelivered outbox event start
+// nothing twice.
+
+export interface GuardrailCheckInput {
+  flagId: string;
+  /** The version the change produced: the only one the watch judges. */
+  version: number;
+  /** Minutes compared before and after the change (the project's guardrailWindowMinutes). */
+  windowMinutes: number;
+}
+
+export interface GuardrailWatchInput extends GuardrailCheckInput {
+  /** ISO time the change committed (the outbox event's timestamp). */
+  changedAt: string;
+}
+
+/**
+ * `passed`: not tripped (including too little data after the change); `tripped`: tripped but not
+ * rolled back (the project's automatic rollback is off, or the flag moved on while judged);
+ * `rolled_back`; `superseded`: a newer change came first and is the one judged; `flag_deleted`.
+ */
+export const GUARDRAIL_VERDICTS = ['passed', 'tripped', 'rolled_back', 'superseded', 'flag_deleted'] as const;
+export type GuardrailVerdict = (typeof GUARDRAIL_VERDICTS)[number];
+
+export interface GuardrailCheckResult {
+  verdict: GuardrailVerdict;
+  reason: string;
+}
+
+export const GUARDRAIL_WATCH = workflowMessage<GuardrailWatchInput, GuardrailCheckResult>(
+  'guardrailWatch',
+  z
+    .object({
+      flagId: z.string().min(1),
+      version: z.number().int().min(1),
+      windowMinutes: z.number().int().min(1).max(1_440),
+      changedAt: z.string().datetime(),
+    })
+    .strict(),
+);
+
+export const guardrailWatchId = (flagId: string, version: number) => `guardrail-${flagId}-v${version}`;
+
+export interface GuardrailActivities {
+  /** Judges the watched version like the auto-rollback endpoint and records the verdict. */
+  checkGuardrail(input: GuardrailCheckInput): Promise<GuardrailCheckResult>;
+}
+
+const GUARDRAIL_MINUTE_MS = 60_000;
+/** Time after the judged window for buffered evaluation events to land (the writers flush every 5 s). */
+export const GUARDRAIL_SETTLE_MS = 30_000;
+
+/**
+ * When the watch judges: once the after-window of the change is complete. Those windows are
+ * whole minutes (api/features/insights/window.ts aroundChange): the change's own minute is in
+ * neither, the after-window is the `windowMinutes` minutes after it.
+ */
+export function guardrailCheckAt(changedAtMs: number, windowMinutes: number): number {
+  const changeMinute = Math.floor(changedAtMs / GUARDRAIL_MINUTE_MS) * GUARDRAIL_MINUTE_MS;
+  return changeMinute + (windowMinutes + 1) * GUARDRAIL_MINUTE_MS + GUARDRAIL_SETTLE_MS;
+}

@@ -1,0 +1,29 @@
+import type { Analytics } from '../../../analytics/client';
+import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
+import type { Temporal } from '../../infra/temporal';
+import type { NotifyOrgAlertChannels } from '../alert-channels/types';
+import type { FlagService } from '../flags/service';
+import { createInsightsService } from '../insights/wiring';
+import { GuardrailChecker } from './checker';
+import { GuardrailConsumer } from './consumer';
+
+export interface GuardrailDeps {
+  sql: Sql;
+  analytics: Analytics;
+  temporal: Temporal;
+  flags: FlagService;
+  notifyOrgAlertChannels: NotifyOrgAlertChannels;
+  logger: Logger;
+}
+
+/**
+ * The automatic guardrail after production changes (docs/guardrails.md): the outbox consumer that
+ * starts a watch per change (control plane) and the check the watch's activity runs (worker).
+ */
+export function createGuardrailFeature(deps: GuardrailDeps): { consumer: GuardrailConsumer; checker: GuardrailChecker } {
+  return {
+    consumer: new GuardrailConsumer({ sql: deps.sql, temporal: deps.temporal }),
+    checker: new GuardrailChecker({ sql: deps.sql, insights: createInsightsService(deps), notifyOrgAlertChannels: deps.notifyOrgAlertChannels, logger: deps.logger }),
+  };
+}

@@ -1,0 +1,21 @@
+import { proxyActivities, sleep } from '@temporalio/workflow';
+import { guardrailCheckAt, type GuardrailActivities, type GuardrailCheckResult, type GuardrailWatchInput } from './messages';
+
+const { checkGuardrail } = proxyActivities<GuardrailActivities>({
+  startToCloseTimeout: '2 minutes',
+  // A warehouse outage delays the verdict; after about half an hour of failures the watch fails
+  // (visible in Temporal) rather than roll back long after anyone expects it.
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
+});
+
+/**
+ * The watch after one production change (id `guardrail-<flagId>-v<version>`): a durable timer
+ * until the change's after-window is complete, then the auto-rollback check on that version.
+ * Workflow time (Date.now here) is Temporal's, so a watch started late (outbox backlog) judges
+ * at once.
+ */
+export async function guardrailWatch(input: GuardrailWatchInput): Promise<GuardrailCheckResult> {
+  const waitMs = guardrailCheckAt(Date.parse(input.changedAt), input.windowMinutes) - Date.now();
+  if (waitMs > 0) await sleep(waitMs);
+  return checkGuardrail({ flagId: input.flagId, version: input.version, windowMinutes: input.windowMinutes });
+}
