@@ -90,10 +90,12 @@ export async function startWorkflow<Input, Result>(
   input: Input,
   options: Omit<WorkflowStartOptions, 'args' | 'taskQueue'>,
 ): Promise<StartedWorkflow<Input, Result>> {
+  // Checked before the client is touched: a bad input fails even where Temporal is not opened.
+  const checked = checkInput(workflow, input);
   return temporal.client.workflow.start<(input: Input) => Promise<Result>>(workflow.name, {
     ...options,
     taskQueue: temporal.taskQueue,
-    args: [checkInput(workflow, input)],
+    args: [checked],
   });
 }
 

@@ -8,9 +8,11 @@ import { projectPath } from '../../api/infra/paths';
 const operatorEnv: Record<string, string> = {
   JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
 };
-const text = fs.readFileSync(projectPath('docker-compose.yml'), 'utf8').replace(/\$\{([A-Z_]+)(?::\?[^}]*)?\}/g, (_m, name: string) => {
-  if (!(name in operatorEnv)) throw new Error(`compose file needs ${name} from the environment`);
-  return JSON.stringify(operatorEnv[name]);
+// `${VAR:-default}` takes the default when the operator sets nothing; `${VAR}` and `${VAR:?why}` are required.
+const text = fs.readFileSync(projectPath('docker-compose.yml'), 'utf8').replace(/\$\{([A-Z_]+)(?:(:-|:\?)([^}]*))?\}/g, (_m, name: string, kind?: string, fallback?: string) => {
+  if (name in operatorEnv) return JSON.stringify(operatorEnv[name]);
+  if (kind === ':-') return JSON.stringify(fallback ?? '');
+  throw new Error(`compose file needs ${name} from the environment`);
 });
 const compose = parse(text, { merge: true });
 const appServices = Object.entries<Record<string, any>>(compose.services).filter(([, s]) => s.image === 'flags-app:local');

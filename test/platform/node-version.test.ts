@@ -6,8 +6,9 @@ const dockerfile = fs.readFileSync(projectPath('Dockerfile'), 'utf8');
 const imageMajors = [...dockerfile.matchAll(/^FROM\s+node:(\d+)/gim)].map((m) => Number(m[1]));
 const manifest = JSON.parse(fs.readFileSync(projectPath('package.json'), 'utf8'));
 
-/** The lowest version a `>=X.Y.Z` range admits, as [major, minor, patch]; other forms are refused. */
+/** The lowest version a `>=X.Y.Z` range admits, as [major, minor, patch] (`*`: any); other forms are refused. */
 function minimum(range: string): number[] {
+  if (range.trim() === '*') return [0, 0, 0];
   const match = /^>=\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?$/.exec(range.trim());
   if (!match) throw new Error(`engines range ${JSON.stringify(range)} is not of the form >=X.Y.Z`);
   return [Number(match[1]), Number(match[2] ?? 0), Number(match[3] ?? 0)];
