@@ -169,7 +169,8 @@ export interface CanaryGate {
   treatment: CanaryCohort;
   control: CanaryCohort;
   errorRateDelta: { estimate: number; lower: number; upper: number };
-  latencyDeltaMs: { estimate: number; lower: number; upper: number };
+  /** Null when a side has fewer than two latency samples (services that send no latency). */
+  latencyDeltaMs: { estimate: number | null; lower: number | null; upper: number | null };
   srm: { pValue: number; ok: boolean };
 }
 

@@ -1,0 +1,128 @@
+import type { Analytics } from '../analytics/client';
+import type { Sql } from '../api/infra/postgres';
+import type { NotifyOrgAlertChannels } from '../api/features/alert-channels/types';
+import type { AuditActor } from '../api/features/audit/writer';
+import { runCanaryGate } from '../api/features/canary/gate';
+import { CanaryStore } from '../api/features/canary/store';
+import { CanaryWarehouse } from '../api/features/canary/warehouse';
+import type { FlagService } from '../api/features/flags/service';
+import type { FlagRef, FlagTargetingRule } from '../api/features/flags/types';
+import type { CanaryActivities, CanaryTarget } from '../workflows/messages';
+
+/** What the canary activities run with; optional so a worker started for other workflows alone (tests) still starts. */
+export interface CanaryDeps {
+  canary?: CanaryActivityDeps;
+}
+
+export interface CanaryActivityDeps {
+  sql: Sql;
+  analytics: Analytics;
+  /** The one flag write path: every stage, rollback and abort is a versioned, audited change. */
+  flags: FlagService;
+  notifyOrgAlertChannels: NotifyOrgAlertChannels;
+}
+
+/** The id of the rule a pipeline inserts when it is not given one (CONTRACT 9). */
+export const INSERTED_RULE_ID = 'canary';
+
+/** Flag changes a pipeline makes are attributed to it, as triggers' are to `trigger:<name>`. */
+export const pipelineActor = (pipelineId: string): AuditActor => ({ name: `canary:${pipelineId}`, userId: null });
+
+const refOf = (t: CanaryTarget): FlagRef => ({ key: t.flagKey, serviceId: t.serviceId, environment: t.environment });
+
+/**
+ * The canary workflow's side effects (workflows/canary.ts). Each is idempotent under retry: a
+ * rollout already at the stage's percentage writes no version (FlagService skips unchanged
+ * content), a restore of content already restored likewise, the state write is the whole state,
+ * and the alert's id makes a repeated notification deliver once per channel.
+ */
+export function createCanaryActivities({ canary }: CanaryDeps): CanaryActivities {
+  if (canary) return canaryActivities(canary);
+  const missing = async (): Promise<never> => {
+    throw new Error('this worker was started without the canary dependencies');
+  };
+  return { applyCanaryRollout: missing, evaluateCanaryGate: missing, restoreCanaryFlag: missing, notifyCanaryRollback: missing, saveCanaryState: missing };
+}
+
+export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
+  const store = new CanaryStore(deps.sql);
+  const warehouse = new CanaryWarehouse(deps.analytics);
+
+  return {
+    async applyCanaryRollout(step) {
+      const ref = refOf(step.target);
+      const current = await deps.flags.get(ref);
+      if (!current) throw new Error(`flag ${step.target.flagKey} no longer exists`);
+      // Written only if the flag is still the version read (409 otherwise, and the activity retries).
+      const flag = await deps.flags.update(
+        pipelineActor(step.pipelineId),
+        ref,
+        { targeting: withRollout(current.targeting, step.ruleId, step.rolloutPercent, step.insertRuleValue) },
+        current.version,
+        {
+          metadata: {
+            canary: {
+              pipelineId: step.pipelineId,
+              stage: step.stageIndex,
+              rolloutPercent: step.rolloutPercent,
+              ruleId: step.ruleId,
+              ...(step.forcedBy ? { forced: true, forcedBy: step.forcedBy } : {}),
+              ...(step.previousGate ? { gate: step.previousGate } : {}),
+            },
+          },
+        },
+      );
+      return flag.version;
+    },
+
+    async evaluateCanaryGate(request) {
+      return runCanaryGate({ flags: deps.flags, warehouse }, request);
+    },
+
+    async restoreCanaryFlag(restore) {
+      const flag = await deps.flags.rollback(pipelineActor(restore.pipelineId), refOf(restore.target), restore.preCanaryVersion, {
+        metadata: {
+          canary: {
+            pipelineId: restore.pipelineId,
+            action: restore.outcome,
+            reason: restore.reason,
+            ...(restore.requestedBy ? { requestedBy: restore.requestedBy } : {}),
+            ...(restore.gate ? { gate: restore.gate } : {}),
+          },
+        },
+      });
+      return flag.version;
+    },
+
+    async notifyCanaryRollback(pipelineId, target, gate, stage) {
+      const notified = await deps.notifyOrgAlertChannels(target.orgId, {
+        id: `canary:${pipelineId}:rolled_back`,
+        kind: 'canary.rollback',
+        title: `Canary of ${target.flagKey} rolled back`,
+        summary: `The canary of flag ${target.flagKey} (${target.environment}) failed its gate at ${stage.rolloutPercent}% and was rolled back: ${gate.reason}`,
+        severity: 'critical',
+        timestamp: new Date().toISOString(),
+        projectId: target.projectId,
+        serviceId: target.serviceId,
+        environment: target.environment,
+        flagKey: target.flagKey,
+        details: { pipelineId, stage: stage.index, rolloutPercent: stage.rolloutPercent, gate },
+      });
+      return notified.length;
+    },
+
+    async saveCanaryState(pipelineId, state) {
+      await store.saveState(pipelineId, state);
+    },
+  };
+}
+
+/** The targeting with the rule's rollout set (the inserted rule first when it is missing). */
+export function withRollout(targeting: FlagTargetingRule[], ruleId: string, rolloutPercent: number, insertRuleValue: string | undefined): FlagTargetingRule[] {
+  const present = targeting.some((r) => r.id === ruleId);
+  if (!present) {
+    if (insertRuleValue === undefined) throw new Error(`rule ${ruleId} is no longer in the flag's targeting`);
+    return [{ id: ruleId, conditions: [], value: JSON.parse(insertRuleValue) as unknown, rolloutPercentage: rolloutPercent }, ...targeting];
+  }
+  return targeting.map((r) => (r.id === ruleId ? { ...r, rolloutPercentage: rolloutPercent } : r));
+}

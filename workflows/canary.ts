@@ -1,0 +1,189 @@
+import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  canaryAbortSignal,
+  canaryAdvanceSignal,
+  canaryStateQuery,
+  type CanaryAbort,
+  type CanaryActivities,
+  type CanaryAdvance,
+  type CanaryConfig,
+  type CanaryGate,
+  type CanaryHealth,
+  type CanaryPipelineInput,
+  type CanaryStage,
+  type CanaryState,
+  type CanaryStatus,
+} from './messages';
+
+const { applyCanaryRollout, evaluateCanaryGate, restoreCanaryFlag, notifyCanaryRollback, saveCanaryState } = proxyActivities<CanaryActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/** Gate checks during a soak: a tenth of it, between 1 and 10 seconds apart. */
+export function checkIntervalMs(config: CanaryConfig): number {
+  return Math.min(10_000, Math.max(1_000, (config.soakPeriodMinutes * 60_000) / 10));
+}
+
+/**
+ * The rollout of each stage: initial, then rampStepPercent more each time, the last one exactly
+ * the target. A stage at 100% has no control cohort (no partial rollout, so no side is recorded),
+ * so it is not gated: the pipeline sets it once the stage before it passed.
+ */
+export function rampPercents(config: CanaryConfig): number[] {
+  const percents: number[] = [];
+  for (let p = config.initialRolloutPercent; p < config.targetRolloutPercent; p += config.rampStepPercent) percents.push(roundPercent(p));
+  if (percents[percents.length - 1] !== config.targetRolloutPercent) percents.push(config.targetRolloutPercent);
+  return percents;
+}
+
+/** The engine buckets to thousandths of a percent; float steps (0.1 + 0.2) must not leave noise. */
+const roundPercent = (p: number) => Math.round(p * 1000) / 1000;
+
+/** Histories past this many events continue as new at the next stage boundary. */
+const HISTORY_LIMIT = 5_000;
+
+function healthOf(gate: CanaryGate, at: string): CanaryHealth {
+  const status = gate.decision === 'pass' ? 'healthy' : gate.decision === 'wait' ? 'insufficient_data' : 'breach';
+  return { status, checkedAt: at, gate };
+}
+
+const nowIso = () => new Date(Date.now()).toISOString();
+
+/**
+ * One canary pipeline (CONTRACT 9): each stage sets the canaried rule's rolloutPercentage through
+ * the flag write path, soaks, and is gated (treatment against the randomized control of the same
+ * rule over the stage's window) every checkIntervalMs and at the soak's end. A failing gate rolls
+ * back (autoRollbackOnBreach) or pauses; too little data past maxWaitMinutes pauses; a paused
+ * pipeline waits for an operator's advance or abort. Every change of state is written to the
+ * pipeline record by saveCanaryState, and the canaryState query answers it while running.
+ */
+export async function canaryPipeline(input: CanaryPipelineInput): Promise<CanaryStatus> {
+  const { config, target, pipelineId } = input;
+  const state: CanaryState = input.resume ?? {
+    status: 'running',
+    currentStage: null,
+    completedStages: [],
+    soakEndsAt: null,
+    health: { status: 'pending', checkedAt: null, gate: null },
+    statusReason: null,
+  };
+  let advance: CanaryAdvance | null = null;
+  let abort: CanaryAbort | null = null;
+  setHandler(canaryAdvanceSignal, (request) => {
+    advance = request;
+  });
+  setHandler(canaryAbortSignal, (request) => {
+    abort ??= request;
+  });
+  setHandler(canaryStateQuery, () => state);
+
+  const percents = rampPercents(config);
+  const soakMs = config.soakPeriodMinutes * 60_000;
+  const maxWaitMs = config.maxWaitMinutes * 60_000;
+  const everyMs = checkIntervalMs(config);
+  const save = () => saveCanaryState(pipelineId, state);
+
+  async function end(status: CanaryStatus, reason: string | null): Promise<CanaryStatus> {
+    state.status = status;
+    state.statusReason = reason;
+    state.soakEndsAt = null;
+    if (state.currentStage && status !== 'completed') state.currentStage.endedAt = nowIso();
+    await save();
+    return status;
+  }
+
+  async function restore(outcome: 'rolled_back' | 'aborted', reason: string, extra: { requestedBy?: string; gate?: CanaryGate }) {
+    await restoreCanaryFlag({ pipelineId, target, preCanaryVersion: input.preCanaryVersion, outcome, reason, ...extra });
+  }
+
+  /** Soaks and gates the current stage; 'advance' when it may end, or the pipeline's final status. */
+  async function soak(stage: CanaryStage): Promise<'advance' | CanaryStatus> {
+    const soakEnd = Date.parse(stage.startedAt) + soakMs;
+    const waitLimit = soakEnd + maxWaitMs;
+    for (;;) {
+      const paused = state.status === 'paused';
+      const untilNext = paused ? undefined : Math.max(0, Math.min(everyMs, Date.now() < soakEnd ? soakEnd - Date.now() : everyMs));
+      const signalled = () => advance !== null || abort !== null;
+      if (untilNext === undefined) await condition(signalled);
+      else await condition(signalled, untilNext);
+
+      if (abort) {
+        const request: CanaryAbort = abort;
+        await restore('aborted', request.reason, { requestedBy: request.requestedBy });
+        return end('aborted', request.reason);
+      }
+      if (advance) {
+        const request: CanaryAdvance = advance;
+        advance = null;
+        if (request.force) stage.forcedBy = request.requestedBy;
+        else if (request.gate?.decision === 'pass') {
+          stage.gate = request.gate;
+          state.health = healthOf(request.gate, nowIso());
+        } else continue;
+        return 'advance';
+      }
+      if (paused) continue;
+
+      const final = Date.now() >= soakEnd;
+      const gate = await evaluateCanaryGate({ target, ruleId: input.ruleId, fromMs: Date.parse(stage.startedAt), toMs: Date.now(), rolloutPercent: stage.rolloutPercent, config, final });
+      stage.gate = gate;
+      state.health = healthOf(gate, nowIso());
+      if (gate.decision === 'pass' && final) return 'advance';
+      if (gate.decision === 'fail') {
+        if (config.autoRollbackOnBreach) {
+          await restore('rolled_back', gate.reason, { gate });
+          await notifyCanaryRollback(pipelineId, target, gate, stage);
+          return end('rolled_back', `gate failed at ${stage.rolloutPercent}%: ${gate.reason}`);
+        }
+        state.status = 'paused';
+        state.statusReason = `gate failed at ${stage.rolloutPercent}%: ${gate.reason}; waiting for advance or abort`;
+      } else if (final && Date.now() >= waitLimit) {
+        state.status = 'paused';
+        state.statusReason = `too little data after waiting ${config.maxWaitMinutes} minutes past the soak: ${gate.reason}; waiting for advance or abort`;
+      }
+      await save();
+    }
+  }
+
+  let previous: CanaryStage | undefined = state.completedStages[state.completedStages.length - 1];
+  for (let index = state.currentStage?.index ?? state.completedStages.length; index < percents.length; index++) {
+    const resuming = state.currentStage?.index === index;
+    if (!resuming) {
+      if (workflowInfo().historyLength > HISTORY_LIMIT && !advance && !abort) await continueAsNew<typeof canaryPipeline>({ ...input, resume: state });
+      const rolloutPercent = percents[index];
+      await applyCanaryRollout({
+        pipelineId,
+        target,
+        ruleId: input.ruleId,
+        insertRuleValue: input.insertRuleValue,
+        stageIndex: index,
+        rolloutPercent,
+        previousGate: previous?.gate,
+        forcedBy: previous?.forcedBy,
+      });
+      state.currentStage = { index, rolloutPercent, startedAt: nowIso() };
+      state.soakEndsAt = new Date(Date.now() + soakMs).toISOString();
+      state.health = { status: 'pending', checkedAt: null, gate: null };
+      await save();
+    }
+    const stage = state.currentStage!;
+    // A stage at 100% has no control cohort: the pipeline is done once it is set.
+    if (stage.rolloutPercent >= 100) break;
+    const outcome = await soak(stage);
+    if (outcome !== 'advance') return outcome;
+    stage.endedAt = nowIso();
+    state.completedStages.push(stage);
+    state.currentStage = null;
+    state.status = 'running';
+    state.statusReason = null;
+    previous = stage;
+    if (index < percents.length - 1) await save();
+  }
+  if (state.currentStage) {
+    state.currentStage.endedAt = nowIso();
+    state.completedStages.push(state.currentStage);
+    state.currentStage = null;
+  }
+  return end('completed', null);
+}
