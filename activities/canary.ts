@@ -6,7 +6,8 @@ import { runCanaryGate } from '../api/features/canary/gate';
 import { CanaryStore } from '../api/features/canary/store';
 import { CanaryWarehouse } from '../api/features/canary/warehouse';
 import type { FlagService } from '../api/features/flags/service';
-import type { FlagRef, FlagTargetingRule } from '../api/features/flags/types';
+import type { FlagRef } from '../api/features/flags/types';
+import { withRollout } from '../api/features/canary/rules';
 import type { CanaryActivities, CanaryTarget } from '../workflows/messages';
 
 /** What the canary activities run with; optional so a worker started for other workflows alone (tests) still starts. */
@@ -21,9 +22,6 @@ export interface CanaryActivityDeps {
   flags: FlagService;
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
 }
-
-/** The id of the rule a pipeline inserts when it is not given one (CONTRACT 9). */
-export const INSERTED_RULE_ID = 'canary';
 
 /** Flag changes a pipeline makes are attributed to it, as triggers' are to `trigger:<name>`. */
 export const pipelineActor = (pipelineId: string): AuditActor => ({ name: `canary:${pipelineId}`, userId: null });
@@ -115,14 +113,4 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
       await store.saveState(pipelineId, state);
     },
   };
-}
-
-/** The targeting with the rule's rollout set (the inserted rule first when it is missing). */
-export function withRollout(targeting: FlagTargetingRule[], ruleId: string, rolloutPercent: number, insertRuleValue: string | undefined): FlagTargetingRule[] {
-  const present = targeting.some((r) => r.id === ruleId);
-  if (!present) {
-    if (insertRuleValue === undefined) throw new Error(`rule ${ruleId} is no longer in the flag's targeting`);
-    return [{ id: ruleId, conditions: [], value: JSON.parse(insertRuleValue) as unknown, rolloutPercentage: rolloutPercent }, ...targeting];
-  }
-  return targeting.map((r) => (r.id === ruleId ? { ...r, rolloutPercentage: rolloutPercent } : r));
 }

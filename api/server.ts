@@ -28,6 +28,8 @@ import { FlagStore } from './features/flags/store';
 import { orgRoutes } from './features/orgs/routes';
 import { createGuardrailFeature } from './features/guardrails/wiring';
 import type { GuardrailChecker } from './features/guardrails/checker';
+import { createCanaryFeature } from './features/canary/wiring';
+import type { CanaryActivityDeps } from '../activities/canary';
 import { OutboxRelay } from './features/outbox/relay';
 import { OutboxWriter } from './features/outbox/store';
 import { createCredentialFeatures } from './features/tokens/wiring';
@@ -74,6 +76,8 @@ export interface Platform {
   outbox: OutboxRelay;
   /** The guardrail watch's check, run by this process's worker. */
   guardrail: GuardrailChecker;
+  /** What this process's worker runs the canary pipeline activities with. */
+  canary: CanaryActivityDeps;
   /** Which services are public demo services (spec 4.2): isDemoService / demoServiceIds (also isDemo / list). */
   demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
@@ -177,6 +181,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // Production guardrail: a watch per toggle or serving change, judged by the worker (docs/guardrails.md).
     const guardrails = createGuardrailFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
     outbox.register(guardrails.consumer);
+    // Canary pipelines (CONTRACT 9): routes here, the pipeline a workflow per flag (docs/canary.md).
+    const canary = createCanaryFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
     // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
     onShutdown(() => demo.stop());
@@ -225,6 +231,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...eventDelivery.routes,
       ...triggerFeatureRoutes({ sql: db.sql, cache, flags: flagService, publicBaseUrl }),
       ...analyticsFeature.routes.control,
+      ...canary.routes,
     ];
     const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? []), ...analyticsFeature.routes.data];
     const ingest: AnyRoute[] = [...health, ...analyticsFeature.routes.ingest];
@@ -252,6 +259,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       flagService,
       outbox,
       guardrail: guardrails.checker,
+      canary: canary.activityDeps,
       demo: demo.registry,
       outbound,
       routes: { control, data, ingest },
@@ -328,7 +336,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         namespace: platform.temporal.namespace,
         taskQueue: platform.temporal.taskQueue,
         bundlePath: config.WORKFLOW_BUNDLE_PATH,
-        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail },
+        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary },
         logger,
       });
     }

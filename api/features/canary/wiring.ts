@@ -1,0 +1,30 @@
+import type { Analytics } from '../../../analytics/client';
+import type { CanaryActivityDeps } from '../../../activities/canary';
+import type { AnyRoute } from '../../http/route';
+import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
+import type { Temporal } from '../../infra/temporal';
+import type { NotifyOrgAlertChannels } from '../alert-channels/types';
+import type { FlagService } from '../flags/service';
+import { canaryRoutes } from './routes';
+import { CanaryService } from './service';
+import { CanaryStore } from './store';
+import { CanaryWarehouse } from './warehouse';
+
+export interface CanaryFeatureDeps {
+  sql: Sql;
+  analytics: Analytics;
+  temporal: Temporal;
+  flags: FlagService;
+  notifyOrgAlertChannels: NotifyOrgAlertChannels;
+  logger: Logger;
+}
+
+/** Canary pipelines: the control-plane routes and what this process's worker runs the pipeline's activities with. */
+export function createCanaryFeature(deps: CanaryFeatureDeps): { routes: AnyRoute[]; activityDeps: CanaryActivityDeps } {
+  const canaries = new CanaryService({ store: new CanaryStore(deps.sql), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), temporal: deps.temporal, logger: deps.logger });
+  return {
+    routes: canaryRoutes({ canaries }),
+    activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels },
+  };
+}
