@@ -56,8 +56,9 @@ export function normalSf(z: number): number {
   return 0.5 * erfc(z / Math.SQRT2);
 }
 
-/** log P(Z <= z), without underflow for very negative z (log of the continued-fraction form). */
+/** log P(Z <= z): log1p of the upper tail above 0, no underflow far below (log of the continued-fraction form). */
 export function logNormalCdf(z: number): number {
+  if (z > 0) return Math.log1p(-normalSf(z));
   if (z > -5) return Math.log(normalCdf(z));
   const x = -z / Math.SQRT2;
   // erfc(x) = exp(-x^2) * g(x) with g from the continued fraction; take the log of each factor.
