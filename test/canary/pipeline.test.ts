@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { canaryActivities } from '../../activities/canary';
+import type { OrgAlert } from '../../api/features/alert-channels/types';
+import { CanaryService, type CanaryStartInput } from '../../api/features/canary/service';
+import { CanaryStore } from '../../api/features/canary/store';
+import { CanaryWarehouse } from '../../api/features/canary/warehouse';
+import { HttpError } from '../../api/http/errors';
+import { projectPath } from '../../api/infra/paths';
+import type { Temporal } from '../../api/infra/temporal';
+import { canaryWorkflowId, type CanaryGateRequest, type CanaryStatus } from '../../workflows/messages';
+import { eventually, startTestApp, type TestApp } from '../support/harness';
+import { createFlag, createProject, type Project } from '../webhooks/support';
+
+/**
+ * The canaryPipeline workflow on the time-skipping test server, with its real activities: flag
+ * changes through FlagService on real Postgres, gates read from real chDB. Traffic is synthetic:
+ * before each gate check the test inserts the evaluations (and error events) a service would have
+ * sent since the previous check, with timestamps inside the window the workflow asks about, so
+ * the real warehouse reader and the real gate decide.
+ */
+
+let app: TestApp;
+let env: TestWorkflowEnvironment;
+let worker: Worker;
+let running: Promise<void>;
+let canaries: CanaryService;
+let p: Project;
+const taskQueue = `canary-${randomBytes(4).toString('hex')}`;
+const notified: { orgId: string; alert: OrgAlert }[] = [];
+
+/** Traffic per gate check for one stage: exposures, and the error share of each side. */
+interface Traffic {
+  exposures: number;
+  treatmentErrorRate: number;
+  controlErrorRate: number;
+}
+const scenarios = new Map<string, (stageIndex: number, rolloutPercent: number) => Traffic>();
+/** Per flag: the end of the window the last check saw (rows already inserted up to it). */
+const insertedUntil = new Map<string, number>();
+const checks = new Map<string, CanaryGateRequest[]>();
+
+const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
+
+async function insertTraffic(request: CanaryGateRequest) {
+  const { target } = request;
+  const scenario = scenarios.get(target.flagKey);
+  if (!scenario) return;
+  const fromMs = Math.max(request.fromMs, insertedUntil.get(target.flagKey) ?? 0);
+  insertedUntil.set(target.flagKey, request.toMs);
+  const traffic = scenario(stageOf(request), request.rolloutPercent);
+  const treatment = Math.round((traffic.exposures * request.rolloutPercent) / 100);
+  const evaluations = [];
+  const outcomes = [];
+  for (let i = 0; i < traffic.exposures; i++) {
+    const inside = i < treatment;
+    const at = fromMs + ((request.toMs - fromMs) * (i + 0.5)) / traffic.exposures;
+    const key = `k-${randomBytes(6).toString('hex')}`;
+    evaluations.push({
+      timestamp: ts(at),
+      project_id: target.projectId,
+      service_id: target.serviceId,
+      environment: target.environment,
+      flag_key: target.flagKey,
+      reason: inside ? 'TARGETING_MATCH' : 'DEFAULT',
+      variant: '',
+      value: inside ? 'true' : 'false',
+      latency_ms: 1,
+      error_code: '',
+      rule_id: request.ruleId,
+      rollout_side: inside ? 'in' : 'out',
+      targeting_key_hash: key,
+      source: 'rest',
+    });
+    const index = inside ? i : i - treatment;
+    const sideSize = inside ? treatment : traffic.exposures - treatment;
+    const rate = inside ? traffic.treatmentErrorRate : traffic.controlErrorRate;
+    if (index < Math.round(sideSize * rate)) {
+      outcomes.push({
+        timestamp: ts(at),
+        project_id: target.projectId,
+        service_id: target.serviceId,
+        environment: target.environment,
+        event: 'error',
+        targeting_key_hash: key,
+        value: null,
+        flags: {},
+        origin: 'track',
+        event_id: `e-${key}`,
+      });
+    }
+  }
+  const client = app.platform.analytics.client;
+  await client.insert({ table: 'evaluation_events', values: evaluations, format: 'JSONEachRow' });
+  if (outcomes.length) await client.insert({ table: 'outcome_events', values: outcomes, format: 'JSONEachRow' });
+}
+
+/** Stages are told apart by their rollout: each stage has its own. */
+const stageOf = (request: CanaryGateRequest) => {
+  const { initialRolloutPercent, rampStepPercent } = request.config;
+  return Math.round((request.rolloutPercent - initialRolloutPercent) / rampStepPercent);
+};
+
+beforeAll(async () => {
+  app = await startTestApp();
+  p = await createProject(app);
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // Installed already in this process.
+  }
+  const path = process.env.TEMPORAL_TEST_SERVER_PATH;
+  env = await TestWorkflowEnvironment.createTimeSkipping(path ? { server: { executable: { type: 'existing-path', path } } } : undefined);
+  const real = canaryActivities({
+    ...app.platform.canary,
+    notifyOrgAlertChannels: async (orgId, alert) => {
+      notified.push({ orgId, alert });
+      return app.platform.canary.notifyOrgAlertChannels(orgId, alert);
+    },
+  });
+  const bundle = process.env.WORKFLOW_BUNDLE_PATH;
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: projectPath('workflows', 'index.ts') }),
+    activities: {
+      ...real,
+      async evaluateCanaryGate(request: CanaryGateRequest) {
+        checks.set(request.target.flagKey, [...(checks.get(request.target.flagKey) ?? []), request]);
+        await insertTraffic(request);
+        return real.evaluateCanaryGate(request);
+      },
+    },
+  });
+  running = worker.run();
+  const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue, devServer: false, connected: true, close: async () => undefined };
+  canaries = new CanaryService({
+    store: new CanaryStore(app.platform.db.sql),
+    flags: app.platform.flagService,
+    warehouse: new CanaryWarehouse(app.platform.analytics),
+    temporal,
+    logger: app.platform.logger,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running;
+  await env?.teardown();
+  await app?.stop();
+});
+
+const actor = { name: 'release@example.com', userId: null };
+const CONFIG: CanaryStartInput = {
+  initialRolloutPercent: 20,
+  targetRolloutPercent: 60,
+  rampStepPercent: 20,
+  soakPeriodMinutes: 0.05,
+  errorRateGateDelta: 0.01,
+  latencyGateDeltaMs: 100,
+  autoRollbackOnBreach: true,
+  minSamplesPerCohort: 100,
+  alpha: 0.05,
+};
+
+async function newFlag(label: string) {
+  const key = `${label}-${randomBytes(3).toString('hex')}`;
+  const flag = await createFlag(p.owner, p.serviceId, key);
+  return { key, ref: { key, serviceId: p.serviceId, environment: 'production' as const }, version: flag.version as number };
+}
+
+async function start(label: string, traffic: ((stage: number) => Traffic) | null, config: Partial<CanaryStartInput> = {}) {
+  const flag = await newFlag(label);
+  if (traffic) scenarios.set(flag.key, traffic);
+  const record = await canaries.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, ...config });
+  const handle = env.client.workflow.getHandle(canaryWorkflowId(p.serviceId, 'production', flag.key));
+  return { ...flag, record, handle };
+}
+
+const flagNow = (ref: { key: string; serviceId: string; environment: 'production' }) => app.platform.flagService.get(ref);
+
+async function auditOf(flagKey: string) {
+  return app.platform.db.sql<{ actor: string; action: string; metadata: any }[]>`
+    SELECT actor, action, metadata FROM audit_logs WHERE resource_type = 'flag' AND resource_name = ${flagKey} ORDER BY timestamp, id`;
+}
+
+const healthy = () => ({ exposures: 300, treatmentErrorRate: 0, controlErrorRate: 0 });
+
+describe('canaryPipeline on the time-skipping server', () => {
+  it('completes every stage of a healthy canary, each a versioned change with the gate that let it through', async () => {
+    const run = await start('healthy', healthy);
+    expect(run.record.status).toBe('running');
+    await expect(run.handle.result()).resolves.toBe<CanaryStatus>('completed');
+
+    const record = await canaries.get(run.ref);
+    expect(record.status).toBe('completed');
+    expect(record.completedStages.map((s) => s.rolloutPercent)).toEqual([20, 40, 60]);
+    for (const stage of record.completedStages) {
+      expect(stage.gate?.decision).toBe('pass');
+      expect(stage.gate!.treatment.exposures).toBeGreaterThanOrEqual(100);
+      expect(stage.gate!.control.exposures).toBeGreaterThanOrEqual(100);
+      expect(stage.endedAt).toBeDefined();
+    }
+    const flag = await flagNow(run.ref);
+    expect(flag!.targeting).toEqual([{ id: 'canary', conditions: [], value: true, rolloutPercentage: 60 }]);
+    expect(flag!.version).toBe(run.version + 3);
+
+    const audit = (await auditOf(run.key)).filter((a) => a.metadata.canary);
+    expect(audit.map((a) => [a.actor, a.metadata.canary.rolloutPercent])).toEqual([
+      [`canary:${run.record.id}`, 20],
+      [`canary:${run.record.id}`, 40],
+      [`canary:${run.record.id}`, 60],
+    ]);
+    // Each ramp step carries the passing gate of the stage before it.
+    expect(audit[0].metadata.canary.gate).toBeUndefined();
+    expect(audit[1].metadata.canary.gate.decision).toBe('pass');
+    expect(audit[2].metadata.canary.gate.decision).toBe('pass');
+  }, 120_000);
+
+  it('rolls back on a breach at stage 2, restores the pre-canary content and notifies the org', async () => {
+    const run = await start('breach', (stage) => (stage === 1 ? { exposures: 300, treatmentErrorRate: 0.5, controlErrorRate: 0 } : healthy()));
+    await expect(run.handle.result()).resolves.toBe<CanaryStatus>('rolled_back');
+
+    const record = await canaries.get(run.ref);
+    expect(record.status).toBe('rolled_back');
+    expect(record.completedStages.map((s) => s.rolloutPercent)).toEqual([20]);
+    expect(record.currentStage?.rolloutPercent).toBe(40);
+    expect(record.currentStage?.gate?.decision).toBe('fail');
+    expect(record.health.status).toBe('breach');
+    expect(record.statusReason).toMatch(/gate failed at 40%/);
+
+    const flag = await flagNow(run.ref);
+    expect(flag!.targeting).toEqual([]);
+    const restore = (await auditOf(run.key)).at(-1)!;
+    expect(restore.metadata.canary).toMatchObject({ pipelineId: run.record.id, action: 'rolled_back' });
+    expect(restore.metadata.canary.gate.decision).toBe('fail');
+    expect(restore.metadata.rollbackTo).toBe(run.version);
+
+    const alert = notified.find((n) => n.alert.id === `canary:${run.record.id}:rolled_back`);
+    expect(alert?.orgId).toBe(p.orgId);
+    expect(alert?.alert).toMatchObject({ kind: 'canary.rollback', flagKey: run.key, environment: 'production' });
+  }, 120_000);
+
+  it('waits while there is too little data, then pauses; abort then restores', async () => {
+    const run = await start('sparse', () => ({ exposures: 5, treatmentErrorRate: 0, controlErrorRate: 0 }), { maxWaitMinutes: 0.1 });
+    // The paused workflow waits for a signal: skip time until the record says paused.
+    await eventually(async () => {
+      await env.sleep(1_000);
+      return (await canaries.get(run.ref)).status === 'paused';
+    }, 60_000);
+    const record = await canaries.get(run.ref);
+    expect(record.statusReason).toMatch(/too little data/);
+    expect(record.health.status).toBe('insufficient_data');
+    expect(record.currentStage?.gate?.decision).toBe('wait');
+    // Past the soak (3 s) the stage kept checking for its 6 s of waiting before it paused.
+    const stageChecks = checks.get(run.key)!;
+    expect(stageChecks.filter((c) => c.final).length).toBeGreaterThanOrEqual(3);
+
+    const aborted = await canaries.abort(actor, run.ref, 'not enough traffic');
+    expect(aborted.status).toBe('aborted');
+    await expect(run.handle.result()).resolves.toBe('aborted');
+    expect((await flagNow(run.ref))!.targeting).toEqual([]);
+  }, 120_000);
+
+  it('aborts mid-soak: the pre-canary content comes back as a new version, audited with the reason', async () => {
+    const run = await start('abort', healthy, { soakPeriodMinutes: 30 });
+    await eventually(async () => (await canaries.get(run.ref)).currentStage?.rolloutPercent === 20, 30_000);
+    expect((await flagNow(run.ref))!.targeting[0].rolloutPercentage).toBe(20);
+    const record = await canaries.get(run.ref);
+    expect(record.remainingSoakSeconds).toBeGreaterThan(0);
+
+    const aborted = await canaries.abort(actor, run.ref, 'checkout errors in another region');
+    expect(aborted.status).toBe('aborted');
+    expect(aborted.statusReason).toBe('checkout errors in another region');
+    await expect(run.handle.result()).resolves.toBe('aborted');
+    const flag = await flagNow(run.ref);
+    expect(flag!.targeting).toEqual([]);
+    expect(flag!.version).toBe(run.version + 2);
+    const restore = (await auditOf(run.key)).at(-1)!;
+    expect(restore.metadata.canary).toMatchObject({ action: 'aborted', reason: 'checkout errors in another region', requestedBy: actor.name });
+  }, 120_000);
+
+  it('force advances past the soak and gate, and the next step is audited as forced', async () => {
+    const run = await start('force', healthy, { soakPeriodMinutes: 30 });
+    await eventually(async () => (await canaries.get(run.ref)).currentStage?.rolloutPercent === 20, 30_000);
+    const advanced = await canaries.advance(actor, { orgId: p.orgId }, run.ref, true);
+    expect(advanced.currentStage?.rolloutPercent).toBe(40);
+    expect(advanced.completedStages).toHaveLength(1);
+    expect(advanced.completedStages[0].forcedBy).toBe(actor.name);
+    expect((await flagNow(run.ref))!.targeting[0].rolloutPercentage).toBe(40);
+    const step = (await auditOf(run.key)).at(-1)!;
+    expect(step.metadata.canary).toMatchObject({ rolloutPercent: 40, forced: true, forcedBy: actor.name });
+
+    // Without force the gate runs now; a stage 0 s old has too little data: 409 with the gate.
+    const refused = await canaries.advance(actor, { orgId: p.orgId }, run.ref, false).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(HttpError);
+    expect((refused as HttpError).status).toBe(409);
+
+    await canaries.abort(actor, run.ref, 'done testing');
+    await expect(run.handle.result()).resolves.toBe('aborted');
+  }, 120_000);
+
+  it('two concurrent starts on one flag give one pipeline and one 409', async () => {
+    const flag = await newFlag('twice');
+    const results = await Promise.allSettled([
+      canaries.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, soakPeriodMinutes: 30 }),
+      canaries.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, soakPeriodMinutes: 30 }),
+    ]);
+    const started = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(started).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect((refused[0].reason as HttpError).status).toBe(409);
+    const [{ n }] = await app.platform.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM canary_pipelines WHERE flag_key = ${flag.key}`;
+    expect(n).toBe(1);
+    await canaries.abort(actor, flag.ref, 'done testing');
+  }, 120_000);
+});
