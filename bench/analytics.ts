@@ -655,7 +655,8 @@ async function main() {
     ];
     console.log('\n| bar | measured | met |\n|---|---|---|');
     for (const [bar, value, met] of bars) console.log(`| ${bar} | ${value} | ${met ? 'yes' : 'NO'} |`);
-    console.log(`\n(${os.cpus().length} cores shared with whatever else runs; total bench ${Math.round((performance.now() - benchStarted) / 1000)} s)`);
+    const [load1, load5] = os.loadavg().map((n) => n.toFixed(1));
+    console.log(`\n(${os.cpus().length} cores shared with whatever else runs: load average ${load1} (1 min), ${load5} (5 min) at the end; total bench ${Math.round((performance.now() - benchStarted) / 1000)} s)`);
   } finally {
     rss.stop();
     await analytics.close();
