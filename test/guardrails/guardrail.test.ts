@@ -227,6 +227,28 @@ describe('changes that are not watched', () => {
   });
 });
 
+describe('the check at the end of a watch', () => {
+  it('records a watched version the flag moved past as superseded, and ends quietly for a deleted flag', async () => {
+    const p = healthy.p;
+    const key = `moved-${randomBytes(3).toString('hex')}`;
+    await createFlag(p.owner, p.serviceId, key);
+    const toggle = (enabled: boolean) => p.member.request('POST', `/api/flags/${key}/toggle${qs({ serviceId: p.serviceId, environment: 'production' })}`, { enabled });
+    const on = await toggle(true);
+    expectStatus(on, 200, 'toggle on');
+    expectStatus(await toggle(false), 200, 'toggle off');
+    const watched = { flagId: on.body.id, version: on.body.version, windowMinutes: 1 };
+    await expect(app.platform.guardrail.check(watched)).resolves.toMatchObject({ verdict: 'superseded', reason: expect.stringMatching(/superseded by version 3/) });
+    const audits = await guardrailAudits({ p, flag: on.body } as Scenario);
+    expect(audits).toHaveLength(1);
+    expect(audits[0]).toMatchObject({ actor: 'system:guardrail', metadata: { verdict: 'superseded', version: 2, windowMinutes: 1, autoRollbackEnabled: true } });
+    expect((await p.owner.request('GET', flagPath({ p, key }))).body).toMatchObject({ enabled: false, version: 3 });
+
+    expectStatus(await p.owner.request('DELETE', flagPath({ p, key })), 204, 'delete flag');
+    await expect(app.platform.guardrail.check({ ...watched, version: 3 })).resolves.toMatchObject({ verdict: 'flag_deleted' });
+    expect(await guardrailAudits({ p, flag: on.body } as Scenario)).toHaveLength(1);
+  });
+});
+
 describe('PATCH /api/projects/:id guardrail settings', () => {
   it('are project managers\' to change, and validated', async () => {
     const p = healthy.p;
