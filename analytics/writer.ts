@@ -332,8 +332,11 @@ export function tsv(value: string): string {
 
 /** Epoch milliseconds as a DateTime64(3) field: seconds and three decimals. */
 export function tsvTime(epochMs: number): string {
-  const seconds = Math.floor(epochMs / 1000);
-  const millis = epochMs - seconds * 1000;
+  // Whole milliseconds (the columns' precision): a fractional one (performance.now() arithmetic)
+  // would print as "x.12.5" and make ClickHouse refuse the whole batch, other producers' rows too.
+  const ms = Math.round(epochMs);
+  const seconds = Math.floor(ms / 1000);
+  const millis = ms - seconds * 1000;
   return `${seconds}.${String(millis).padStart(3, '0')}`;
 }
 

@@ -8,6 +8,7 @@ import { LocalRateLimiter } from '../../api/features/evaluation/local-rate-limit
 import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent } from '../../api/features/evaluation/recorder';
 import { createCache } from '../../api/infra/cache';
 import { createLogger } from '../../api/infra/logger';
+import { tsvTime } from '../../analytics/writer';
 import { eventually } from '../support/harness';
 
 const logger = createLogger('silent');
@@ -260,5 +261,14 @@ describe('EvaluationRecorder into chDB', () => {
       await analytics.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('tsvTime', () => {
+  it('writes epoch milliseconds as seconds with three decimals, rounding a fractional millisecond', () => {
+    expect(tsvTime(1_795_468_132_625)).toBe('1795468132.625');
+    expect(tsvTime(1_795_468_132_005)).toBe('1795468132.005');
+    expect(tsvTime(1_795_468_132_624.6)).toBe('1795468132.625');
+    expect(tsvTime(1_795_468_132_999.7)).toBe('1795468133.000');
   });
 });
