@@ -145,6 +145,21 @@ describe('a production toggle', () => {
     expect((await watchOf(rolledBack.flag).describe()).runId).toBe(first.runId);
   });
 
+  it('is left to a canary pipeline when the pipeline made it', async () => {
+    const consumer = new GuardrailConsumer({ sql: app.platform.db.sql, temporal: app.platform.temporal });
+    const flag = { ...healthy.flag, version: healthy.flag.version + 100 };
+    await consumer.handle({
+      id: 'evt_canary_stage',
+      event: 'flag.updated',
+      timestamp: new Date().toISOString(),
+      data: { flagKey: healthy.key, projectId: healthy.p.projectId, serviceId: healthy.p.serviceId, environment: 'production', changes: { targeting: { from: [], to: [] } } },
+      flag,
+      actor: 'canary:cnp_test',
+      actorUserId: null,
+    });
+    await expect(watchOf(flag).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  });
+
   it('is rolled back automatically when the error rate rose, and the alert channels hear of it', async () => {
     const s = rolledBack;
     const verdict = await awaitVerdict(s);

@@ -13,6 +13,12 @@ import type { OutboxConsumer } from '../outbox/relay';
 export const WATCHED_FIELDS: readonly FlagContentField[] = ['enabled', 'defaultValue', 'variants', 'targeting'];
 
 /**
+ * Changes a canary pipeline makes (its actor, activities/canary.ts pipelineActor): the pipeline
+ * gates each stage itself on treatment against control, which a before/after rollback would fight.
+ */
+const CANARY_ACTOR_PREFIX = 'canary:';
+
+/**
  * Outbox consumer: starts a guardrail watch (workflows/guardrail.ts) for every committed toggle
  * or serving change of a production flag. Idempotent on the change: the workflow id is the flag
  * and version, and an id that ever ran is never started again.
@@ -27,6 +33,7 @@ export class GuardrailConsumer implements OutboxConsumer {
     if (!flag || flag.environment !== 'production') return;
     if (event.event !== 'flag.toggled' && event.event !== 'flag.updated') return;
     if (!WATCHED_FIELDS.some((field) => field in event.data.changes)) return;
+    if (event.actor.startsWith(CANARY_ACTOR_PREFIX)) return;
     const [row] = await this.deps.sql<{ guardrail_window_minutes: number; change_type: string | null }[]>`
       SELECT p.guardrail_window_minutes, v.change_type
       FROM projects p LEFT JOIN flag_versions v ON v.flag_id = ${flag.id} AND v.version = ${flag.version}
