@@ -125,7 +125,7 @@ export function evaluateGate(treatment: CohortSummary, control: CohortSummary, c
     treatment: evidence(treatment, treatmentErrors),
     control: evidence(control, controlErrors),
     errorRateDelta,
-    latencyDeltaMs: latency ? { estimate: latency.estimate, lower: latency.lower, upper: latency.upper } : { estimate: null, lower: null, upper: null },
+    latencyDeltaMs: latency ?? { estimate: null, lower: null, upper: null },
     srm,
   });
 

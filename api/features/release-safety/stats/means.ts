@@ -11,14 +11,13 @@ export interface MeanDifference {
   estimate: number;
   lower: number;
   upper: number;
-  /** Variance of the estimate: s1^2/n1 + s2^2/n2. */
-  variance: number;
 }
 
 /** estimate -/+ boundary * standard error; `boundary` is the standardized distance of the test. */
 export function meanDifferenceBounds(treatment: MeanSample, control: MeanSample, boundary: number): MeanDifference {
   const estimate = treatment.mean - control.mean;
-  const variance = treatment.variance / treatment.count + control.variance / control.count;
+  // Variances summed from running sums can come out a hair below zero.
+  const variance = Math.max(0, treatment.variance) / treatment.count + Math.max(0, control.variance) / control.count;
   const halfWidth = boundary * Math.sqrt(variance);
-  return { estimate, lower: estimate - halfWidth, upper: estimate + halfWidth, variance };
+  return { estimate, lower: estimate - halfWidth, upper: estimate + halfWidth };
 }
