@@ -195,6 +195,11 @@ describe('a production toggle', () => {
     // The rollback is a change too, but never watched: auto-rollback does not undo rollbacks.
     await outboxDrained();
     await expect(watchOf(flag.body).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    // A retried check (its first attempt rolled back, then failed) knows its own rollback.
+    const retried = await app.platform.guardrail.check({ flagId: s.flag.id, version: 2, windowMinutes: 1 });
+    expect(retried).toMatchObject({ verdict: 'rolled_back', reason: expect.stringMatching(/earlier attempt/) });
+    expect((await s.p.owner.request('GET', flagPath(s))).body.version).toBe(3);
   });
 
   it('is only reported when the project turned automatic rollback off', async () => {

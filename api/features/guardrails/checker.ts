@@ -41,6 +41,12 @@ export class GuardrailChecker {
     // The audit trail of a deleted flag already says what happened to it.
     if (!flag) return { verdict: 'flag_deleted', reason: 'the flag was deleted before the check' };
     if (flag.version !== input.version) {
+      if (await this.rolledBackBefore(input)) {
+        // An earlier attempt of this check rolled back and then failed (say, writing its record).
+        const reason = `version ${input.version} was rolled back by an earlier attempt of this check (version ${input.version + 1})`;
+        await this.record(input, flag, { verdict: 'rolled_back', reason });
+        return { verdict: 'rolled_back', reason };
+      }
       const reason = `version ${input.version} was superseded by version ${flag.version}, which is judged instead when it is a watched change`;
       await this.record(input, flag, { verdict: 'superseded', reason });
       return { verdict: 'superseded', reason };
@@ -58,6 +64,12 @@ export class GuardrailChecker {
     if (answer.actionTaken === 'would_roll_back') notified = await this.notifyTripped(input, flag, answer);
     await this.record(input, flag, { verdict, reason: answer.reason }, answer, notified);
     return { verdict, reason: answer.reason };
+  }
+
+  private async rolledBackBefore(input: GuardrailCheckInput): Promise<boolean> {
+    const [next] = await this.deps.sql<{ change_type: string; actor: string }[]>`
+      SELECT change_type, actor FROM flag_versions WHERE flag_id = ${input.flagId} AND version = ${input.version + 1}`;
+    return next?.change_type === 'rollback' && next.actor === GUARDRAIL_ACTOR.name;
   }
 
   /** Automatic rollback is off: the people on call decide, so they hear of it. */
