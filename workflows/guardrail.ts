@@ -3,7 +3,7 @@ import { guardrailCheckAt, type GuardrailActivities, type GuardrailCheckResult, 
 
 const { checkGuardrail } = proxyActivities<GuardrailActivities>({
   startToCloseTimeout: '2 minutes',
-  // A warehouse outage delays the verdict; after about half an hour of failures the watch fails
+  // A warehouse outage delays the verdict; after 10 attempts (about 20 minutes) the watch fails
   // (visible in Temporal) rather than roll back long after anyone expects it.
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 10 },
 });
