@@ -40,6 +40,7 @@ import { hashTargetingKey, type EvaluationEvent, type EvaluationSource } from '.
 import { EvaluationWarehouse, type FlagScope } from '../api/features/insights/warehouse';
 import { HEATMAP_BUCKET_MINUTES, rangeWindow, type RangeWindow } from '../api/features/insights/window';
 import { createLogger } from '../api/infra/logger';
+import { seededRandom } from './seeded-random';
 
 const EVALUATIONS = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const BROWSER_EVENTS = Math.round(EVALUATIONS / 10);
@@ -60,17 +61,6 @@ const USERS = 100_000;
 const FLAGS = 200;
 const FUNNEL_STEPS = ['view', 'add_to_cart', 'purchase'];
 
-/** Deterministic uniform [0, 1) (mulberry32), so every run ingests the same traffic. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 const random = seededRandom(12);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
 

@@ -19,6 +19,7 @@
 import { evaluateGate, SRM_REASON, type CohortSummary, type GateConfig } from '../api/features/release-safety/gates';
 import { logMixtureLikelihoodRatio } from '../api/features/release-safety/stats/confidence-sequence';
 import { normalQuantile } from '../api/features/release-safety/stats/normal';
+import { seededRandom } from './seeded-random';
 
 const CANARIES = Number(process.env.SIM_CANARIES ?? 1000);
 const SEED = Number(process.env.SIM_SEED ?? 13);
@@ -54,17 +55,6 @@ interface CanaryOutcome {
   referenceFail: number | null;
 }
 
-/** Deterministic uniform [0, 1) (mulberry32). */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** Running sums of one side since the stage start. */
 class Side {
