@@ -43,8 +43,10 @@ const roundPercent = (p: number) => Math.round(p * 1000) / 1000;
 /** Histories past this many events continue as new at the next stage boundary. */
 const HISTORY_LIMIT = 5_000;
 
-function healthOf(gate: CanaryGate, at: string): CanaryHealth {
-  const status = gate.decision === 'pass' ? 'healthy' : gate.decision === 'wait' ? 'insufficient_data' : 'breach';
+/** Healthy: passed, or soaking with enough data and no harm shown; insufficient_data: waiting for data (or a sound split). */
+function healthOf(gate: CanaryGate, at: string, config: CanaryConfig): CanaryHealth {
+  const enough = gate.treatment.exposures >= config.minSamplesPerCohort && gate.control.exposures >= config.minSamplesPerCohort && gate.srm.ok;
+  const status = gate.decision === 'fail' ? 'breach' : gate.decision === 'pass' || enough ? 'healthy' : 'insufficient_data';
   return { status, checkedAt: at, gate };
 }
 
@@ -119,7 +121,7 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
         if (request.force) stage.forcedBy = request.requestedBy;
         else if (request.gate?.decision === 'pass') {
           stage.gate = request.gate;
-          state.health = healthOf(request.gate, nowIso());
+          state.health = healthOf(request.gate, nowIso(), config);
         } else continue;
         return 'advance';
       }
@@ -128,7 +130,7 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
       const final = Date.now() >= soakEnd;
       const gate = await evaluateCanaryGate({ target, ruleId: input.ruleId, fromMs: Date.parse(stage.startedAt), toMs: Date.now(), rolloutPercent: stage.rolloutPercent, config, final });
       stage.gate = gate;
-      state.health = healthOf(gate, nowIso());
+      state.health = healthOf(gate, nowIso(), config);
       if (gate.decision === 'pass' && final) return 'advance';
       if (gate.decision === 'fail') {
         if (config.autoRollbackOnBreach) {

@@ -185,7 +185,7 @@ export interface CanaryStage {
 }
 
 export interface CanaryHealth {
-  /** From the latest gate: pass healthy, wait insufficient_data, fail breach; pending before the first. */
+  /** From the latest gate: fail breach; pass, or a wait with enough exposures per side and a sound split, healthy; any other wait insufficient_data; pending before the first. */
   status: 'pending' | 'healthy' | 'insufficient_data' | 'breach';
   checkedAt: string | null;
   gate: CanaryGate | null;

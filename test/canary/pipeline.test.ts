@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import fs from 'node:fs';
+import { temporal } from '@temporalio/proto';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { canaryActivities } from '../../activities/canary';
 import type { OrgAlert } from '../../api/features/alert-channels/types';
 import { CanaryService, type CanaryStartInput } from '../../api/features/canary/service';
@@ -25,6 +27,7 @@ let app: TestApp;
 let env: TestWorkflowEnvironment;
 let worker: Worker;
 let running: Promise<void>;
+let workflowBundle: WorkflowBundleOption;
 let canaries: CanaryService;
 let p: Project;
 const taskQueue = `canary-${randomBytes(4).toString('hex')}`;
@@ -112,6 +115,15 @@ beforeAll(async () => {
   }
   const path = process.env.TEMPORAL_TEST_SERVER_PATH;
   env = await TestWorkflowEnvironment.createTimeSkipping(path ? { server: { executable: { type: 'existing-path', path } } } : undefined);
+  const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
+  workflowBundle = bundlePath ? { codePath: bundlePath } : { code: (await bundleWorkflowCode({ workflowsPath: projectPath('workflows', 'index.ts'), logger: new DefaultLogger('WARN') })).code };
+  worker = await startWorker(taskQueue);
+  running = worker.run();
+  canaries = serviceOn(taskQueue);
+}, 120_000);
+
+/** A worker with the real canary activities, traffic inserted before each gate check, and notifications recorded. */
+function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {}): Promise<Worker> {
   const real = canaryActivities({
     ...app.platform.canary,
     notifyOrgAlertChannels: async (orgId, alert) => {
@@ -119,11 +131,11 @@ beforeAll(async () => {
       return app.platform.canary.notifyOrgAlertChannels(orgId, alert);
     },
   });
-  const bundle = process.env.WORKFLOW_BUNDLE_PATH;
-  worker = await Worker.create({
+  return Worker.create({
     connection: env.nativeConnection,
-    taskQueue,
-    ...(bundle ? { workflowBundle: { codePath: bundle } } : { workflowsPath: projectPath('workflows', 'index.ts') }),
+    taskQueue: queue,
+    workflowBundle,
+    ...options,
     activities: {
       ...real,
       async evaluateCanaryGate(request: CanaryGateRequest) {
@@ -133,16 +145,19 @@ beforeAll(async () => {
       },
     },
   });
-  running = worker.run();
-  const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue, devServer: false, connected: true, close: async () => undefined };
-  canaries = new CanaryService({
+}
+
+/** The API's service, starting its workflows on the time-skipping server's `queue`. */
+function serviceOn(queue: string): CanaryService {
+  const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, close: async () => undefined };
+  return new CanaryService({
     store: new CanaryStore(app.platform.db.sql),
     flags: app.platform.flagService,
     warehouse: new CanaryWarehouse(app.platform.analytics),
     temporal,
     logger: app.platform.logger,
   });
-}, 120_000);
+}
 
 afterAll(async () => {
   worker?.shutdown();
@@ -170,10 +185,14 @@ async function newFlag(label: string) {
   return { key, ref: { key, serviceId: p.serviceId, environment: 'production' as const }, version: flag.version as number };
 }
 
-async function start(label: string, traffic: ((stage: number) => Traffic) | null, config: Partial<CanaryStartInput> = {}) {
+/** Every pipeline the tests ran to its end: their histories are replayed at the end. */
+const finished: string[] = [];
+
+async function start(label: string, traffic: ((stage: number) => Traffic) | null, config: Partial<CanaryStartInput> = {}, service = canaries) {
   const flag = await newFlag(label);
   if (traffic) scenarios.set(flag.key, traffic);
-  const record = await canaries.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, ...config });
+  finished.push(canaryWorkflowId(p.serviceId, 'production', flag.key));
+  const record = await service.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, ...config });
   const handle = env.client.workflow.getHandle(canaryWorkflowId(p.serviceId, 'production', flag.key));
   return { ...flag, record, handle };
 }
@@ -315,5 +334,71 @@ describe('canaryPipeline on the time-skipping server', () => {
     const [{ n }] = await app.platform.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM canary_pipelines WHERE flag_key = ${flag.key}`;
     expect(n).toBe(1);
     await canaries.abort(actor, flag.ref, 'done testing');
+  }, 120_000);
+
+  it('resumes after a worker restart mid-soak at the same stage, with the soak measured from the stage start', async () => {
+    const queue = `${taskQueue}-restart`;
+    const service = serviceOn(queue);
+    // No sticky cache: the test server would hand the next workflow task to the stopped worker's sticky queue.
+    const first = await startWorker(queue, { maxCachedWorkflows: 0 });
+    const firstRun = first.run();
+    const run = await start('restart', healthy, { soakPeriodMinutes: 1 }, service);
+    await eventually(async () => (await service.get(run.ref)).currentStage?.index === 0, 30_000);
+    await service.advance(actor, { orgId: p.orgId }, run.ref, true);
+    const before = await service.get(run.ref);
+    expect(before.currentStage).toMatchObject({ index: 1, rolloutPercent: 40 });
+    const stageStart = Date.parse(before.currentStage!.startedAt);
+
+    // The worker goes away mid-soak (the test server skips time only while no workflow task is
+    // waiting, so the gap stays under the 6 s between checks); a new worker takes the workflow over.
+    first.shutdown();
+    await firstRun;
+    await env.sleep(3_000);
+    const second = await startWorker(queue, { maxCachedWorkflows: 0 });
+    const secondRun = second.run();
+    try {
+      await expect(run.handle.result()).resolves.toBe('completed');
+    } finally {
+      second.shutdown();
+      await secondRun;
+    }
+    const record = await service.get(run.ref);
+    expect(record.completedStages.map((s) => [s.index, s.rolloutPercent])).toEqual([
+      [0, 20],
+      [1, 40],
+      [2, 60],
+    ]);
+    const resumed = record.completedStages[1];
+    // Same stage, same start: the soak was not restarted by the new worker, and it ran its full minute.
+    expect(Date.parse(resumed.startedAt)).toBe(stageStart);
+    const soaked = Date.parse(resumed.endedAt!) - stageStart;
+    expect(soaked).toBeGreaterThanOrEqual(60_000);
+    expect(soaked).toBeLessThan(2 * 60_000);
+    expect(resumed.gate?.decision).toBe('pass');
+    // One version per stage: nothing was applied twice.
+    expect((await flagNow(run.ref))!.version).toBe(run.version + 3);
+  }, 120_000);
+
+  it('replays the recorded histories (the checked-in one and this run\'s) without nondeterminism', async () => {
+    const fixture = `${__dirname}/fixtures/canary-breach-history.json`;
+    const replays = [];
+    for (const workflowId of finished) {
+      const handle = env.client.workflow.getHandle(workflowId);
+      const { status } = await handle.describe();
+      if (status.name === 'RUNNING') continue;
+      replays.push({ workflowId, history: await handle.fetchHistory() });
+    }
+    expect(replays.length).toBeGreaterThanOrEqual(5);
+    // RECORD_CANARY_HISTORY=1 writes the breach run's history as the fixture later code must replay.
+    if (process.env.RECORD_CANARY_HISTORY) {
+      const breach = replays.find((r) => r.workflowId.includes(':breach-'))!;
+      fs.mkdirSync(`${__dirname}/fixtures`, { recursive: true });
+      fs.writeFileSync(fixture, JSON.stringify({ workflowId: breach.workflowId, history: breach.history }));
+    }
+    const recorded = JSON.parse(fs.readFileSync(fixture, 'utf8'));
+    const checkedIn = { workflowId: recorded.workflowId as string, history: temporal.api.history.v1.History.fromObject(recorded.history) };
+    for (const { workflowId, history } of [checkedIn, ...replays]) {
+      await Worker.runReplayHistory({ workflowBundle }, history, workflowId);
+    }
   }, 120_000);
 });
