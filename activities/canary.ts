@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Analytics } from '../analytics/client';
 import type { Sql } from '../api/infra/postgres';
 import type { NotifyOrgAlertChannels } from '../api/features/alert-channels/types';
@@ -8,7 +9,7 @@ import { CanaryWarehouse } from '../api/features/canary/warehouse';
 import type { FlagService } from '../api/features/flags/service';
 import type { FlagRef } from '../api/features/flags/types';
 import { withRollout } from '../api/features/canary/rules';
-import type { CanaryActivities, CanaryTarget } from '../workflows/messages';
+import { CANARY_TARGET_GONE, type CanaryActivities, type CanaryTarget } from '../workflows/messages';
 
 /** What the canary activities run with; optional so a worker started for other workflows alone (tests) still starts. */
 export interface CanaryDeps {
@@ -25,6 +26,9 @@ export interface CanaryActivityDeps {
 
 /** Flag changes a pipeline makes are attributed to it, as triggers' are to `trigger:<name>`. */
 export const pipelineActor = (pipelineId: string): AuditActor => ({ name: `canary:${pipelineId}`, userId: null });
+
+/** The flag or rule the pipeline works on is gone: retrying cannot help, the workflow stops instead. */
+const targetGone = (message: string) => ApplicationFailure.nonRetryable(message, CANARY_TARGET_GONE);
 
 const refOf = (t: CanaryTarget): FlagRef => ({ key: t.flagKey, serviceId: t.serviceId, environment: t.environment });
 
@@ -50,12 +54,15 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
     async applyCanaryRollout(step) {
       const ref = refOf(step.target);
       const current = await deps.flags.get(ref);
-      if (!current) throw new Error(`flag ${step.target.flagKey} no longer exists`);
+      if (!current) throw targetGone(`the flag ${step.target.flagKey} no longer exists`);
+      // Only the first stage inserts the rule: one removed later was removed by someone on purpose.
+      const insert = step.stageIndex === 0 ? step.insertRuleValue : undefined;
+      if (!insert && !current.targeting.some((r) => r.id === step.ruleId)) throw targetGone(`the rule ${step.ruleId} was removed from the flag`);
       // Written only if the flag is still the version read (409 otherwise, and the activity retries).
       const flag = await deps.flags.update(
         pipelineActor(step.pipelineId),
         ref,
-        { targeting: withRollout(current.targeting, step.ruleId, step.rolloutPercent, step.insertRuleValue) },
+        { targeting: withRollout(current.targeting, step.ruleId, step.rolloutPercent, insert) },
         current.version,
         {
           metadata: {
@@ -78,6 +85,7 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
     },
 
     async restoreCanaryFlag(restore) {
+      if (!(await deps.flags.get(refOf(restore.target)))) throw targetGone(`the flag ${restore.target.flagKey} no longer exists`);
       const flag = await deps.flags.rollback(pipelineActor(restore.pipelineId), refOf(restore.target), restore.preCanaryVersion, {
         metadata: {
           canary: {

@@ -1,5 +1,6 @@
-import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
+  CANARY_TARGET_GONE,
   canaryAbortSignal,
   canaryAdvanceSignal,
   canaryStateQuery,
@@ -52,6 +53,12 @@ function healthOf(gate: CanaryGate, at: string, config: CanaryConfig): CanaryHea
 
 const nowIso = () => new Date(Date.now()).toISOString();
 
+/** Why an activity failed when its flag or rule is gone; null for any other failure. */
+function targetGone(error: unknown): string | null {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === CANARY_TARGET_GONE) return error.cause.message;
+  return null;
+}
+
 /**
  * One canary pipeline (CONTRACT 9): each stage sets the canaried rule's rolloutPercentage through
  * the flag write path, soaks, and is gated (treatment against the randomized control of the same
@@ -95,8 +102,16 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
     return status;
   }
 
-  async function restore(outcome: 'rolled_back' | 'aborted', reason: string, extra: { requestedBy?: string; gate?: CanaryGate }) {
-    await restoreCanaryFlag({ pipelineId, target, preCanaryVersion: input.preCanaryVersion, outcome, reason, ...extra });
+  /** Restores the pre-canary content; the reason to add to the status when there was nothing left to restore. */
+  async function restore(outcome: 'rolled_back' | 'aborted', reason: string, extra: { requestedBy?: string; gate?: CanaryGate }): Promise<string> {
+    try {
+      await restoreCanaryFlag({ pipelineId, target, preCanaryVersion: input.preCanaryVersion, outcome, reason, ...extra });
+      return '';
+    } catch (error) {
+      const gone = targetGone(error);
+      if (gone === null) throw error;
+      return ` (nothing restored: ${gone})`;
+    }
   }
 
   /** Soaks and gates the current stage; 'advance' when it may end, or the pipeline's final status. */
@@ -112,8 +127,8 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
 
       if (abort) {
         const request: CanaryAbort = abort;
-        await restore('aborted', request.reason, { requestedBy: request.requestedBy });
-        return end('aborted', request.reason);
+        const unrestored = await restore('aborted', request.reason, { requestedBy: request.requestedBy });
+        return end('aborted', request.reason + unrestored);
       }
       if (advance) {
         const request: CanaryAdvance = advance;
@@ -134,9 +149,9 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
       if (gate.decision === 'pass' && final) return 'advance';
       if (gate.decision === 'fail') {
         if (config.autoRollbackOnBreach) {
-          await restore('rolled_back', gate.reason, { gate });
+          const unrestored = await restore('rolled_back', gate.reason, { gate });
           await notifyCanaryRollback(pipelineId, target, gate, stage);
-          return end('rolled_back', `gate failed at ${stage.rolloutPercent}%: ${gate.reason}`);
+          return end('rolled_back', `gate failed at ${stage.rolloutPercent}%: ${gate.reason}${unrestored}`);
         }
         state.status = 'paused';
         state.statusReason = `gate failed at ${stage.rolloutPercent}%: ${gate.reason}; waiting for advance or abort`;
@@ -154,16 +169,23 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
     if (!resuming) {
       if (workflowInfo().historyLength > HISTORY_LIMIT && !advance && !abort) await continueAsNew<typeof canaryPipeline>({ ...input, resume: state });
       const rolloutPercent = percents[index];
-      await applyCanaryRollout({
-        pipelineId,
-        target,
-        ruleId: input.ruleId,
-        insertRuleValue: input.insertRuleValue,
-        stageIndex: index,
-        rolloutPercent,
-        previousGate: previous?.gate,
-        forcedBy: previous?.forcedBy,
-      });
+      try {
+        await applyCanaryRollout({
+          pipelineId,
+          target,
+          ruleId: input.ruleId,
+          insertRuleValue: input.insertRuleValue,
+          stageIndex: index,
+          rolloutPercent,
+          previousGate: previous?.gate,
+          forcedBy: previous?.forcedBy,
+        });
+      } catch (error) {
+        const gone = targetGone(error);
+        if (gone === null) throw error;
+        // Someone removed what the pipeline ramps: it stops without touching the flag again.
+        return end('aborted', `stopped before ${rolloutPercent}%: ${gone}`);
+      }
       state.currentStage = { index, rolloutPercent, startedAt: nowIso() };
       state.soakEndsAt = new Date(Date.now() + soakMs).toISOString();
       state.health = { status: 'pending', checkedAt: null, gate: null };

@@ -304,6 +304,9 @@ export interface CanaryRestore {
   gate?: CanaryGate;
 }
 
+/** The failure type of a canary activity whose flag or rule is gone (not retried; the workflow stops). */
+export const CANARY_TARGET_GONE = 'CanaryTargetGone';
+
 export interface CanaryActivities {
   /** Sets the rule's rolloutPercentage (inserting the `canary` rule first when asked) through FlagService; the new flag version. */
   applyCanaryRollout(step: CanaryRolloutStep): Promise<number>;

@@ -320,6 +320,17 @@ describe('canaryPipeline on the time-skipping server', () => {
     await expect(run.handle.result()).resolves.toBe('aborted');
   }, 120_000);
 
+  it('stops without touching the flag again when someone removed the canaried rule', async () => {
+    const run = await start('removed', healthy, { soakPeriodMinutes: 30 });
+    await eventually(async () => (await canaries.get(run.ref)).currentStage?.rolloutPercent === 20, 30_000);
+    const edited = await app.platform.flagService.update({ name: 'someone@example.com', userId: null }, run.ref, { targeting: [] });
+    const stopped = await canaries.advance(actor, { orgId: p.orgId }, run.ref, true);
+    expect(stopped.status).toBe('aborted');
+    expect(stopped.statusReason).toBe('stopped before 40%: the rule canary was removed from the flag');
+    await expect(run.handle.result()).resolves.toBe('aborted');
+    expect((await flagNow(run.ref))!.version).toBe(edited.version);
+  }, 120_000);
+
   it('two concurrent starts on one flag give one pipeline and one 409', async () => {
     const flag = await newFlag('twice');
     const results = await Promise.allSettled([

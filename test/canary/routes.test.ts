@@ -181,4 +181,14 @@ describe('canary endpoints', () => {
     // Nothing was started by any of them.
     expect((await p.viewer.request('GET', get)).status).toBe(404);
   });
+
+  it('documents the four routes in the OpenAPI document', async () => {
+    const doc = (await app.request('GET', '/api/openapi.json')).body;
+    expect(Object.keys(doc.paths['/api/flags/{key}/canary']).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(doc.paths['/api/flags/{key}/canary/advance'])).toEqual(['post']);
+    expect(Object.keys(doc.paths['/api/flags/{key}/canary/abort'])).toEqual(['post']);
+    const start = doc.paths['/api/flags/{key}/canary'].post.requestBody.content['application/json'].schema;
+    expect(start.properties.soakPeriodMinutes.minimum).toBe(0.05);
+    expect(start.additionalProperties).toBe(false);
+  });
 });
