@@ -27,17 +27,8 @@ import { ACTIVE_STATUSES, type CanaryPipeline, type CanaryStore } from './store'
 import type { CanaryWarehouse } from './warehouse';
 
 /** Spec 2.9 configuration plus CONTRACT 9's optional fields, as the start route validated it. */
-export interface CanaryStartInput {
-  initialRolloutPercent: number;
-  targetRolloutPercent: number;
-  rampStepPercent: number;
-  soakPeriodMinutes: number;
-  errorRateGateDelta: number;
-  latencyGateDeltaMs: number;
-  autoRollbackOnBreach: boolean;
-  minSamplesPerCohort: number;
+export interface CanaryStartInput extends Omit<CanaryConfig, 'maxWaitMinutes'> {
   maxWaitMinutes?: number;
-  alpha: number;
   ruleId?: string;
   value?: unknown;
 }

@@ -67,19 +67,9 @@ const toPipeline = (r: PipelineRow): CanaryPipeline => ({
 
 export const ACTIVE_STATUSES: readonly CanaryStatus[] = ['running', 'paused'];
 
-export interface NewPipeline {
-  id: string;
-  projectId: string;
-  flagId: string;
-  flagKey: string;
-  serviceId: string;
-  environment: string;
-  ruleId: string;
-  config: CanaryConfig;
-  preCanaryVersion: number;
-  workflowId: string;
+export type NewPipeline = Pick<CanaryPipeline, 'id' | 'projectId' | 'flagId' | 'flagKey' | 'serviceId' | 'environment' | 'ruleId' | 'config' | 'preCanaryVersion' | 'workflowId'> & {
   createdByActor: string;
-}
+};
 
 export class CanaryStore {
   constructor(private readonly sql: Sql) {}
