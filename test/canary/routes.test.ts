@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CanaryRecordSchema } from '../../api/features/canary/routes';
+import { CanaryStore } from '../../api/features/canary/store';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, qs, type Project } from '../webhooks/support';
 
@@ -180,6 +181,29 @@ describe('canary endpoints', () => {
     expect((await p.member.request('POST', path, undefined, { rawBody: huge, headers: { 'content-type': 'application/json' } })).status).toBe(413);
     // Nothing was started by any of them.
     expect((await p.viewer.request('GET', get)).status).toBe(404);
+  });
+
+  it('ends a pipeline whose workflow is gone instead of failing: 409, and the record says why', async () => {
+    const key = newKey('lost');
+    const flag = await createFlag(key);
+    const [row] = await app.platform.db.sql<{ id: string }[]>`SELECT id FROM flags WHERE service_id = ${p.serviceId} AND environment = 'production' AND key = ${key}`;
+    const stored = await new CanaryStore(app.platform.db.sql).insert({
+      id: `cnr_lost_${randomBytes(3).toString('hex')}`,
+      projectId: p.projectId,
+      flagId: row.id,
+      flagKey: key,
+      serviceId: p.serviceId,
+      environment: 'production',
+      ruleId: 'canary',
+      config: { ...config(), minSamplesPerCohort: 100, maxWaitMinutes: 300, alpha: 0.05 },
+      preCanaryVersion: flag.version,
+      workflowId: `canary:lost:${key}`,
+      createdByActor: 'test',
+    });
+    const res = await p.member.request('POST', `/api/flags/${key}/canary/abort`, { serviceId: p.serviceId, reason: 'x' });
+    expect(res.status).toBe(409);
+    const after = await p.viewer.request('GET', `/api/flags/${key}/canary${qs({ serviceId: p.serviceId })}`);
+    expect(after.body).toMatchObject({ id: stored.id, status: 'aborted', statusReason: 'the pipeline workflow no longer exists' });
   });
 
   it('documents the four routes in the OpenAPI document', async () => {

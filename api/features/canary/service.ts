@@ -143,7 +143,7 @@ export class CanaryService {
         { workflowId },
       );
     } catch (error) {
-      await this.deps.store.markNotStarted(pipeline.id, 'the pipeline workflow could not be started');
+      await this.deps.store.markEnded(pipeline.id, 'the pipeline workflow could not be started');
       throw error;
     }
     return this.toRecord(pipeline, null);
@@ -178,7 +178,7 @@ export class CanaryService {
       });
       if (gate.decision !== 'pass') throw conflict(`The gate did not pass (${gate.decision}): ${gate.reason}`, { gate });
     }
-    await this.handle(pipeline).signal(canaryAdvanceSignal, { force, requestedBy: actor.name, gate });
+    await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAdvanceSignal, { force, requestedBy: actor.name, gate }));
     await this.settled(pipeline, (s) => s.currentStage?.index !== stage.index || s.status !== 'running' && s.status !== 'paused');
     return this.get(ref);
   }
@@ -186,7 +186,7 @@ export class CanaryService {
   /** Restores the flag content from before the pipeline (as a new version) and ends it as aborted. */
   async abort(actor: AuditActor, ref: FlagRef, reason: string): Promise<CanaryRecord> {
     const pipeline = await this.requireActive(ref);
-    await this.handle(pipeline).signal(canaryAbortSignal, { reason, requestedBy: actor.name });
+    await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAbortSignal, { reason, requestedBy: actor.name }));
     await this.settled(pipeline, (s) => !ACTIVE_STATUSES.includes(s.status));
     return this.get(ref);
   }
@@ -202,6 +202,17 @@ export class CanaryService {
       const stored = await this.deps.store.find(pipeline.id);
       if (stored && done(stored)) return;
       await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** Sends a signal; a record whose workflow is gone (its Temporal history lost) is ended instead: 409. */
+  private async signal(pipeline: CanaryPipeline, send: () => Promise<void>): Promise<void> {
+    try {
+      await send();
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      await this.deps.store.markEnded(pipeline.id, 'the pipeline workflow no longer exists');
+      throw conflict('The canary pipeline workflow no longer exists; the pipeline was ended');
     }
   }
 

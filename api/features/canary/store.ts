@@ -107,8 +107,8 @@ export class CanaryStore {
       WHERE id = ${id}`;
   }
 
-  /** Ends a pipeline whose workflow never started (the start failed after the insert). */
-  async markNotStarted(id: string, reason: string): Promise<void> {
+  /** Ends a pipeline whose workflow never started (the start failed after the insert) or is gone. */
+  async markEnded(id: string, reason: string): Promise<void> {
     await this.sql`UPDATE canary_pipelines SET status = 'aborted', status_reason = ${reason}, updated_at = now() WHERE id = ${id}`;
   }
 }
