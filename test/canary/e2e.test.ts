@@ -86,10 +86,14 @@ describe('a canary over HTTP with real traffic', () => {
 
     const flag = await p.owner.request('GET', `/api/flags/${key}${qs({ serviceId: p.serviceId, environment: 'production' })}`);
     expect(flag.body.targeting).toEqual([]);
-    const audit = await app.platform.db.sql<{ actor: string; metadata: any }[]>`
-      SELECT actor, metadata FROM audit_logs WHERE resource_name = ${key} AND metadata ? 'canary' ORDER BY timestamp, id`;
-    expect(audit.map((a) => a.metadata.canary.action ?? `stage ${a.metadata.canary.rolloutPercent}`)).toEqual(['stage 50', 'rolled_back']);
-    expect(audit[1].actor).toBe(`canary:${started.body.id}`);
-    expect(audit[1].metadata.canary.gate.decision).toBe('fail');
+    const audit = await app.platform.db.sql<{ actor: string; action: string; metadata: any }[]>`
+      SELECT actor, action, metadata FROM audit_logs WHERE resource_name = ${key} AND metadata ? 'canary' ORDER BY timestamp, id`;
+    const pipelineActor = `canary:${started.body.id}`;
+    expect(audit.map((a) => [a.action, a.actor, a.metadata.canary.action ?? a.metadata.canary.rolloutPercent ?? null])).toEqual([
+      ['canary.start', p.member.email, null],
+      ['flag.update', pipelineActor, 50],
+      ['flag.update', pipelineActor, 'rolled_back'],
+    ]);
+    expect(audit[2].metadata.canary.gate.decision).toBe('fail');
   }, 90_000);
 });

@@ -151,6 +151,7 @@ function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {
 function serviceOn(queue: string): CanaryService {
   const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, close: async () => undefined };
   return new CanaryService({
+    sql: app.platform.db.sql,
     store: new CanaryStore(app.platform.db.sql),
     flags: app.platform.flagService,
     warehouse: new CanaryWarehouse(app.platform.analytics),
@@ -225,7 +226,9 @@ describe('canaryPipeline on the time-skipping server', () => {
     expect(flag!.targeting).toEqual([{ id: 'canary', conditions: [], value: true, rolloutPercentage: 60 }]);
     expect(flag!.version).toBe(run.version + 3);
 
-    const audit = (await auditOf(run.key)).filter((a) => a.metadata.canary);
+    const trail = await auditOf(run.key);
+    expect(trail.filter((a) => a.action === 'canary.start').map((a) => [a.actor, a.metadata.canary.pipelineId])).toEqual([[actor.name, run.record.id]]);
+    const audit = trail.filter((a) => a.action === 'flag.update' && a.metadata.canary);
     expect(audit.map((a) => [a.actor, a.metadata.canary.rolloutPercent])).toEqual([
       [`canary:${run.record.id}`, 20],
       [`canary:${run.record.id}`, 40],
@@ -298,6 +301,8 @@ describe('canaryPipeline on the time-skipping server', () => {
     expect(flag!.version).toBe(run.version + 2);
     const restore = (await auditOf(run.key)).at(-1)!;
     expect(restore.metadata.canary).toMatchObject({ action: 'aborted', reason: 'checkout errors in another region', requestedBy: actor.name });
+    const request = (await auditOf(run.key)).find((a) => a.action === 'canary.abort')!;
+    expect(request).toMatchObject({ actor: actor.name, metadata: { canary: { pipelineId: run.record.id, reason: 'checkout errors in another region' } } });
   }, 120_000);
 
   it('force advances past the soak and gate, and the next step is audited as forced', async () => {
@@ -310,6 +315,8 @@ describe('canaryPipeline on the time-skipping server', () => {
     expect((await flagNow(run.ref))!.targeting[0].rolloutPercentage).toBe(40);
     const step = (await auditOf(run.key)).at(-1)!;
     expect(step.metadata.canary).toMatchObject({ rolloutPercent: 40, forced: true, forcedBy: actor.name });
+    const request = (await auditOf(run.key)).find((a) => a.action === 'canary.advance')!;
+    expect(request).toMatchObject({ actor: actor.name, metadata: { canary: { force: true, stage: 0, rolloutPercent: 20 } } });
 
     // Without force the gate runs now; a stage 0 s old has too little data: 409 with the gate.
     const refused = await canaries.advance(actor, { orgId: p.orgId }, run.ref, false).catch((e: unknown) => e);

@@ -2,8 +2,9 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { HttpError, conflict, isUniqueViolation, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
 import { startWorkflow, type Temporal } from '../../infra/temporal';
-import type { AuditActor } from '../audit/writer';
+import { writeAudit, type AuditActor } from '../audit/writer';
 import type { FlagService } from '../flags/service';
 import type { FlagRef } from '../flags/types';
 import { flagContentProblems } from '../flags/validation';
@@ -58,6 +59,7 @@ const SETTLE_MS = 10_000;
 export const MAX_STAGES = 100;
 
 export interface CanaryServiceDeps {
+  sql: Sql;
   store: CanaryStore;
   flags: FlagService;
   warehouse: CanaryWarehouse;
@@ -117,18 +119,25 @@ export class CanaryService {
     const workflowId = canaryWorkflowId(ref.serviceId, ref.environment, ref.key);
     let pipeline: CanaryPipeline;
     try {
-      pipeline = await this.deps.store.insert({
-        id: newId('cnr'),
-        projectId: grant.projectId,
-        flagId: flag.id,
-        flagKey: ref.key,
-        serviceId: ref.serviceId,
-        environment: ref.environment,
-        ruleId,
-        config,
-        preCanaryVersion: flag.version,
-        workflowId,
-        createdByActor: actor.name,
+      pipeline = await this.deps.sql.begin(async (tx) => {
+        const inserted = await this.deps.store.insert(
+          {
+            id: newId('cnr'),
+            projectId: grant.projectId,
+            flagId: flag.id,
+            flagKey: ref.key,
+            serviceId: ref.serviceId,
+            environment: ref.environment,
+            ruleId,
+            config,
+            preCanaryVersion: flag.version,
+            workflowId,
+            createdByActor: actor.name,
+          },
+          tx,
+        );
+        await writeAudit(tx, actor, this.auditEntry(inserted, 'canary.start', { config, fromVersion: flag.version }));
+        return inserted;
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`Flag "${ref.key}" already has an active canary pipeline in ${ref.environment}`);
@@ -178,6 +187,7 @@ export class CanaryService {
       });
       if (gate.decision !== 'pass') throw conflict(`The gate did not pass (${gate.decision}): ${gate.reason}`, { gate });
     }
+    await this.audit(actor, pipeline, 'canary.advance', { force, stage: stage.index, rolloutPercent: stage.rolloutPercent, ...(gate ? { gate } : {}) });
     await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAdvanceSignal, { force, requestedBy: actor.name, gate }));
     await this.settled(pipeline, (s) => s.currentStage?.index !== stage.index || s.status !== 'running' && s.status !== 'paused');
     return this.get(ref);
@@ -186,6 +196,7 @@ export class CanaryService {
   /** Restores the flag content from before the pipeline (as a new version) and ends it as aborted. */
   async abort(actor: AuditActor, ref: FlagRef, reason: string): Promise<CanaryRecord> {
     const pipeline = await this.requireActive(ref);
+    await this.audit(actor, pipeline, 'canary.abort', { reason });
     await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAbortSignal, { reason, requestedBy: actor.name }));
     await this.settled(pipeline, (s) => !ACTIVE_STATUSES.includes(s.status));
     return this.get(ref);
@@ -203,6 +214,22 @@ export class CanaryService {
       if (stored && done(stored)) return;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+  }
+
+  /** Who asked the pipeline to start, advance or abort; the flag changes it makes are audited by FlagService. */
+  private audit(actor: AuditActor, pipeline: CanaryPipeline, action: `canary.${string}`, metadata: Record<string, unknown>) {
+    return this.deps.sql.begin((tx) => writeAudit(tx, actor, this.auditEntry(pipeline, action, metadata)));
+  }
+
+  private auditEntry(pipeline: CanaryPipeline, action: `canary.${string}`, metadata: Record<string, unknown>) {
+    return {
+      projectId: pipeline.projectId,
+      action,
+      resourceType: 'flag',
+      resourceId: pipeline.flagId,
+      resourceName: pipeline.flagKey,
+      metadata: { serviceId: pipeline.serviceId, environment: pipeline.environment, canary: { pipelineId: pipeline.id, ...metadata } },
+    };
   }
 
   /** Sends a signal; a record whose workflow is gone (its Temporal history lost) is ended instead: 409. */

@@ -1,4 +1,5 @@
 import type { Sql } from '../../infra/postgres';
+import type { Queryable } from '../projects/common';
 import type { CanaryConfig, CanaryHealth, CanaryStage, CanaryState, CanaryStatus } from '../../../workflows/messages';
 
 /** A canary pipeline as stored (migration 0061) and, shaped by toRecord, as the API answers it. */
@@ -75,12 +76,12 @@ export class CanaryStore {
   constructor(private readonly sql: Sql) {}
 
   /** Inserts a running pipeline; a unique violation (23505) when the flag already has an active one. */
-  async insert(p: NewPipeline): Promise<CanaryPipeline> {
+  async insert(p: NewPipeline, db: Queryable = this.sql): Promise<CanaryPipeline> {
     const health: CanaryHealth = { status: 'pending', checkedAt: null, gate: null };
-    const [row] = await this.sql<PipelineRow[]>`
+    const [row] = await db<PipelineRow[]>`
       INSERT INTO canary_pipelines (id, project_id, flag_id, service_id, environment, flag_key, rule_id, status, config, pre_canary_version, health, workflow_id, created_by_actor)
       VALUES (${p.id}, ${p.projectId}, ${p.flagId}, ${p.serviceId}, ${p.environment}, ${p.flagKey}, ${p.ruleId}, 'running',
-              ${this.sql.json(p.config as never)}, ${p.preCanaryVersion}, ${this.sql.json(health as never)}, ${p.workflowId}, ${p.createdByActor})
+              ${db.json(p.config as never)}, ${p.preCanaryVersion}, ${db.json(health as never)}, ${p.workflowId}, ${p.createdByActor})
       RETURNING *`;
     return toPipeline(row);
   }
