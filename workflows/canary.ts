@@ -41,8 +41,8 @@ export function rampPercents(config: CanaryConfig): number[] {
 /** The engine buckets to thousandths of a percent; float steps (0.1 + 0.2) must not leave noise. */
 const roundPercent = (p: number) => Math.round(p * 1000) / 1000;
 
-/** Histories past this many events continue as new at the next stage boundary. */
-const HISTORY_LIMIT = 5_000;
+/** Histories past this many events continue as new at the next stage boundary (unless the input says otherwise). */
+export const HISTORY_LIMIT = 5_000;
 
 /** Healthy: passed, or soaking with enough data and no harm shown; insufficient_data: waiting for data (or a sound split). */
 function healthOf(gate: CanaryGate, at: string, config: CanaryConfig): CanaryHealth {
@@ -167,7 +167,7 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
   for (let index = state.currentStage?.index ?? state.completedStages.length; index < percents.length; index++) {
     const resuming = state.currentStage?.index === index;
     if (!resuming) {
-      if (workflowInfo().historyLength > HISTORY_LIMIT && !advance && !abort) await continueAsNew<typeof canaryPipeline>({ ...input, resume: state });
+      if (workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT) && !advance && !abort) await continueAsNew<typeof canaryPipeline>({ ...input, resume: state });
       const rolloutPercent = percents[index];
       try {
         await applyCanaryRollout({

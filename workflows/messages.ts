@@ -221,6 +221,8 @@ export interface CanaryPipelineInput {
   preCanaryVersion: number;
   /** The state carried over by continue-as-new. */
   resume?: CanaryState;
+  /** History events after which the workflow continues as new at the next stage boundary (default 5,000). */
+  historyLimit?: number;
 }
 
 export const CANARY_PIPELINE = workflowMessage<CanaryPipelineInput, CanaryStatus>(
@@ -246,6 +248,7 @@ export const CANARY_PIPELINE = workflowMessage<CanaryPipelineInput, CanaryStatus
         })
         .strict(),
       preCanaryVersion: z.number().int().min(1),
+      historyLimit: z.number().int().min(10).optional(),
     })
     // `resume` is never a start's input: only continue-as-new passes it, past this check.
     .strict(),

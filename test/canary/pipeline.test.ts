@@ -11,6 +11,7 @@ import { CanaryWarehouse } from '../../api/features/canary/warehouse';
 import { HttpError } from '../../api/http/errors';
 import { projectPath } from '../../api/infra/paths';
 import type { Temporal } from '../../api/infra/temporal';
+import type { canaryPipeline } from '../../workflows/canary';
 import { canaryWorkflowId, type CanaryGateRequest, type CanaryStatus } from '../../workflows/messages';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, type Project } from '../webhooks/support';
@@ -395,6 +396,42 @@ describe('canaryPipeline on the time-skipping server', () => {
     expect(resumed.gate?.decision).toBe('pass');
     // One version per stage: nothing was applied twice.
     expect((await flagNow(run.ref))!.version).toBe(run.version + 3);
+  }, 120_000);
+
+  it('continues as new at a stage boundary when the history grows long, and carries its state over', async () => {
+    const flag = await newFlag('long');
+    scenarios.set(flag.key, healthy);
+    const [row] = await app.platform.db.sql<{ id: string }[]>`SELECT id FROM flags WHERE service_id = ${p.serviceId} AND environment = 'production' AND key = ${flag.key}`;
+    const workflowId = canaryWorkflowId(p.serviceId, 'production', flag.key);
+    const config = { ...CONFIG, maxWaitMinutes: 1 };
+    const record = await new CanaryStore(app.platform.db.sql).insert({
+      id: `cnr_long_${randomBytes(3).toString('hex')}`,
+      projectId: p.projectId,
+      flagId: row.id,
+      flagKey: flag.key,
+      serviceId: p.serviceId,
+      environment: 'production',
+      ruleId: 'canary',
+      config,
+      preCanaryVersion: flag.version,
+      workflowId,
+      createdByActor: actor.name,
+    });
+    const first = await env.client.workflow.start<typeof canaryPipeline>('canaryPipeline', {
+      workflowId,
+      taskQueue,
+      args: [{ pipelineId: record.id, target: { projectId: p.projectId, orgId: p.orgId, serviceId: p.serviceId, environment: 'production', flagKey: flag.key }, ruleId: 'canary', insertRuleValue: 'true', config, preCanaryVersion: flag.version, historyLimit: 20 }],
+    });
+    await expect(env.client.workflow.getHandle(workflowId).result()).resolves.toBe('completed');
+    // Every stage boundary past 20 events started a new run: the first run did not finish the pipeline itself.
+    expect((await env.client.workflow.getHandle(workflowId, first.firstExecutionRunId).describe()).status.name).toBe('CONTINUED_AS_NEW');
+    const done = await canaries.get(flag.ref);
+    expect(done.completedStages.map((s) => [s.index, s.rolloutPercent, s.gate?.decision])).toEqual([
+      [0, 20, 'pass'],
+      [1, 40, 'pass'],
+      [2, 60, 'pass'],
+    ]);
+    expect((await flagNow(flag.ref))!.version).toBe(flag.version + 3);
   }, 120_000);
 
   it('replays the recorded histories (the checked-in one and this run\'s) without nondeterminism', async () => {
