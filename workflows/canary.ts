@@ -157,7 +157,7 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
         state.statusReason = `gate failed at ${stage.rolloutPercent}%: ${gate.reason}; waiting for advance or abort`;
       } else if (final && Date.now() >= waitLimit) {
         state.status = 'paused';
-        state.statusReason = `too little data after waiting ${config.maxWaitMinutes} minutes past the soak: ${gate.reason}; waiting for advance or abort`;
+        state.statusReason = `no decision after waiting ${config.maxWaitMinutes} minutes past the soak: ${gate.reason}; waiting for advance or abort`;
       }
       await save();
     }
