@@ -162,6 +162,37 @@ describe('each consumer at its own pace', () => {
     await eventually(async () => (await sql()`SELECT 1 FROM flag_outbox_pending WHERE flag_key = ${key} AND consumer = 'hanging'`).length === 0);
   });
 
+  it('hands a consumer with handleMany the burst of a flag as one ordered batch, and retries the whole batch after a failure', async () => {
+    await app.platform.outbox.stop();
+    const key = uniqueKey();
+    const batches: FlagChangeEvent[][] = [];
+    let failOnce = true;
+    const batching: OutboxConsumer = {
+      name: 'batching',
+      async handle(event) {
+        if (event.data.flagKey === key) batches.push([event]);
+      },
+      async handleMany(events) {
+        const mine = events.filter((e) => e.data.flagKey === key);
+        if (mine.length && failOnce) {
+          failOnce = false;
+          throw new Error('receiver away');
+        }
+        if (mine.length) batches.push(mine);
+      },
+    };
+    const first = testRelay({}, [batching]);
+    first.start();
+    await eventually(async () => (await sql()`SELECT 1 FROM outbox_consumers WHERE name = 'batching'`).length === 1);
+    await first.stop();
+    await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
+    for (let i = 0; i < 10; i++) expect((await fx.owner.request('POST', `/api/flags/${key}/toggle${ref()}`)).status).toBe(200);
+    testRelay({}, [batching]).start();
+    await eventually(async () => batches.flat().length === 11, 30_000);
+    expect(batches).toHaveLength(1);
+    expect(versionsOf(batches[0])).toEqual(oneToN(11));
+  });
+
   it('a consumer that keeps failing retries on its own, then gets every event in order, each handled once', async () => {
     await app.platform.outbox.stop();
     const received = await listen();

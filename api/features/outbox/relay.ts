@@ -16,6 +16,12 @@ import { OutboxStore, type OutboxRow } from './store';
 export interface OutboxConsumer {
   name: string;
   handle(event: FlagChangeEvent): Promise<void>;
+  /**
+   * Optional: all of one flag's claimed events at once, in order (one round of work for a burst
+   * of changes instead of one per change). A throw retries every one of them, so it must be as
+   * idempotent as `handle`.
+   */
+  handleMany?(events: FlagChangeEvent[]): Promise<void>;
 }
 
 export interface OutboxRelayOptions {
@@ -250,7 +256,20 @@ class ConsumerLoop {
 
   private async handleStreams(streams: Map<string, OutboxRow[]>, done: number[], failed: { row: OutboxRow; error: string }[], notAttempted: number[]): Promise<void> {
     const name = this.consumer.name;
+    const handleMany = this.consumer.handleMany?.bind(this.consumer);
     await forEachLimited([...streams.values()], this.opts.concurrency, async (events) => {
+      if (handleMany && events.length > 1) {
+        try {
+          await handleMany(events.map((row) => row.event));
+          done.push(...events.map((row) => row.seq));
+        } catch (error) {
+          // The first event carries the failure (and its backoff); the rest wait behind it, in order.
+          failed.push({ row: events[0], error: message(error) });
+          notAttempted.push(...events.slice(1).map((r) => r.seq));
+          this.logger.warn({ err: error, consumer: name, eventId: events[0].event.id, events: events.length }, 'outbox consumer failed; will retry');
+        }
+        return;
+      }
       // Within a flag: strictly in order, and nothing after an event that failed.
       for (let i = 0; i < events.length; i++) {
         const row = events[i];

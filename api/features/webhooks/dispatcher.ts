@@ -9,10 +9,11 @@ export function webhookBody(event: FlagChangeEvent): string {
 }
 
 /**
- * The outbox consumer for webhooks: one delivery workflow per (active subscribed webhook,
- * event), all of an event's deliveries recorded in one statement and started concurrently
- * (DeliveryQueue.enqueueMany). Handling an event again (the relay retries until every consumer succeeded) finds
- * the same delivery ids and starts nothing new.
+ * The outbox consumer for webhooks: one delivery per (active subscribed webhook, event), recorded
+ * in one statement per batch and handed to each webhook's delivery lane with one signal
+ * (DeliveryQueue.enqueueMany). A burst of one flag's changes is one batch (handleMany). Handling
+ * an event again (the relay retries until the consumer succeeded) finds the same delivery ids and
+ * queues nothing new.
  */
 export class WebhookDispatcher {
   readonly name = 'webhooks';
@@ -21,18 +22,26 @@ export class WebhookDispatcher {
     private readonly deps: { sql: Sql; store: WebhookStore; queue: DeliveryQueue },
   ) {}
 
-  async handle(event: FlagChangeEvent): Promise<void> {
-    const webhooks = await this.deps.store.subscribers(this.deps.sql, event.data.projectId, event.event);
-    if (!webhooks.length) return;
-    const body = webhookBody(event);
-    await this.deps.queue.enqueueMany(
-      webhooks.map((webhook) => ({
-        target: { kind: 'webhook' as const, webhookId: webhook.id },
-        event: event.event,
-        eventId: event.id,
-        flagKey: event.data.flagKey,
-        body,
-      })),
-    );
+  handle(event: FlagChangeEvent): Promise<void> {
+    return this.handleMany([event]);
+  }
+
+  async handleMany(events: FlagChangeEvent[]): Promise<void> {
+    const subscribers = new Map<string, Awaited<ReturnType<WebhookStore['subscribers']>>>();
+    const deliveries = [];
+    for (const event of events) {
+      const key = `${event.data.projectId}\u0000${event.event}`;
+      let webhooks = subscribers.get(key);
+      if (!webhooks) {
+        webhooks = await this.deps.store.subscribers(this.deps.sql, event.data.projectId, event.event);
+        subscribers.set(key, webhooks);
+      }
+      if (!webhooks.length) continue;
+      const body = webhookBody(event);
+      for (const webhook of webhooks) {
+        deliveries.push({ target: { kind: 'webhook' as const, webhookId: webhook.id }, event: event.event, eventId: event.id, flagKey: event.data.flagKey, body });
+      }
+    }
+    if (deliveries.length) await this.deps.queue.enqueueMany(deliveries);
   }
 }
