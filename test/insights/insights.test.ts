@@ -154,7 +154,7 @@ describe('GET /api/flags/:key/metrics', () => {
     });
     expect(m.realtime.evaluationsPerSecond).toBeCloseTo(10 / 60, 3);
     expect(m.recentToggles).toEqual([]);
-    expect(m.toggleImpact).toMatchObject({ hasRecentToggle: false, healthStatus: 'no_recent_toggle' });
+    expect(m.toggleImpact).toMatchObject({ hasRecentToggle: false, healthStatus: 'none' });
   });
 
   it('defaults to 24h in 15-minute buckets and refuses unknown ranges and bad parameters', async () => {
@@ -226,7 +226,7 @@ describe('GET /api/flags/:key/toggle-impact', () => {
     expect(impact.latestToggle).toMatchObject({ timestampMs: at, timestamp: new Date(at).toISOString(), transition: { from: 'disabled', to: 'enabled' }, environment: 'production', actor: p.owner.email });
     expect(impact.latestToggle.durationMs).toBeGreaterThanOrEqual(0);
     expect(recentToggles).toEqual([impact.latestToggle]);
-    expect(impact).toMatchObject({ hasRecentToggle: true, healthStatus: 'critical', windowMinutes: 15 });
+    expect(impact).toMatchObject({ hasRecentToggle: true, healthStatus: 'degraded', windowMinutes: 15 });
     expect(impact.before).toMatchObject({ evaluations: 100, errors: 0, errorRate: 0, avgLatencyMs: 10, p99LatencyMs: 10 });
     expect(impact.after).toMatchObject({ evaluations: 100, errors: 30, errorRate: 0.3, avgLatencyMs: 10, p99LatencyMs: 10 });
     expect(impact.delta).toEqual({ errorRateDelta: 0.3, latencyP99DeltaMs: 0, evaluationsRatio: 1 });

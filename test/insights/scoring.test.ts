@@ -55,7 +55,7 @@ describe('before/after verdicts', () => {
     const before = windowSummary(stats(100, 0, 20));
     const after = windowSummary(stats(100, 0, 150));
     const delta = compareWindows(before, after);
-    expect(impactVerdict(before, after, delta).healthStatus).toBe('degraded');
+    expect(impactVerdict(before, after, delta).healthStatus).toBe('warning');
     expect(rollbackDecision(before, after, delta, { maxErrorRateDelta: 0.02, maxLatencyDeltaMs: 100 })).toMatchObject({ tripped: true });
   });
 });

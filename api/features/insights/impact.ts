@@ -15,10 +15,10 @@ const Z_CRITICAL = 1.645;
 /** The auto-rollback endpoint's defaults, shared by the production guardrail (docs/guardrails.md). */
 export const AUTO_ROLLBACK_DEFAULTS = { windowMinutes: 15, maxErrorRateDelta: 0.02, maxLatencyDeltaMs: 200 } as const;
 
-/** Toggle-impact thresholds: error-rate rise and p99 rise for `degraded` and `critical`. */
+/** Toggle-impact thresholds (issue 13's statuses): error-rate rise and p99 rise for `warning` and `degraded`. */
 export const IMPACT_THRESHOLDS = {
-  degraded: { errorRateDelta: 0.01, latencyP99DeltaMs: 100 },
-  critical: { errorRateDelta: 0.05, latencyP99DeltaMs: 500 },
+  warning: { errorRateDelta: 0.01, latencyP99DeltaMs: 100 },
+  degraded: { errorRateDelta: 0.05, latencyP99DeltaMs: 500 },
 } as const;
 
 export interface WindowSummary {
@@ -37,7 +37,7 @@ export interface ImpactDelta {
   evaluationsRatio: number | null;
 }
 
-export type ImpactHealth = 'no_recent_toggle' | 'insufficient_data' | 'healthy' | 'degraded' | 'critical';
+export type ImpactHealth = 'none' | 'insufficient_data' | 'healthy' | 'warning' | 'degraded';
 
 export const round = (n: number, digits = 3) => Math.round(n * 10 ** digits) / 10 ** digits;
 const roundOrNull = (n: number | null, digits = 3) => (n === null ? null : round(n, digits));
@@ -97,10 +97,10 @@ export function impactVerdict(before: WindowSummary, after: WindowSummary, delta
       recommendation: `Only ${after.evaluations} evaluations after the toggle; wait for at least ${MIN_SAMPLE_AFTER} before judging it.`,
     };
   }
-  const critical = breaches(before, after, delta, IMPACT_THRESHOLDS.critical);
-  if (critical.length) return { healthStatus: 'critical', recommendation: `Roll back and investigate: ${critical.join('; ')}.` };
   const degraded = breaches(before, after, delta, IMPACT_THRESHOLDS.degraded);
-  if (degraded.length) return { healthStatus: 'degraded', recommendation: `Watch closely and consider rolling back: ${degraded.join('; ')}.` };
+  if (degraded.length) return { healthStatus: 'degraded', recommendation: `Roll back and investigate: ${degraded.join('; ')}.` };
+  const warning = breaches(before, after, delta, IMPACT_THRESHOLDS.warning);
+  if (warning.length) return { healthStatus: 'warning', recommendation: `Watch closely and consider rolling back: ${warning.join('; ')}.` };
   return { healthStatus: 'healthy', recommendation: 'No significant rise in errors or latency after the toggle; keep it.' };
 }
 

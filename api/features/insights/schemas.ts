@@ -25,7 +25,7 @@ const delta = z.object({ errorRateDelta: z.number(), latencyP99DeltaMs: z.number
 const impact = z.object({
   hasRecentToggle: z.boolean(),
   latestToggle: toggle.nullable(),
-  healthStatus: z.enum(['no_recent_toggle', 'insufficient_data', 'healthy', 'degraded', 'critical']),
+  healthStatus: z.enum(['none', 'insufficient_data', 'healthy', 'warning', 'degraded']),
   windowMinutes: count,
   before: side.nullable(),
   after: side.nullable(),

@@ -369,7 +369,7 @@ export class InsightsService {
       return {
         hasRecentToggle: false,
         latestToggle: null,
-        healthStatus: 'no_recent_toggle',
+        healthStatus: 'none',
         windowMinutes,
         before: null,
         after: null,
