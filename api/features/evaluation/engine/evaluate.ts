@@ -17,6 +17,24 @@ export interface EvaluateOptions {
   expectedType?: FlagType;
   /** The request's work budget (budget.ts), shared by every flag it evaluates. */
   budget?: EvaluationBudget;
+  /** Told every step that decides the result (explain.ts); absent on the serving path. */
+  tracer?: EvaluationTracer;
+}
+
+/**
+ * What `evaluate` reports while it decides, so an explanation comes from the very code that
+ * serves values. With a tracer every condition of a rule runs (no short cut at the first
+ * false one), which changes no outcome: conditions are pure.
+ */
+export interface EvaluationTracer {
+  /** Condition `conditionIndex` of rule `ruleIndex` was checked. */
+  condition(ruleIndex: number, conditionIndex: number, passed: boolean): void;
+  /** Rule `ruleIndex` was reached; `conditionsHeld` is false for a rule that could not compile. */
+  rule(ruleIndex: number, conditionsHeld: boolean): void;
+  /** The rule's conditions held and its rollout is partial; `bucket` is undefined without a targeting key. */
+  rollout(ruleIndex: number, bucket: number | undefined, included: boolean): void;
+  /** The variants decided, with the key's variant bucket. */
+  variant(bucket: number, name: string): void;
 }
 
 /**
@@ -48,6 +66,7 @@ export function evaluate(
   }
   const expectedType = opts === undefined ? undefined : opts.expectedType;
   const budget = opts === undefined ? undefined : opts.budget;
+  const tracer = opts === undefined ? undefined : opts.tracer;
   if (budget !== undefined && !budget.charge(flag.cost)) {
     return errorResult(flagKey, requestDefault, 'GENERAL', BUDGET_EXHAUSTED_MESSAGE);
   }
@@ -67,15 +86,23 @@ export function evaluate(
   let outOfRolloutRuleId: string | undefined;
   for (let i = 0; i < rules.length; i++) {
     const rule = rules[i];
-    if (!rule.usable || !allConditionsHold(rule.conditions, context, budget)) {
+    const held =
+      rule.usable &&
+      (tracer === undefined ? allConditionsHold(rule.conditions, context, budget) : traceConditions(i, rule.conditions, context, budget, tracer));
+    if (tracer !== undefined) tracer.rule(i, held);
+    if (!held) {
       // A pattern that did not run may have matched: no later rule can be trusted.
       if (budget !== undefined && budget.exhausted) return errorResult(flagKey, requestDefault, 'GENERAL', BUDGET_EXHAUSTED_MESSAGE);
       continue;
     }
     const partial = rule.rolloutThreshold < FULL_ROLLOUT;
     if (partial) {
-      if (targetingKey === undefined) continue;
+      if (targetingKey === undefined) {
+        if (tracer !== undefined) tracer.rollout(i, undefined, false);
+        continue;
+      }
       if (rolloutBucket < 0) rolloutBucket = bucketOf(flag.rolloutPrefix, targetingKey);
+      if (tracer !== undefined) tracer.rollout(i, rolloutBucket, rolloutBucket < rule.rolloutThreshold);
       if (rolloutBucket >= rule.rolloutThreshold) {
         outOfRolloutRuleId ??= rule.id;
         continue;
@@ -92,7 +119,9 @@ export function evaluate(
     if (targetingKey === undefined) {
       return errorResult(flagKey, requestDefault, 'TARGETING_KEY_MISSING', 'variants need a targetingKey in the context');
     }
-    const variant = variantAt(flag, bucketOf(flag.variantPrefix, targetingKey));
+    const variantBucket = bucketOf(flag.variantPrefix, targetingKey);
+    const variant = variantAt(flag, variantBucket);
+    if (tracer !== undefined) tracer.variant(variantBucket, variant.name);
     return typedResult(flag, flagKey, variant.value, 'VARIANT', variant.name, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
   }
 
@@ -108,6 +137,23 @@ function allConditionsHold(
     if (!holds(conditions[i], context, budget)) return false;
   }
   return true;
+}
+
+/** allConditionsHold for explain: runs and reports every condition. */
+function traceConditions(
+  ruleIndex: number,
+  conditions: readonly CompiledCondition[],
+  context: Record<string, unknown>,
+  budget: EvaluationBudget | undefined,
+  tracer: EvaluationTracer,
+): boolean {
+  let all = true;
+  for (let i = 0; i < conditions.length; i++) {
+    const passed = holds(conditions[i], context, budget);
+    tracer.condition(ruleIndex, i, passed);
+    all &&= passed;
+  }
+  return all;
 }
 
 /** The variant whose share of the cumulated weights contains the bucket's point. */

@@ -300,7 +300,7 @@ export function compileCondition(condition: Condition): CompiledCondition | stri
   );
 }
 
-function readAttribute(context: Record<string, unknown>, condition: CompiledCondition): unknown {
+export function readAttribute(context: Record<string, unknown>, condition: CompiledCondition): unknown {
   const property = condition.property;
   // Contexts are plain JSON objects: only names that Object.prototype also has need the
   // slower own-property check to keep inherited members out.
