@@ -19,6 +19,7 @@ import { AuditWriter } from './features/audit/writer';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
+import { explainFeatureRoutes } from './features/explain/wiring';
 import { createDemoFeature } from './features/demo/wiring';
 import type { DemoServiceRegistry } from './features/demo/registry';
 import { flagBatchRoutes } from './features/flags/batch-wiring';
@@ -224,6 +225,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.
       ...(evaluation?.routes.control ?? []),
       ...demo.routes,
+      ...(evaluation ? explainFeatureRoutes({ snapshots: evaluation.snapshots }) : []),
       // Before the flag routes: /api/flags/bulk, /export and /import must not be taken for /api/flags/:key.
       ...flagBatchRoutes({ sql: db.sql, flags: flagService, access: projectAccess, logger, demo }),
       ...flagRoutes({ flags: flagService, access: projectAccess, demoList: demo.list.handle }),
