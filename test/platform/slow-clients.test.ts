@@ -18,12 +18,14 @@ function trickle(parts: string[], pauseMs: number): Promise<string> {
       if (i < parts.length && !socket.destroyed) socket.write(parts[i++]);
     }, pauseMs);
     socket.on('data', (d) => (data += d.toString()));
+    // A safety net for a server that never answers; cleared on close so no timer outlives the test.
+    const giveUp = setTimeout(() => socket.destroy(), 10_000);
     socket.on('close', () => {
       clearInterval(timer);
+      clearTimeout(giveUp);
       resolve(data);
     });
     socket.on('error', () => undefined);
-    setTimeout(() => socket.destroy(), 10_000);
   });
 }
 
