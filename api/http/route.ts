@@ -35,6 +35,11 @@ export class Reply {
   ) {}
 }
 export const reply = (status: number, body?: unknown, headers?: Record<string, string>) => new Reply(status, body, headers);
+
+/** Cache-Control of per-caller answers (analytics, insights, canary): never in a shared cache. */
+export const privateMaxAge = (seconds: number) => ({ 'Cache-Control': `private, max-age=${seconds}` });
+export const PRIVATE_NO_CACHE = { 'Cache-Control': 'private, no-cache' };
+export const PRIVATE_NO_STORE = { 'Cache-Control': 'private, no-store' };
 /** Returned by handlers that wrote the response themselves (streams). */
 export const HANDLED = Symbol('handled');
 

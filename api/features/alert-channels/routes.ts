@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { actingUser } from '../../auth/principal';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { idSchema, nameSchema } from '../projects/common';
+import { idSchema, nameSchema, signingSecretSchema, targetUrlSchema } from '../projects/common';
 import type { AlertChannelService } from './service';
 import { ALERT_CHANNEL_TYPES } from './types';
 
@@ -21,7 +21,7 @@ const ChannelSchema = z.object({
   updatedAt: z.string(),
 });
 
-const url = z.string().max(2048).url().refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').describe('http or https; must not resolve to an internal address (SSRF guard)');
+const url = targetUrlSchema.describe('http or https; must not resolve to an internal address (SSRF guard)');
 const common = { name: nameSchema, enabled: z.boolean().optional() };
 
 const CreateChannel = z.discriminatedUnion('type', [
@@ -40,7 +40,7 @@ const CreateChannel = z.discriminatedUnion('type', [
       type: z.literal('webhook'),
       ...common,
       url,
-      secret: z.string().min(1).max(512).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').optional().describe('Signing key (X-Svc-Signature and Standard Webhooks); generated when absent'),
+      secret: signingSecretSchema.optional().describe('Signing key (X-Svc-Signature and Standard Webhooks); generated when absent'),
     })
     .strict(),
 ]);

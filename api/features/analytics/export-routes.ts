@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { idSchema } from '../projects/common';
+import { idSchema, signingSecretSchema, targetUrlSchema } from '../projects/common';
 import type { Analytics } from '../../../analytics/client';
 import type { OutboundClient } from '../../http/outbound';
 import type { Logger } from '../../infra/logger';
@@ -8,7 +8,6 @@ import type { DeliveryQueue } from '../webhooks/deliveries';
 import { AnalyticsExporter, EXPORT_DATA_TYPES } from './export';
 import { rangeParam, windowOf } from './queries/range';
 
-const urlSchema = z.string().max(2048).url().refine((s) => !s.includes('\u0000'), 'must not contain NUL characters');
 
 /**
  * POST /api/analytics/export (spec 4.10). It sends the project's raw events to an address the
@@ -30,8 +29,8 @@ export function analyticsExportRoutes(deps: { analytics: Analytics; outbound: Ou
         .object({
           projectId: idSchema,
           destination: z.literal('webhook').describe('Currently only webhook'),
-          webhookUrl: urlSchema,
-          signingSecret: z.string().min(1).max(512).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').optional(),
+          webhookUrl: targetUrlSchema,
+          signingSecret: signingSecretSchema.optional(),
           dataTypes: z
             .array(z.enum(EXPORT_DATA_TYPES))
             .min(1)

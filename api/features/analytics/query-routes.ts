@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { Analytics } from '../../../analytics/client';
 import type { ProjectAccess, ProjectGrant } from '../../auth/access';
 import { notFound } from '../../http/errors';
-import { defineRoute, reply, type AnyRoute } from '../../http/route';
+import { defineRoute, reply, privateMaxAge, PRIVATE_NO_CACHE, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS } from '../flags/types';
-import { idSchema } from '../projects/common';
+import { flagKeySchema, idSchema } from '../projects/common';
 import { ADMIN_FUNNEL_STEPS, adminFunnel, adoptionCohorts } from './queries/admin';
 import { flagFunnel, MAX_FUNNEL_STEPS } from './queries/funnel';
 import { rangeParam, windowOf } from './queries/range';
@@ -21,13 +21,8 @@ import { flagVariants } from './queries/variants';
 
 /** CONTRACT 8 event names. */
 export const eventNameSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -');
-const flagKeySchema = z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters');
 const environment = z.enum(ENVIRONMENTS);
 const PERIODS = ['1h', '24h', '7d', '30d'] as const;
-
-/** Spec 4.10 caching: per-user data, so private; `private, no-cache` where the spec names no max-age. */
-const cached = (seconds: number) => ({ 'Cache-Control': `private, max-age=${seconds}` });
-const NOT_CACHED = { 'Cache-Control': 'private, no-cache' };
 
 /** The site a `siteId` route reads: the service and the project its access rule resolved. */
 const siteOf = (granted: ProjectGrant[], siteId: string): Site => ({ projectId: granted[0].projectId, siteId });
@@ -169,7 +164,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       response: Responses.sdkTelemetry,
       async handler({ query, granted }) {
         const report = await sdkTelemetry(analytics, { projectIds: granted.map((g) => g.projectId), ...query }, windowOf(query.range));
-        return reply(200, { range: query.range, ...report }, NOT_CACHED);
+        return reply(200, { range: query.range, ...report }, PRIVATE_NO_CACHE);
       },
     }),
     defineRoute({
@@ -183,7 +178,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       response: Responses.overview,
       async handler({ query, granted }) {
         const result = await overview(analytics, siteOf(granted, query.siteId), windowOf(query.range));
-        return reply(200, { ...result, range: query.range }, NOT_CACHED);
+        return reply(200, { ...result, range: query.range }, PRIVATE_NO_CACHE);
       },
     }),
     defineRoute({
@@ -197,7 +192,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       response: Responses.vitals,
       async handler({ query, granted }) {
         const result = await vitals(analytics, siteOf(granted, query.siteId), windowOf(query.range), query.flagKey);
-        return reply(200, { ...result, range: query.range }, cached(30));
+        return reply(200, { ...result, range: query.range }, privateMaxAge(30));
       },
     }),
     defineRoute({
@@ -211,7 +206,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       response: Responses.flagImpact,
       async handler({ query, granted }) {
         const impact = await flagImpact(analytics, siteOf(granted, query.siteId), windowOf(query.range));
-        return reply(200, { impact, range: query.range }, cached(30));
+        return reply(200, { impact, range: query.range }, privateMaxAge(30));
       },
     }),
     defineRoute({
@@ -226,7 +221,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       async handler({ query }) {
         await checkSlug(query.projectId, query.projectSlug);
         const result = await adminFunnel(analytics, query.projectId, windowOf(query.range));
-        return reply(200, { projectId: query.projectId, range: query.range, ...result }, cached(30));
+        return reply(200, { projectId: query.projectId, range: query.range, ...result }, privateMaxAge(30));
       },
     }),
     defineRoute({
@@ -243,7 +238,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         // Only projects the caller may read themselves: the organization's others stay unseen.
         const readable = (await access.listAccessible(principal, 'flags:read')).filter((g) => g.orgId === granted[0].orgId);
         const cohorts = await adoptionCohorts(analytics, sql, readable.map((g) => g.projectId), windowOf(query.range));
-        return reply(200, { projectId: query.projectId, range: query.range, cohorts }, cached(60));
+        return reply(200, { projectId: query.projectId, range: query.range, cohorts }, privateMaxAge(60));
       },
     }),
     defineRoute({
@@ -257,7 +252,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
       response: Responses.events,
       async handler({ query, granted }) {
         const events = await latestEvents(analytics, siteOf(granted, query.siteId), query.limit);
-        return reply(200, { events }, cached(5));
+        return reply(200, { events }, privateMaxAge(5));
       },
     }),
     defineRoute({
@@ -280,7 +275,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         await checkService(query.projectId, query.serviceId);
         const scope = { projectId: query.projectId, environment: query.environment, flagKey: params.key, serviceId: query.serviceId };
         const report = await flagVariants(analytics, scope, windowOf(query.period), query.eventName);
-        return reply(200, { flagKey: params.key, environment: query.environment, period: query.period, ...report }, cached(30));
+        return reply(200, { flagKey: params.key, environment: query.environment, period: query.period, ...report }, privateMaxAge(30));
       },
     }),
     defineRoute({
@@ -303,7 +298,7 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         await checkService(query.projectId, query.serviceId);
         const scope = { projectId: query.projectId, environment: query.environment, flagKey: query.flagKey, serviceId: query.serviceId };
         const report = await flagFunnel(analytics, scope, windowOf(query.period), query.steps);
-        return reply(200, { projectId: query.projectId, flagKey: query.flagKey, steps: query.steps, ...report }, cached(30));
+        return reply(200, { projectId: query.projectId, flagKey: query.flagKey, steps: query.steps, ...report }, privateMaxAge(30));
       },
     }),
   ];

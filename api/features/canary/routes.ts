@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineRoute, reply, type AnyRoute } from '../../http/route';
+import { defineRoute, reply, PRIVATE_NO_STORE, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { ENVIRONMENTS, type FlagRef } from '../flags/types';
-import { idSchema } from '../projects/common';
+import { FlagKeyParams, idSchema } from '../projects/common';
 import type { CanaryService } from './service';
 
 /**
@@ -11,7 +11,6 @@ import type { CanaryService } from './service';
  * 404 like a missing one.
  */
 
-const KeyParams = z.object({ key: z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters') });
 /** Canaries watch live traffic: production unless another environment is named. */
 const environment = z.enum(ENVIRONMENTS).default('production').describe('Default production');
 const percent = z.number().finite().gt(0).max(100);
@@ -70,7 +69,6 @@ export const CanaryRecordSchema = z.object({
   updatedAt: z.string(),
 });
 
-const NOT_STORED = { 'Cache-Control': 'private, no-store' };
 const refOf = (key: string, scope: { serviceId: string; environment: FlagRef['environment'] }): FlagRef => ({ key, serviceId: scope.serviceId, environment: scope.environment });
 
 export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
@@ -86,12 +84,12 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       response: CanaryRecordSchema,
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       body: StartBody,
       async handler(ctx) {
         const { body, principal, granted } = ctx;
         const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });
-        return reply(201, await canaries.start(actor, granted[0], refOf(ctx.params.key, body), body), NOT_STORED);
+        return reply(201, await canaries.start(actor, granted[0], refOf(ctx.params.key, body), body), PRIVATE_NO_STORE);
       },
     }),
     defineRoute({
@@ -102,10 +100,10 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       response: CanaryRecordSchema,
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       query: Scope,
       async handler(ctx) {
-        return reply(200, await canaries.get(refOf(ctx.params.key, ctx.query)), NOT_STORED);
+        return reply(200, await canaries.get(refOf(ctx.params.key, ctx.query)), PRIVATE_NO_STORE);
       },
     }),
     defineRoute({
@@ -116,11 +114,11 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       response: CanaryRecordSchema,
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       body: AdvanceBody,
       async handler(ctx) {
         const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
-        return reply(200, await canaries.advance(actor, ctx.granted[0], refOf(ctx.params.key, ctx.body), ctx.body.force), NOT_STORED);
+        return reply(200, await canaries.advance(actor, ctx.granted[0], refOf(ctx.params.key, ctx.body), ctx.body.force), PRIVATE_NO_STORE);
       },
     }),
     defineRoute({
@@ -131,11 +129,11 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       response: CanaryRecordSchema,
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       body: AbortBody,
       async handler(ctx) {
         const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
-        return reply(200, await canaries.abort(actor, refOf(ctx.params.key, ctx.body), ctx.body.reason), NOT_STORED);
+        return reply(200, await canaries.abort(actor, refOf(ctx.params.key, ctx.body), ctx.body.reason), PRIVATE_NO_STORE);
       },
     }),
   ];

@@ -2,10 +2,9 @@ import { z } from 'zod';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { ContextSchema, contextOf } from '../evaluation/schemas';
 import { ENVIRONMENTS } from '../flags/types';
-import { idSchema } from '../projects/common';
+import { FlagKeyParams, idSchema } from '../projects/common';
 import type { ExplainService } from './service';
 
-const KeyParams = z.object({ key: z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters') });
 
 const ConditionSchema = z.object({
   property: z.string(),
@@ -55,7 +54,7 @@ export function explainRoutes(deps: { explain: ExplainService }): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
       readOnly: true,
       bodyLimit: BODY_LIMITS.evaluation,
-      params: KeyParams,
+      params: FlagKeyParams,
       body: z
         .object({
           serviceId: idSchema,

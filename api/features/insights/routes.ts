@@ -1,8 +1,8 @@
 import { z, type ZodTypeAny } from 'zod';
-import { defineRoute, reply, type AnyRoute } from '../../http/route';
+import { defineRoute, reply, privateMaxAge, PRIVATE_NO_STORE, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { ENVIRONMENTS, type FlagRef } from '../flags/types';
-import { idSchema } from '../projects/common';
+import { FlagKeyParams, idSchema } from '../projects/common';
 import { AUTO_ROLLBACK_DEFAULTS } from './impact';
 import { AlertsResponse, AutoRollbackResponse, HealthResponse, HeatmapResponse, MetricsResponse, StaleFlagsResponse, ToggleImpactResponse } from './schemas';
 import type { InsightsService } from './service';
@@ -14,8 +14,6 @@ import { rangeParam } from '../analytics/queries/range';
  * the caller cannot see is 404 like a missing one); auto-rollback's POST needs `flags:write`.
  */
 
-const flagKey = z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters');
-const KeyParams = z.object({ key: flagKey });
 const ProjectParams = z.object({ id: idSchema });
 /** Insights look at live traffic: production unless another environment is named. */
 const environment = z.enum(ENVIRONMENTS).default('production').describe('Default production');
@@ -53,8 +51,6 @@ const RollbackQuery = z
   });
 
 /** Per-user answers over live data: private, and fresh for a few seconds only. */
-const cached = (seconds: number) => ({ 'Cache-Control': `private, max-age=${seconds}` });
-const NOT_STORED = { 'Cache-Control': 'private, no-store' };
 
 export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
   const { insights } = deps;
@@ -70,11 +66,11 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       response,
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       query: FlagQuery,
       async handler({ params, query }) {
         const body = await answer({ key: params.key, serviceId: query.serviceId, environment: query.environment }, query);
-        return reply(200, body, cached(15));
+        return reply(200, body, privateMaxAge(15));
       },
     });
 
@@ -99,13 +95,13 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       response: AutoRollbackResponse,
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       body: RollbackBody,
       async handler(ctx) {
         const { params, body, principal, granted } = ctx;
         const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });
         const result = await insights.autoRollback(actor, granted[0].orgId, { key: params.key, serviceId: body.serviceId, environment: body.environment }, body);
-        return reply(200, result, NOT_STORED);
+        return reply(200, result, PRIVATE_NO_STORE);
       },
     }),
     defineRoute({
@@ -116,13 +112,13 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       response: AutoRollbackResponse,
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       query: RollbackQuery,
       async handler(ctx) {
         const { params, query, principal, granted } = ctx;
         const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });
         const result = await insights.autoRollback(actor, granted[0].orgId, { key: params.key, serviceId: query.serviceId, environment: query.environment }, { ...query, dryRun: true });
-        return reply(200, result, NOT_STORED);
+        return reply(200, result, PRIVATE_NO_STORE);
       },
     }),
     defineRoute({
@@ -135,7 +131,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
       params: ProjectParams,
       async handler({ params }) {
-        return reply(200, await insights.staleFlags(params.id), cached(60));
+        return reply(200, await insights.staleFlags(params.id), privateMaxAge(60));
       },
     }),
     defineRoute({
@@ -148,7 +144,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
       access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
       params: ProjectParams,
       async handler({ params }) {
-        return reply(200, await insights.health(params.id), cached(15));
+        return reply(200, await insights.health(params.id), privateMaxAge(15));
       },
     }),
     defineRoute({
@@ -168,7 +164,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
         }),
       async handler({ params, query }) {
         const body = await insights.heatmap(params.id, query.range, { serviceId: query.serviceId, environment: query.environment });
-        return reply(200, body, cached(15));
+        return reply(200, body, privateMaxAge(15));
       },
     }),
     defineRoute({
@@ -190,7 +186,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
           granted.map((g) => g.projectId),
           query.firing === 'true',
         );
-        return reply(200, body, cached(10));
+        return reply(200, body, privateMaxAge(10));
       },
     }),
   ];

@@ -23,6 +23,15 @@ export const slugSchema = z
   .regex(SLUG_PATTERN, 'must be lowercase letters and digits in groups separated by single hyphens');
 
 export const nameSchema = z.string().trim().min(1).max(200).refine(noNul, NUL_MESSAGE);
+
+/** A flag key as routes take it (path or query); the flag store checks the key's own pattern. */
+export const flagKeySchema = z.string().min(1).max(256).refine(noNul, NUL_MESSAGE);
+export const FlagKeyParams = z.object({ key: flagKeySchema });
+
+/** A URL we will call (webhooks, alert channels, export); the SSRF guard judges its address. */
+export const targetUrlSchema = z.string().max(2048).url().refine(noNul, NUL_MESSAGE);
+/** An HMAC-SHA256 signing key given by the user (webhooks, alert channels, export). */
+export const signingSecretSchema = z.string().min(1).max(512).refine(noNul, NUL_MESSAGE);
 export const descriptionSchema = text(2000);
 export const tagsSchema = z
   .array(z.string().trim().min(1).max(64).refine(noNul, NUL_MESSAGE))

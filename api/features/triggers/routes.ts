@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS } from '../flags/types';
-import { callerOf, idSchema, nameSchema } from '../projects/common';
+import { callerOf, FlagKeyParams, idSchema, nameSchema } from '../projects/common';
 import type { TriggerService } from './service';
 import { TRIGGER_ACTIONS } from './types';
 
@@ -20,7 +20,6 @@ const TriggerSchema = z.object({
   revokedAt: z.string().nullable(),
 });
 
-const KeyParams = z.object({ key: z.string().min(1).max(256).refine((k) => !k.includes('\u0000'), 'must not contain NUL characters') });
 const environment = z.enum(ENVIRONMENTS);
 
 /** Spec 4.6 triggers: management needs flags rights on the service's project; execution needs only the URL. */
@@ -37,7 +36,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       // Spec 5.5: personal tokens never create trigger URLs.
       noPersonalTokens: true,
       status: 201,
-      params: KeyParams,
+      params: FlagKeyParams,
       body: z
         .object({
           serviceId: idSchema,
@@ -59,7 +58,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       tags: ['triggers'],
       auth: 'authenticated',
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
-      params: KeyParams,
+      params: FlagKeyParams,
       query: z.object({ serviceId: idSchema, environment: environment.optional().describe('All environments when absent') }),
       response: z.object({ triggers: z.array(TriggerSchema) }),
       async handler({ params, query }) {
@@ -74,7 +73,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.query.serviceId },
       status: 204,
-      params: KeyParams.extend({ triggerId: idSchema }),
+      params: FlagKeyParams.extend({ triggerId: idSchema }),
       query: z.object({ serviceId: idSchema }),
       async handler(ctx) {
         await triggers.revoke(callerOf(ctx), ctx.granted[0].projectId, ctx.query.serviceId, ctx.params.key, ctx.params.triggerId);

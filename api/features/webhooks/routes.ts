@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { callerOf, idSchema, limitSchema, nonEmptyPatch } from '../projects/common';
+import { callerOf, idSchema, limitSchema, nonEmptyPatch, signingSecretSchema, targetUrlSchema } from '../projects/common';
 import type { WebhookService } from './service';
 import { WEBHOOK_EVENTS } from './types';
 
@@ -15,8 +15,8 @@ const WebhookSchema = z.object({
   updatedAt: z.string(),
 });
 
-const urlSchema = z.string().max(2048).url().refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').describe('http or https; must not resolve to an internal address (SSRF guard)');
-const secretSchema = z.string().min(1).max(512).refine((s) => !s.includes('\u0000'), 'must not contain NUL characters').describe('HMAC-SHA256 signing key; write-only. Generated (whsec_…) when absent');
+const urlSchema = targetUrlSchema.describe('http or https; must not resolve to an internal address (SSRF guard)');
+const secretSchema = signingSecretSchema.describe('HMAC-SHA256 signing key; write-only. Generated (whsec_…) when absent');
 const eventsSchema = z
   .array(z.enum(WEBHOOK_EVENTS))
   .min(1)
