@@ -5,7 +5,7 @@ import type { CanaryWarehouse } from './warehouse';
 
 /**
  * One gate of a canary stage: both cohorts of the canaried rule over the stage's window from the
- * warehouse, judged by evaluateGate (G1's statistics). The workflow's checks and a non-forced
+ * warehouse, judged by evaluateGate (api/features/release-safety). The workflow's checks and a non-forced
  * advance both run it. The rule is read at the time of the check: its value decides which side
  * an outcome event naming the flag counts for (CanaryWarehouse).
  */
