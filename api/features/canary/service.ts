@@ -189,7 +189,8 @@ export class CanaryService {
     }
     await this.audit(actor, pipeline, 'canary.advance', { force, stage: stage.index, rolloutPercent: stage.rolloutPercent, ...(gate ? { gate } : {}) });
     await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAdvanceSignal, { force, requestedBy: actor.name, gate }));
-    await this.settled(pipeline, (s) => s.currentStage?.index !== stage.index || s.status !== 'running' && s.status !== 'paused');
+    // Done once the next stage has started (between stages there is none) or the pipeline ended.
+    await this.settled(pipeline, (s) => (s.currentStage?.index ?? -1) > stage.index || !ACTIVE_STATUSES.includes(s.status));
     return this.get(ref);
   }
 
