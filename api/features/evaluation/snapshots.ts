@@ -1,7 +1,7 @@
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import { ENVIRONMENTS, FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
-import { compileFlag, murmur3, type CompiledFlag } from './engine/index';
+import { compileFlag, murmur3, type CompiledFlag, type FlagDefinition } from './engine/index';
 import type { EvaluationStore, ServiceRow } from './store';
 
 /** One flag as served: the API record (streams, bulk answers) and its compiled form (evaluation). */
@@ -190,6 +190,15 @@ export class SnapshotStore {
     } finally {
       this.loading.delete(serviceId);
     }
+  }
+
+  /**
+   * Compiles a flag definition as this project's snapshots compile theirs, for callers that
+   * evaluate a flag which is not (yet) stored: simulate's candidate.
+   */
+  compile(projectId: string, definition: FlagDefinition): CompiledFlag {
+    void projectId; // project-scoped references (cohorts) resolve here
+    return compileFlag(definition);
   }
 
   snapshotStats(): SnapshotStats {
