@@ -1,6 +1,6 @@
 import { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, createBucketPrefix, rolloutThreshold, type BucketPrefix } from './bucket';
-import { compileCondition, type CompiledCondition } from './operators';
-import type { Condition, FlagDefinition, FlagType } from './types';
+import { CompiledCohort, compileCondition, type CompiledCondition } from './operators';
+import type { CohortDefinition, CohortLookup, Condition, FlagDefinition, FlagType } from './types';
 
 /** Why part of a stored flag was set aside at compile time; the flag itself still evaluates. */
 export interface CompileIssue {
@@ -41,18 +41,38 @@ export interface CompiledFlag {
   /** Condition units one evaluation charges to the request's budget (budget.ts): one plus every condition's. */
   readonly cost: number;
   readonly issues: readonly CompileIssue[];
+  /** Ids of the cohorts its in_cohort conditions name (known or not), sorted: what a cohort change recompiles. */
+  readonly cohortIds: readonly string[];
 }
 
+const NO_COHORTS: readonly string[] = Object.freeze([]);
+const NO_LOOKUP: CohortLookup = new Map();
+
 /**
- * Prepares a stored flag for evaluation: operands parsed, regexes compiled, weights cumulated.
+ * Prepares a stored flag for evaluation: operands parsed, regexes compiled, weights cumulated,
+ * and the rules of every cohort an in_cohort condition names (looked up in `cohorts`, the
+ * flag's project's) compiled into that condition, so evaluation needs nothing else.
  * Never throws: a rule that cannot compile is kept as never-matching and reported in `issues`;
- * malformed variants are ignored the same way.
+ * malformed variants are ignored the same way; an in_cohort condition naming a cohort missing
+ * from `cohorts` never holds and is reported too.
  */
-export function compileFlag(definition: FlagDefinition): CompiledFlag {
+export function compileFlag(definition: FlagDefinition, cohorts: CohortLookup = NO_LOOKUP): CompiledFlag {
   const issues: CompileIssue[] = [];
   const key = typeof definition.key === 'string' ? definition.key : String(definition.key);
   const targeting: unknown[] = Array.isArray(definition.targeting) ? definition.targeting : [];
-  const rules = targeting.map((rule, index) => compileRule(rule, index, issues));
+  // Each named cohort is compiled once per flag, however many conditions name it.
+  const named = new Map<string, CompiledCohort | undefined>();
+  const resolverFor = (index: number, ruleId: string) => (id: string) => {
+    if (!named.has(id)) {
+      const definition = cohorts.get(id);
+      named.set(id, definition === undefined ? undefined : compileCohort(definition));
+    }
+    const cohort = named.get(id);
+    if (cohort === undefined) issues.push({ ruleIndex: index, ruleId, message: `cohort ${JSON.stringify(id)} does not exist: its in_cohort condition never holds` });
+    else for (const problem of cohort.issues) issues.push({ ruleIndex: index, ruleId, message: `cohort ${JSON.stringify(id)}: ${problem}` });
+    return cohort;
+  };
+  const rules = targeting.map((rule, index) => compileRule(rule, index, issues, resolverFor));
   const { variants, totalWeight } = compileVariants(definition.variants, issues);
   let units = 0;
   for (const rule of rules) for (const condition of rule.conditions) units += condition.units;
@@ -68,10 +88,50 @@ export function compileFlag(definition: FlagDefinition): CompiledFlag {
     variantPrefix: createBucketPrefix(VARIANT_SALT, key),
     cost: 1 + units,
     issues,
+    cohortIds: named.size === 0 ? NO_COHORTS : [...named.keys()].sort(),
   };
 }
 
-function compileRule(stored: unknown, index: number, issues: CompileIssue[]): CompiledRule {
+/**
+ * Compiles a cohort's rules (CONTRACT 10: a member when any rule's conditions all hold). A rule
+ * that cannot compile, in_cohort included (cohorts do not nest), never matches and is named in
+ * `issues`.
+ */
+export function compileCohort(definition: CohortDefinition): CompiledCohort {
+  const ruleIds: string[] = [];
+  const rules: CompiledCondition[][] = [];
+  const issues: string[] = [];
+  let units = 0;
+  const stored: unknown[] = Array.isArray(definition.rules) ? definition.rules : [];
+  stored.forEach((entry, index) => {
+    const rule = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+    const id = typeof rule.id === 'string' ? rule.id : String(index);
+    if (!Array.isArray(rule.conditions)) {
+      issues.push(`rule ${JSON.stringify(id)} never matches: conditions must be an array`);
+      return;
+    }
+    const conditions: CompiledCondition[] = [];
+    for (const condition of rule.conditions as Condition[]) {
+      const compiled = compileCondition(condition);
+      if (typeof compiled === 'string') {
+        issues.push(`rule ${JSON.stringify(id)} never matches: ${compiled}`);
+        return;
+      }
+      conditions.push(compiled);
+      units += compiled.units;
+    }
+    ruleIds.push(id);
+    rules.push(conditions);
+  });
+  return new CompiledCohort(String(definition.id), ruleIds, rules, units, issues);
+}
+
+function compileRule(
+  stored: unknown,
+  index: number,
+  issues: CompileIssue[],
+  resolverFor: (index: number, ruleId: string) => (id: string) => CompiledCohort | undefined,
+): CompiledRule {
   const rule = (typeof stored === 'object' && stored !== null ? stored : {}) as Record<string, unknown>;
   const id = typeof rule.id === 'string' ? rule.id : String(index);
   const unusable = (message: string): CompiledRule => {
@@ -81,8 +141,9 @@ function compileRule(stored: unknown, index: number, issues: CompileIssue[]): Co
   if (stored !== rule) return unusable('rule must be an object');
   if (!Array.isArray(rule.conditions)) return unusable('conditions must be an array');
   const conditions: CompiledCondition[] = [];
+  const resolveCohort = resolverFor(index, id);
   for (const condition of rule.conditions as Condition[]) {
-    const compiled = compileCondition(condition);
+    const compiled = compileCondition(condition, resolveCohort);
     if (typeof compiled === 'string') return unusable(compiled);
     conditions.push(compiled);
   }

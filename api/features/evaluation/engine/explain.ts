@@ -1,16 +1,27 @@
 import { BUCKET_COUNT } from './bucket';
 import type { CompiledFlag } from './compile';
 import { evaluate, type EvaluationTracer } from './evaluate';
-import { readAttribute } from './operators';
+import { cohortRuleMatched, readAttribute, type CompiledCondition } from './operators';
 import type { ErrorCode, EvaluationContext, FlagDefinition, FlagType, Reason } from './types';
 
 export interface ConditionExplanation {
   property: string;
   operator: string;
   expected: unknown;
-  /** The context's value for the property (dotted paths read as evaluation reads them); undefined when absent. */
+  /**
+   * The context's value for the property (dotted paths read as evaluation reads them); undefined
+   * when absent. For in_cohort, which reads no property: the membership (CohortMembership).
+   */
   actual: unknown;
   passed: boolean;
+}
+
+/** What an in_cohort condition found: the cohort rule that matched, as cohort evaluate reports it. */
+export interface CohortMembership {
+  cohortId: string;
+  member: boolean;
+  /** The first cohort rule whose conditions all held; null when none did or the cohort is unknown. */
+  matchedRuleId: string | null;
 }
 
 export interface RolloutExplanation {
@@ -25,7 +36,7 @@ export interface RuleExplanation {
   matched: boolean;
   conditions: ConditionExplanation[];
   rollout?: RolloutExplanation;
-  /** Why a stored rule never matches (it could not be compiled). */
+  /** Why a stored rule never matches (it could not be compiled), or why part of it never holds (an unknown cohort). */
   issue?: string;
 }
 
@@ -112,16 +123,15 @@ function tracerInto(
         property: stored.property,
         operator: stored.operator,
         expected: stored.value,
-        actual: readAttribute(context, condition),
+        actual: stored.operator === 'in_cohort' ? membership(condition, String(stored.value), context) : readAttribute(context, condition),
         passed,
       });
     },
     rule(ruleIndex) {
       const explained = ruleAt(ruleIndex);
-      if (!compiled.rules[ruleIndex].usable) {
-        const issue = compiled.issues.find((entry) => entry.ruleIndex === ruleIndex);
-        explained.issue = issue === undefined ? 'rule could not be compiled' : issue.message;
-      }
+      const issue = compiled.issues.find((entry) => entry.ruleIndex === ruleIndex);
+      if (issue !== undefined) explained.issue = issue.message;
+      else if (!compiled.rules[ruleIndex].usable) explained.issue = 'rule could not be compiled';
     },
     rollout(ruleIndex, bucket, included) {
       const percentage = definition.targeting[ruleIndex].rolloutPercentage;
@@ -135,4 +145,10 @@ function tracerInto(
       variantBucket.value = bucket;
     },
   };
+}
+
+/** The cohort rule an in_cohort condition matched: the same test evaluation ran (pure, so it agrees). */
+function membership(condition: CompiledCondition, cohortId: string, context: EvaluationContext): CohortMembership {
+  const index = cohortRuleMatched(condition.cohort, context, undefined);
+  return { cohortId, member: index >= 0, matchedRuleId: index >= 0 ? condition.cohort!.ruleIds[index] : null };
 }

@@ -1,6 +1,8 @@
 /** The evaluation engine: pure functions from a stored flag and a context to a result. */
 export {
   FLAG_TYPES,
+  type CohortDefinition,
+  type CohortLookup,
   type Condition,
   type ErrorCode,
   type EvaluationContext,
@@ -12,11 +14,20 @@ export {
   type TargetingRule,
   type Variant,
 } from './types';
-export { OPERATORS, isOperator, validateCondition, type Operator } from './operators';
+export {
+  MAX_COHORT_ID_LENGTH,
+  NESTED_COHORT_MESSAGE,
+  OPERATORS,
+  CompiledCohort,
+  cohortRuleMatched,
+  isOperator,
+  validateCondition,
+  type Operator,
+} from './operators';
 export { MAX_MATCHES_PER_FLAG, MAX_MATCH_INPUT_LENGTH, MAX_PATTERN_LENGTH, checkRegexSafety } from './regex-safety';
 export { compareSemver, parseSemver, type Semver } from './semver';
 export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, rolloutThreshold } from './bucket';
-export { compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
+export { compileCohort, compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
 export { evaluate, type EvaluateOptions, type EvaluationTracer } from './evaluate';
 export { EvaluationBudget } from './budget';
 export { valueMatchesType } from './value-types';

@@ -35,6 +35,12 @@
  *   earlier or later than the operand (same forms). A date alone means UTC midnight, a time
  *   without an offset means UTC, so every instance reads a date the same way.
  * - exists: operand true or absent (present and not null), false (absent or null).
+ * - in_cohort: the operand is the id of a cohort of the flag's project; true when any of the
+ *   cohort's rules has all its conditions holding for the context. `property` is not read (by
+ *   convention `targetingKey`), so a missing attribute does not make it false. The cohort's
+ *   rules are compiled into the condition (compile.ts), so evaluation does no lookup; an
+ *   unknown cohort never holds. Cohort rules cannot use in_cohort themselves: membership is one
+ *   level deep, so a change to one cohort never cascades and a cycle cannot exist.
  * An attribute of another type than the operator reads (a number for starts_with, "abc" for
  * gt...) makes the condition false.
  */
@@ -65,6 +71,7 @@ export const OPERATORS = [
   'before',
   'after',
   'exists',
+  'in_cohort',
 ] as const;
 
 export type Operator = (typeof OPERATORS)[number];
@@ -122,8 +129,18 @@ export function validateCondition(condition: Condition): string | null {
       return value === undefined || value === null || typeof value === 'boolean'
         ? null
         : 'value must be true, false or absent for exists';
+    case 'in_cohort':
+      return typeof value === 'string' && value.length > 0 && value.length <= MAX_COHORT_ID_LENGTH
+        ? null
+        : `value must be a cohort id (a string of 1-${MAX_COHORT_ID_LENGTH} characters)`;
   }
 }
+
+/** Longest cohort id an in_cohort operand may name (ids are generated and far shorter). */
+export const MAX_COHORT_ID_LENGTH = 128;
+
+/** Why a cohort rule's condition cannot be in_cohort (also the write-time message). */
+export const NESTED_COHORT_MESSAGE = 'in_cohort cannot be used inside a cohort: cohorts do not nest';
 
 // ---------------------------------------------------------------------------------------------
 // Compiled conditions
@@ -147,6 +164,7 @@ const OperatorCode = {
   Before: 15,
   After: 16,
   Exists: 17,
+  InCohort: 18,
 } as const;
 
 type OperatorCode = (typeof OperatorCode)[keyof typeof OperatorCode];
@@ -170,6 +188,7 @@ const OPERATOR_CODES: Readonly<Record<Operator, OperatorCode>> = {
   before: OperatorCode.Before,
   after: OperatorCode.After,
   exists: OperatorCode.Exists,
+  in_cohort: OperatorCode.InCohort,
 };
 
 /**
@@ -194,8 +213,26 @@ export class CompiledCondition {
     readonly comparesDates: boolean,
     /** exists: whether the attribute must be present. */
     readonly expectsPresent: boolean,
+    /** in_cohort: the cohort's compiled rules; undefined when the cohort was unknown at compile time (never holds). */
+    readonly cohort: CompiledCohort | undefined,
     /** Condition units of the request's budget (budget.ts) one test costs, see conditionUnits. */
     readonly units: number,
+  ) {}
+}
+
+/**
+ * A cohort compiled into the in_cohort conditions that name it (compile.ts compileCohort): its
+ * usable rules in order, each a list of conditions that must all hold.
+ */
+export class CompiledCohort {
+  constructor(
+    readonly id: string,
+    readonly ruleIds: readonly string[],
+    readonly rules: readonly (readonly CompiledCondition[])[],
+    /** Condition units of testing every rule (budget.ts). */
+    readonly units: number,
+    /** Stored rules that could not be compiled and so never match, with the reason. */
+    readonly issues: readonly string[],
   ) {}
 }
 
@@ -206,9 +243,12 @@ export class CompiledCondition {
  * four operand characters, each step of a dotted path two. `contains` pays for its search and
  * `matches` for its pattern when they run.
  */
-function conditionUnits(operator: Operator, path: readonly string[] | undefined, value: unknown, comparesDates: boolean): number {
+function conditionUnits(operator: Operator, path: readonly string[] | undefined, value: unknown, comparesDates: boolean, cohort: CompiledCohort | undefined): number {
   let units = path === undefined ? 1 : 1 + 2 * path.length;
   switch (operator) {
+    case 'in_cohort':
+      units += cohort === undefined ? 0 : cohort.units;
+      break;
     case 'before':
     case 'after':
       units += 40;
@@ -234,8 +274,12 @@ function conditionUnits(operator: Operator, path: readonly string[] | undefined,
   return units;
 }
 
-/** Parses a condition's operand once; returns the validation message when it cannot be used. */
-export function compileCondition(condition: Condition): CompiledCondition | string {
+/**
+ * Parses a condition's operand once; returns the validation message when it cannot be used.
+ * `resolveCohort` gives an in_cohort condition its compiled cohort; without it (a cohort's own
+ * rules) in_cohort cannot be compiled.
+ */
+export function compileCondition(condition: Condition, resolveCohort?: (id: string) => CompiledCohort | undefined): CompiledCondition | string {
   const problem = validateCondition(condition);
   if (problem !== null) return problem;
   const { property, value } = condition;
@@ -247,7 +291,12 @@ export function compileCondition(condition: Condition): CompiledCondition | stri
   let semver: Semver | undefined;
   let bound = NaN;
   let comparesDates = false;
+  let cohort: CompiledCohort | undefined;
   switch (operator) {
+    case 'in_cohort':
+      if (resolveCohort === undefined) return NESTED_COHORT_MESSAGE;
+      cohort = resolveCohort(value as string);
+      break;
     case 'in':
     case 'not_in':
       members = new Set(value as unknown[]);
@@ -296,7 +345,8 @@ export function compileCondition(condition: Condition): CompiledCondition | stri
     bound,
     comparesDates,
     value !== false,
-    conditionUnits(operator, path, value, comparesDates),
+    cohort,
+    conditionUnits(operator, path, value, comparesDates, cohort),
   );
 }
 
@@ -324,9 +374,14 @@ export function readAttribute(context: Record<string, unknown>, condition: Compi
 export function conditionHolds(condition: CompiledCondition, context: Record<string, unknown>, budget: EvaluationBudget | undefined): boolean {
   const attribute = readAttribute(context, condition);
   if (attribute === undefined || attribute === null) {
+    // in_cohort does not depend on its property: it is decided here and in the switch below
+    // rather than by a test before the read, which every other condition would pay for.
+    if (condition.code === OperatorCode.InCohort) return cohortRuleMatched(condition.cohort, context, budget) >= 0;
     return condition.code === OperatorCode.Exists && !condition.expectsPresent;
   }
   switch (condition.code) {
+    case OperatorCode.InCohort:
+      return cohortRuleMatched(condition.cohort, context, budget) >= 0;
     case OperatorCode.Exists:
       return condition.expectsPresent;
     case OperatorCode.Equals:
@@ -371,6 +426,22 @@ export function conditionHolds(condition: CompiledCondition, context: Record<str
     case OperatorCode.After:
       return toComparableDate(attribute) > condition.bound;
   }
+}
+
+/**
+ * The index of the first cohort rule whose conditions all hold for the context, or -1 (also
+ * for an unknown cohort). What in_cohort tests, and what cohort evaluate and explain report.
+ */
+export function cohortRuleMatched(cohort: CompiledCohort | undefined, context: Record<string, unknown>, budget: EvaluationBudget | undefined): number {
+  if (cohort === undefined) return -1;
+  const rules = cohort.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const conditions = rules[i];
+    let all = true;
+    for (let j = 0; all && j < conditions.length; j++) all = conditionHolds(conditions[j], context, budget);
+    if (all) return i;
+  }
+  return -1;
 }
 
 /** Characters or elements `contains` searches for one condition unit of the request's budget. */

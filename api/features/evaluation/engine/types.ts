@@ -27,6 +27,18 @@ export interface Variant {
   weight: number;
 }
 
+/**
+ * A cohort as the engine reads it (CONTRACT 10): a context is a member when any rule's
+ * conditions all hold. Its conditions use every operator but `in_cohort` (cohorts do not nest).
+ */
+export interface CohortDefinition {
+  id: string;
+  rules: { id: string; conditions: Condition[] }[];
+}
+
+/** A project's cohorts by id: what a flag's `in_cohort` conditions resolve against when it is compiled. */
+export type CohortLookup = ReadonlyMap<string, CohortDefinition>;
+
 /** The evaluable subset of a stored flag. */
 export interface FlagDefinition {
   key: string;
