@@ -22,6 +22,8 @@ export class EnvironmentSnapshot {
   readonly flags = new Map<string, SnapshotFlag>();
   private all = { a: 0, b: 0, n: 0 };
   private pub = { a: 0, b: 0, n: 0 };
+  /** Time (ms) of the newest change applied here, from Postgres, so replicas that applied the same changes agree: OFREP's lastModified. */
+  lastModified = 0;
 
   constructor(
     readonly serviceId: string,
@@ -37,6 +39,7 @@ export class EnvironmentSnapshot {
     const entry: SnapshotFlag = { record, compiled: compileFlag(record) };
     this.flags.set(record.key, entry);
     this.account(record, 1);
+    this.modifiedAt(Date.parse(record.updatedAt));
     return entry;
   }
 
@@ -46,6 +49,11 @@ export class EnvironmentSnapshot {
     this.flags.delete(key);
     this.account(existing.record, -1);
     return existing;
+  }
+
+  /** Moves lastModified forward (a deletion carries its time on the event, not on a record). */
+  modifiedAt(ms: number): void {
+    if (ms > this.lastModified) this.lastModified = ms;
   }
 
   /** A weak validator of the visible flag set: changes whenever any visible flag changes. */
@@ -246,6 +254,7 @@ export class SnapshotStore {
         return;
       }
       env.remove(flagKey);
+      env.modifiedAt(Date.parse(event.timestamp));
     } else {
       // Same flag (id) at a higher version than this event: the event is late, skip it.
       if (current !== undefined && current.record.id === event.flag.id && current.record.version > event.flag.version) {
