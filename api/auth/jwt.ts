@@ -121,6 +121,43 @@ export class JwtCodec {
   }
 
   /**
+   * Signs a short-lived token of another kind (OFREP event-stream channels) with the current key.
+   * Its own audience keeps the kinds apart: it never verifies as a project JWT, nor one as it.
+   */
+  async signOther(audience: string, claims: Record<string, unknown>, iat: number, exp: number): Promise<string> {
+    if (audience === this.audience) throw new Error('another kind of token needs its own audience');
+    return new this.jose.SignJWT(claims)
+      .setProtectedHeader({ alg: JWT_ALGORITHM, kid: this.keyId, typ: 'JWT' })
+      .setIssuer(this.issuer)
+      .setAudience(audience)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(this.signingKey);
+  }
+
+  /** The claims of a token signOther made for `audience`, or null (another key, issuer or audience, expired, malformed). */
+  async verifyOther(token: string, audience: string): Promise<Record<string, unknown> | null> {
+    if (audience === this.audience) return null;
+    try {
+      const { payload } = await this.jose.jwtVerify(token, (header) => this.keyOf(header.kid), {
+        algorithms: [JWT_ALGORITHM],
+        issuer: this.issuer,
+        audience,
+        requiredClaims: ['iat', 'exp'],
+      });
+      return payload;
+    } catch {
+      return null;
+    }
+  }
+
+  private keyOf(kid: string | undefined): KeyObject {
+    const key = kid ? this.verificationKeys.get(kid) : undefined;
+    if (!key) throw new Error('unknown key id');
+    return key;
+  }
+
+  /**
    * The verified claims, or null for anything not signed by one of our keys with the pinned
    * algorithm, for another issuer or audience, expired, malformed, or of the other type.
    */
@@ -143,11 +180,7 @@ export class JwtCodec {
     try {
       const { payload } = await this.jose.jwtVerify(
         token,
-        (header) => {
-          const key = header.kid ? this.verificationKeys.get(header.kid) : undefined;
-          if (!key) throw new Error('unknown key id');
-          return key;
-        },
+        (header) => this.keyOf(header.kid),
         { algorithms: [JWT_ALGORITHM], issuer: this.issuer, audience: this.audience, requiredClaims: ['sub', 'iat', 'exp', 'jti'] },
       );
       const claims = ClaimsSchema.safeParse(payload);
