@@ -119,6 +119,18 @@ export interface AdminEventRow {
   eventId: string;
 }
 
+/**
+ * The latest attributes of one targeting key (032_recent_contexts): the contexts simulate replays.
+ * `attributes` is JSON object text, already through the deny-list and the size cap.
+ */
+export interface RecentContextRow {
+  seenAt: number;
+  serviceId: string;
+  environment: string;
+  targetingKey: string;
+  attributes: string;
+}
+
 /** Table name -> the row it takes. */
 export interface AnalyticsRows {
   outcome_events: OutcomeRow;
@@ -128,6 +140,7 @@ export interface AnalyticsRows {
   client_errors: ClientErrorRow;
   browser_events: BrowserEventRow;
   admin_events: AdminEventRow;
+  recent_contexts: RecentContextRow;
 }
 
 export type AnalyticsTable = keyof AnalyticsRows;

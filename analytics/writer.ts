@@ -379,7 +379,7 @@ export function tsvMap(map: Record<string, string>): string {
   return text + '}';
 }
 
-/** The line of each analytics/rows.ts table, columns in schema order (analytics/schema 020-024). */
+/** The line of each analytics/rows.ts table, columns in schema order (analytics/schema 020-024, 032). */
 export const ROW_FORMATS: { [T in AnalyticsTable]: TableFormat<AnalyticsRows[T]> } = {
   outcome_events: {
     table: 'outcome_events',
@@ -438,6 +438,11 @@ export const ROW_FORMATS: { [T in AnalyticsTable]: TableFormat<AnalyticsRows[T]>
       `\t${tsv(r.userHash)}\t${tsv(r.event)}\t${tsv(r.projectId)}\t${tsv(r.appVersion)}\t${tsv(r.buildNumber)}\t${tsv(r.appVariant)}` +
       `\t${tsv(r.platform)}\t${tsv(r.apiOrigin)}\t${tsv(r.properties)}\t${tsv(r.eventId)}\n`,
   },
+  recent_contexts: {
+    table: 'recent_contexts',
+    columns: ['service_id', 'environment', 'targeting_key', 'attributes', 'seen_at'],
+    line: (r) => `${tsv(r.serviceId)}\t${tsv(r.environment)}\t${tsv(r.targetingKey)}\t${tsv(r.attributes)}\t${tsvTime(r.seenAt)}\n`,
+  },
 };
 
 /** A table writer of any row type, as the analytics writer starts, flushes, closes and reports it. */
@@ -469,6 +474,7 @@ export class AnalyticsWriter implements AnalyticsSink {
       client_errors: writer('client_errors'),
       browser_events: writer('browser_events'),
       admin_events: writer('admin_events'),
+      recent_contexts: writer('recent_contexts'),
     };
     this.all = [...alongside, ...Object.values(this.writers)];
   }

@@ -122,6 +122,7 @@ describe('AnalyticsWriter into chDB', () => {
     const projectId = freshProject();
     const writer = new AnalyticsWriter(options());
     const flags = { [AWKWARD]: JSON.stringify({ v: AWKWARD }), plain: 'true', '': '' };
+    const recentlySeen = Date.now();
     const samples: { [T in keyof AnalyticsRows]: AnalyticsRows[T] } = {
       outcome_events: outcome(projectId, 1, { event: 'signup', targetingKeyHash: AWKWARD, value: null, flags, eventId: AWKWARD }),
       sdk_telemetry: {
@@ -146,6 +147,8 @@ describe('AnalyticsWriter into chDB', () => {
         userHash: 'u', event: 'flag_viewed', projectId, appVersion: '1.2.3', buildNumber: '45', appVariant: 'prod',
         platform: 'web', apiOrigin: 'https://api.example.test', properties: JSON.stringify({ q: AWKWARD }), eventId: 'a1',
       },
+      // Keyed by service (no project column); now, since the table keeps 7 days.
+      recent_contexts: { seenAt: recentlySeen, serviceId: projectId, environment: 'production', targetingKey: AWKWARD, attributes: JSON.stringify({ note: AWKWARD }) },
     };
     for (const table of Object.keys(samples) as (keyof AnalyticsRows)[]) expect(writer.record(table, samples[table] as never)).toBe(true);
     await writer.close();
@@ -175,6 +178,8 @@ describe('AnalyticsWriter into chDB', () => {
     expect(b).toMatchObject({ type: 'custom', name: 'cta', value: -1.5, referrer: AWKWARD, flags, data: JSON.stringify({ note: AWKWARD }), ms: String(T0 + 5) });
     const [a] = await rows('SELECT * FROM admin_events WHERE project_id = {projectId:String}', { projectId });
     expect(a).toMatchObject({ site_id: 'svc_admin_dev', event: 'flag_viewed', properties: JSON.stringify({ q: AWKWARD }), app_version: '1.2.3' });
+    const [r] = await rows(`SELECT *, ${time('seen_at')} FROM recent_contexts WHERE service_id = {projectId:String}`, { projectId });
+    expect(r).toMatchObject({ targeting_key: AWKWARD, attributes: JSON.stringify({ note: AWKWARD }), ms: String(recentlySeen) });
   });
 
   it('writes full batches at once and partial ones on flush, and reports per table', async () => {
