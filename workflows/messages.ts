@@ -386,3 +386,45 @@ export function guardrailCheckAt(changedAtMs: number, windowMinutes: number): nu
   const changeMinute = Math.floor(changedAtMs / GUARDRAIL_MINUTE_MS) * GUARDRAIL_MINUTE_MS;
   return changeMinute + (windowMinutes + 1) * GUARDRAIL_MINUTE_MS + GUARDRAIL_SETTLE_MS;
 }
+
+// ---------------------------------------------------------------------------------------------
+// banditReallocation: one workflow per bandit experiment, reallocating on its interval
+// (workflows/bandit.ts; docs/experiments.md).
+
+/** Reallocation interval bounds (minutes): at least a minute, at most a week. */
+export const REALLOCATION_INTERVAL = { min: 1, max: 10_080, default: 15 } as const;
+
+/** Rounds one workflow run sleeps and reallocates before it continues as new (bounded history). */
+export const BANDIT_ROUNDS_PER_RUN = 100;
+
+export interface BanditReallocationInput {
+  experimentId: string;
+  intervalMinutes: number;
+  /** Rounds before continue-as-new; default BANDIT_ROUNDS_PER_RUN (tests set fewer). */
+  roundsPerRun?: number;
+}
+
+/** How a round left the experiment: still running, ended (completed or stopped), or gone (deleted with its flag). */
+export type BanditRoundOutcome = 'running' | 'completed' | 'stopped' | 'gone';
+export type BanditWorkflowResult = Exclude<BanditRoundOutcome, 'running'>;
+
+export const BANDIT_REALLOCATION = workflowMessage<BanditReallocationInput, BanditWorkflowResult>(
+  'banditReallocation',
+  z
+    .object({
+      experimentId: z.string().min(1),
+      intervalMinutes: z.number().finite().min(REALLOCATION_INTERVAL.min).max(REALLOCATION_INTERVAL.max),
+      roundsPerRun: z.number().int().min(1).max(10_000).optional(),
+    })
+    .strict(),
+);
+
+/** Sent when the experiment ended outside the workflow (stopped, or completed by a manual reallocation), with how: it returns at once. */
+export const banditEndedSignal = defineSignal<['completed' | 'stopped']>('banditEnded');
+
+export const banditWorkflowId = (experimentId: string) => `bandit:${experimentId}`;
+
+export interface BanditActivities {
+  /** One scheduled reallocation round of the experiment (api/features/experiments/reallocation.ts). */
+  reallocateBandit(experimentId: string): Promise<BanditRoundOutcome>;
+}
