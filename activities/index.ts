@@ -1,3 +1,4 @@
+import { createBanditActivities, type BanditDeps } from './bandit';
 import { createCanaryActivities, type CanaryDeps } from './canary';
 import { createDeliveryActivities, type DeliveryDeps } from './delivery';
 import { createGuardrailActivities, type GuardrailDeps } from './guardrail';
@@ -5,7 +6,7 @@ import { createInvitationActivities, type InvitationDeps } from './invitations';
 import { createMailActivities, type MailDeps } from './mail';
 
 /** Everything activities need, passed in by the worker's wiring. */
-export type ActivityDeps = MailDeps & InvitationDeps & DeliveryDeps & GuardrailDeps & CanaryDeps;
+export type ActivityDeps = MailDeps & InvitationDeps & DeliveryDeps & GuardrailDeps & CanaryDeps & BanditDeps;
 
 export function createActivities(deps: ActivityDeps) {
   return {
@@ -14,5 +15,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createDeliveryActivities(deps),
     ...createCanaryActivities(deps),
     ...createGuardrailActivities(deps),
+    ...createBanditActivities(deps),
   };
 }

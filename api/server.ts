@@ -20,6 +20,7 @@ import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
 import { explainFeatureRoutes } from './features/explain/wiring';
+import { createSimulateFeature } from './features/simulate/wiring';
 import { createDemoFeature } from './features/demo/wiring';
 import type { DemoServiceRegistry } from './features/demo/registry';
 import { flagBatchRoutes } from './features/flags/batch-wiring';
@@ -31,6 +32,8 @@ import { createGuardrailFeature } from './features/guardrails/wiring';
 import type { GuardrailChecker } from './features/guardrails/checker';
 import { createCanaryFeature } from './features/canary/wiring';
 import type { CanaryActivityDeps } from '../activities/canary';
+import type { BanditActivityDeps } from '../activities/bandit';
+import { createExperimentFeature } from './features/experiments/wiring';
 import { OutboxRelay } from './features/outbox/relay';
 import { OutboxWriter } from './features/outbox/store';
 import { createCredentialFeatures } from './features/tokens/wiring';
@@ -79,6 +82,8 @@ export interface Platform {
   guardrail: GuardrailChecker;
   /** What this process's worker runs the canary pipeline activities with. */
   canary: CanaryActivityDeps;
+  /** What this process's worker runs the bandit reallocation activity with. */
+  bandit: BanditActivityDeps;
   /** Which services are public demo services (spec 4.2): isDemoService / demoServiceIds (also isDemo / list). */
   demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
@@ -184,6 +189,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     outbox.register(guardrails.consumer);
     // Canary pipelines (CONTRACT 9): routes here, the pipeline a workflow per flag (docs/canary.md).
     const canary = createCanaryFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
+    // Bandit experiments (CONTRACT 10): routes here, reallocation a workflow per experiment (docs/experiments.md).
+    const experiments = createExperimentFeature({ sql: db.sql, analytics, temporal, flags: flagService, logger });
     // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
     onShutdown(() => demo.stop());
@@ -191,11 +198,13 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // The one batched analytics writer (evaluation events and every other table); the analytics
     // feature's stop() flushes and closes it.
     const { writer: analyticsWriter, evaluations: recorder } = createAnalyticsWriter({ config, analytics, logger, instanceId });
+    // Simulate (docs/simulate.md): the contexts the ring takes also go to the recent-contexts warehouse.
+    const simulate = createSimulateFeature({ config, analytics, sink: analyticsWriter });
     // Evaluation data plane: snapshots from Postgres kept current by the flag-change bus, the lean
     // hot path in front of Express, streams; its events go to the analytics writer.
     const evaluation =
       config.ROLES.includes('control') || config.ROLES.includes('data')
-        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi, recorder, demo: demo.registry })
+        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi, recorder, demo: demo.registry, recordContext: simulate.recordContext })
         : undefined;
     if (evaluation) {
       onShutdown(() => evaluation.stop());
@@ -226,6 +235,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...(evaluation?.routes.control ?? []),
       ...demo.routes,
       ...(evaluation ? explainFeatureRoutes({ snapshots: evaluation.snapshots }) : []),
+      ...(evaluation ? simulate.routes(evaluation) : []),
       // Before the flag routes: /api/flags/bulk, /export and /import must not be taken for /api/flags/:key.
       ...flagBatchRoutes({ sql: db.sql, flags: flagService, access: projectAccess, logger, demo }),
       ...flagRoutes({ flags: flagService, access: projectAccess, demoList: demo.list.handle }),
@@ -234,6 +244,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...triggerFeatureRoutes({ sql: db.sql, cache, flags: flagService, publicBaseUrl }),
       ...analyticsFeature.routes.control,
       ...canary.routes,
+      ...experiments.routes,
     ];
     const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? []), ...analyticsFeature.routes.data];
     const ingest: AnyRoute[] = [...health, ...analyticsFeature.routes.ingest];
@@ -262,6 +273,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       outbox,
       guardrail: guardrails.checker,
       canary: canary.activityDeps,
+      bandit: experiments.activityDeps,
       demo: demo.registry,
       outbound,
       routes: { control, data, ingest },
@@ -338,7 +350,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         namespace: platform.temporal.namespace,
         taskQueue: platform.temporal.taskQueue,
         bundlePath: config.WORKFLOW_BUNDLE_PATH,
-        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary },
+        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary, bandit: platform.bandit },
         logger,
       });
     }

@@ -5,3 +5,4 @@ export { deliverOutbound } from './webhook-delivery';
 export { deliveryLane } from './delivery-lane';
 export { guardrailWatch } from './guardrail';
 export { canaryPipeline } from './canary';
+export { banditReallocation } from './bandit';
