@@ -161,6 +161,16 @@ const envSchema = z.object({
   EVAL_BUDGET_REGEX_MS: z.coerce.number().min(0).default(5),
   /** Evaluation-context ring size per instance (spec 4.6, /api/contexts). */
   CONTEXT_RING_SIZE: positiveInt.default(1_000),
+  /**
+   * Context attributes never stored in the recent-contexts warehouse that simulate replays
+   * (docs/simulate.md): names compared at any depth, ignoring case, `_`, `-` and `.`.
+   */
+  CONTEXT_ATTRIBUTE_DENYLIST: z
+    .string()
+    .default('email,ip,ipAddress,phone,phoneNumber,firstName,lastName,fullName,address,street,postalCode,zip,birthDate,dateOfBirth,ssn,password,secret,token,apiKey,authorization,cookie,creditCard,cardNumber,iban')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+  /** Largest attributes JSON stored per context; attributes that do not fit are left out. */
+  CONTEXT_ATTRIBUTE_MAX_BYTES: positiveInt.default(4_096),
 
   DEMO_SERVICE_IDS: z
     .string()

@@ -40,11 +40,14 @@ export class ContextRing {
   constructor(
     private readonly capacity: number,
     private readonly maxBytes: number,
+    /** Told every entry the ring takes (the recent-contexts warehouse); must stay O(1) and never throw. */
+    private readonly onPush?: (entry: ContextEntry) => void,
   ) {
     this.entries = new Array(capacity);
   }
 
   push(entry: ContextEntry): void {
+    this.onPush?.(entry);
     if (entry.values.length > MAX_VALUES_PER_ENTRY) entry.values.length = MAX_VALUES_PER_ENTRY;
     const old = this.entries[this.next];
     if (old !== undefined) {

@@ -12,7 +12,7 @@ import type { Sql } from '../../infra/postgres';
 import type { Check } from '../health/routes';
 import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
 import { connectJsonRoutes, connectRoutes } from './connect-routes';
-import { ContextRing } from './contexts';
+import { ContextRing, type ContextEntry } from './contexts';
 import { compileFlag, evaluate } from './engine/index';
 import { EvaluationLog } from './evaluation-log';
 import { createLeanHandler } from './lean';
@@ -41,6 +41,8 @@ export interface EvaluationFeatureDeps {
   recorder: EvaluationRecorder;
   /** Which services are demo services; DEMO_SERVICE_IDS alone when not given. */
   demo?: DemoServices;
+  /** Told every context the ring takes (simulate's recent-contexts warehouse). */
+  recordContext?: (entry: ContextEntry) => void;
 }
 
 /** Requests the lean path takes before Express sees them; returns false for everything else. */
@@ -52,6 +54,8 @@ export interface EvaluationFeature {
   /** The lean hot path, put in front of Express on the control and data listeners. */
   front: FrontHandler;
   snapshots: SnapshotStore;
+  /** The context ring of spec 4.6 (simulate replays it). */
+  contexts: ContextRing;
   demo: DemoServices;
   recorder: EvaluationRecorder;
   hub: StreamHub;
@@ -76,7 +80,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const access = new EvaluationAccess({ snapshots, demo, roleOf: (userId, projectId) => deps.projectAccess.roleOf(userId, projectId) });
   const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });
   const { recorder } = deps;
-  const contexts = new ContextRing(config.CONTEXT_RING_SIZE, 4 * 1024 * 1024);
+  const contexts = new ContextRing(config.CONTEXT_RING_SIZE, 4 * 1024 * 1024, deps.recordContext);
   const evaluation = new EvaluationService({
     access,
     recorder,
@@ -125,6 +129,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     routes: { data: shared, control },
     front,
     snapshots,
+    contexts,
     demo,
     recorder,
     hub,
