@@ -43,7 +43,7 @@ import { hashTargetingKey, type EvaluationEvent, type EvaluationSource } from '.
 import { EvaluationWarehouse, type FlagScope } from '../api/features/insights/warehouse';
 import { HEATMAP_BUCKET_MINUTES, rangeWindow, type RangeWindow } from '../api/features/insights/window';
 import { createLogger } from '../api/infra/logger';
-import { seededRandom } from './seeded-random';
+import { seededRandom } from '../api/features/experiments/allocation/random';
 
 const EVALUATIONS = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const BROWSER_EVENTS = Math.round(EVALUATIONS / 10);

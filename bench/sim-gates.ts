@@ -19,7 +19,7 @@
 import { evaluateGate, SRM_REASON, type CohortSummary, type GateConfig } from '../api/features/release-safety/gates';
 import { logMixtureLikelihoodRatio } from '../api/features/release-safety/stats/confidence-sequence';
 import { normalQuantile } from '../api/features/release-safety/stats/normal';
-import { seededRandom } from './seeded-random';
+import { seededRandom } from '../api/features/experiments/allocation/random';
 
 const CANARIES = Number(process.env.SIM_CANARIES ?? 1000);
 const SEED = Number(process.env.SIM_SEED ?? 13);
