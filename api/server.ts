@@ -16,6 +16,7 @@ import { AccountStore } from './features/accounts/store';
 import { PasswordHasher } from './features/accounts/passwords';
 import { AuthThrottle, SendThrottle } from './features/accounts/throttle';
 import { AuditWriter } from './features/audit/writer';
+import { cohortFeatureRoutes } from './features/cohorts/wiring';
 import { healthRoutes } from './features/health/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
@@ -245,6 +246,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...analyticsFeature.routes.control,
       ...canary.routes,
       ...experiments.routes,
+      ...cohortFeatureRoutes({ sql: db.sql, afterCommit: () => outbox.nudge() }),
     ];
     const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? []), ...analyticsFeature.routes.data];
     const ingest: AnyRoute[] = [...health, ...analyticsFeature.routes.ingest];

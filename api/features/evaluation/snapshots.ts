@@ -1,5 +1,6 @@
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
+import { COHORT_CHANGES_CHANNEL, type CohortChangeEvent, type CohortRecord } from '../cohorts/types';
 import { ENVIRONMENTS, FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import { compileFlag, murmur3, type CompiledFlag, type FlagDefinition } from './engine/index';
 import type { EvaluationStore, ServiceRow } from './store';
@@ -8,15 +9,23 @@ import type { EvaluationStore, ServiceRow } from './store';
 export interface SnapshotFlag {
   readonly record: FlagRecord;
   readonly compiled: CompiledFlag;
+  /** The flag's (id, version) and the version of every cohort it names: what the ETag sums. */
+  readonly stamp: string;
 }
+
+/** A project's cohorts by id, shared by its services' snapshots and changed in place by cohort events. */
+type ProjectCohorts = Map<string, CohortRecord>;
+const NO_COHORTS: ReadonlyMap<string, CohortRecord> = new Map();
 
 /** Who may see which flags of a snapshot: everything, or only `isPublic` flags. */
 export type Visibility = 'all' | 'public';
 
 /**
- * The flags of one (service, environment), compiled once per change. Its fingerprint is an
- * order-independent sum of per-flag hashes of (id, version), so every replica holding the same
- * flags computes the same ETag without coordination, and a change costs O(1).
+ * The flags of one (service, environment), compiled once per change against the project's
+ * cohorts. Its fingerprint is an order-independent sum of per-flag hashes of (id, version) and,
+ * for a flag with in_cohort conditions, the versions of the cohorts it names (a cohort change
+ * can change its answers), so every replica holding the same flags and cohorts computes the
+ * same ETag without coordination, and a change costs O(1).
  */
 export class EnvironmentSnapshot {
   readonly flags = new Map<string, SnapshotFlag>();
@@ -28,17 +37,20 @@ export class EnvironmentSnapshot {
   constructor(
     readonly serviceId: string,
     readonly environment: Environment,
+    private readonly cohorts: ReadonlyMap<string, CohortRecord> = NO_COHORTS,
   ) {}
 
   get(key: string): SnapshotFlag | undefined {
     return this.flags.get(key);
   }
 
+  /** Compiles the flag against the project's cohorts as they are now (a cohort change calls it again). */
   set(record: FlagRecord): SnapshotFlag {
     this.remove(record.key);
-    const entry: SnapshotFlag = { record, compiled: compileFlag(record) };
+    const compiled = compileFlag(record, this.cohorts);
+    const entry: SnapshotFlag = { record, compiled, stamp: stampOf(record, compiled, this.cohorts) };
     this.flags.set(record.key, entry);
-    this.account(record, 1);
+    this.account(entry, 1);
     this.modifiedAt(Date.parse(record.updatedAt));
     return entry;
   }
@@ -47,7 +59,7 @@ export class EnvironmentSnapshot {
     const existing = this.flags.get(key);
     if (existing === undefined) return undefined;
     this.flags.delete(key);
-    this.account(existing.record, -1);
+    this.account(existing, -1);
     return existing;
   }
 
@@ -69,16 +81,22 @@ export class EnvironmentSnapshot {
     }
   }
 
-  private account(record: FlagRecord, sign: 1 | -1) {
-    const stamp = `${record.id}:${record.version}`;
-    const a = murmur3(stamp, 1);
-    const b = murmur3(stamp, 2);
+  private account(entry: SnapshotFlag, sign: 1 | -1) {
+    const a = murmur3(entry.stamp, 1);
+    const b = murmur3(entry.stamp, 2);
     this.all = { a: (this.all.a + sign * a) >>> 0, b: (this.all.b + sign * b) >>> 0, n: this.all.n + sign };
-    if (record.isPublic) this.pub = { a: (this.pub.a + sign * a) >>> 0, b: (this.pub.b + sign * b) >>> 0, n: this.pub.n + sign };
+    if (entry.record.isPublic) this.pub = { a: (this.pub.a + sign * a) >>> 0, b: (this.pub.b + sign * b) >>> 0, n: this.pub.n + sign };
   }
 }
 
 const hex = (n: number) => n.toString(16).padStart(8, '0');
+
+/** `id:version`, then `|cohortId:version` per named cohort in id order (0: not known here). */
+function stampOf(record: FlagRecord, compiled: CompiledFlag, cohorts: ReadonlyMap<string, CohortRecord>): string {
+  let stamp = `${record.id}:${record.version}`;
+  for (const id of compiled.cohortIds) stamp += `|${id}:${cohorts.get(id)?.version ?? 0}`;
+  return stamp;
+}
 
 export class ServiceSnapshot {
   readonly environments: Record<Environment, EnvironmentSnapshot>;
@@ -86,11 +104,13 @@ export class ServiceSnapshot {
   constructor(
     readonly id: string,
     readonly projectId: string,
+    /** The project's cohorts, which its flags' in_cohort conditions compile against. */
+    cohorts: ReadonlyMap<string, CohortRecord> = NO_COHORTS,
   ) {
     this.environments = {
-      development: new EnvironmentSnapshot(id, 'development'),
-      staging: new EnvironmentSnapshot(id, 'staging'),
-      production: new EnvironmentSnapshot(id, 'production'),
+      development: new EnvironmentSnapshot(id, 'development', cohorts),
+      staging: new EnvironmentSnapshot(id, 'staging', cohorts),
+      production: new EnvironmentSnapshot(id, 'production', cohorts),
     };
   }
 
@@ -130,8 +150,14 @@ const UNKNOWN_SERVICE_TTL_MS = 2_000;
  * - A service created after start is loaded on its first request (the only I/O on the read
  *   path, once per service and replica); unknown ids are remembered for 2 s so a flood of
  *   made-up ids cannot turn into a flood of queries.
- * - Safety net: every `reconcileIntervalMs` the table's (id, version) stamps are compared with
- *   the snapshots, so a bus message lost during a Redis outage is repaired within that interval.
+ * - Cohorts: each project's cohorts are kept beside its services (loaded at start with the
+ *   flags, then changed by CohortChangeEvents from the outbox relay on their own channel). A
+ *   cohort change recompiles exactly the flags of that project that name it, which changes
+ *   their environments' ETags, and tells the listeners (streams send `flag-update`, so clients
+ *   refetch) with a change event derived from the cohort event.
+ * - Safety net: every `reconcileIntervalMs` the tables' (id, version) stamps of flags and
+ *   cohorts are compared with the snapshots, so a bus message lost during a Redis outage is
+ *   repaired within that interval.
  */
 export class SnapshotStore {
   private readonly services = new Map<string, ServiceSnapshot>();
@@ -139,11 +165,14 @@ export class SnapshotStore {
   private readonly loading = new Map<string, { promise: Promise<ServiceSnapshot | null>; queued: FlagChangeEvent[] }>();
   private readonly listeners: ((change: SnapshotChange) => void)[] = [];
   private readonly recentIds = new Set<string>();
+  /** Cohorts by project; a project's map is shared by its ServiceSnapshots. */
+  private readonly cohorts = new Map<string, ProjectCohorts>();
   private startupQueue: FlagChangeEvent[] | null = [];
-  private unsubscribe?: () => Promise<void>;
+  private startupCohortQueue: CohortChangeEvent[] | null = [];
+  private unsubscribers: (() => Promise<void>)[] = [];
   private reconcileTimer?: NodeJS.Timeout;
-  /** Services and flag slots the bus changed during the running reconcile pass. */
-  private touchedDuringReconcile: { services: Set<string>; flags: Set<string> } | null = null;
+  /** Services, flag slots and cohorts the bus changed during the running reconcile pass. */
+  private touchedDuringReconcile: Touched | null = null;
   private reconciling?: Promise<void>;
   private stats = { eventsApplied: 0, eventsIgnored: 0, lastEventAt: null as string | null, lastReconcileAt: null as string | null };
 
@@ -152,8 +181,12 @@ export class SnapshotStore {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = await this.deps.cache.subscribe(FLAG_CHANGES_CHANNEL, (message) => this.onMessage(message));
+    this.unsubscribers.push(await this.deps.cache.subscribe(FLAG_CHANGES_CHANNEL, (message) => this.onMessage(message)));
+    this.unsubscribers.push(await this.deps.cache.subscribe(COHORT_CHANGES_CHANNEL, (message) => this.onCohortMessage(message)));
     await this.loadAll();
+    const queuedCohorts = this.startupCohortQueue ?? [];
+    this.startupCohortQueue = null;
+    for (const event of queuedCohorts) this.applyCohort(event);
     const queued = this.startupQueue ?? [];
     this.startupQueue = null;
     for (const event of queued) this.apply(event);
@@ -168,7 +201,7 @@ export class SnapshotStore {
   async stop(): Promise<void> {
     clearInterval(this.reconcileTimer);
     await this.reconciling;
-    await this.unsubscribe?.();
+    for (const unsubscribe of this.unsubscribers.splice(0)) await unsubscribe();
   }
 
   onChange(listener: (change: SnapshotChange) => void): void {
@@ -205,8 +238,7 @@ export class SnapshotStore {
    * evaluate a flag which is not (yet) stored: simulate's candidate.
    */
   compile(projectId: string, definition: FlagDefinition): CompiledFlag {
-    void projectId; // project-scoped references (cohorts) resolve here
-    return compileFlag(definition);
+    return compileFlag(definition, this.cohorts.get(projectId) ?? NO_COHORTS);
   }
 
   snapshotStats(): SnapshotStats {
@@ -242,7 +274,7 @@ export class SnapshotStore {
     }
     let service = this.services.get(serviceId);
     if (service === undefined) {
-      service = new ServiceSnapshot(serviceId, projectId);
+      service = new ServiceSnapshot(serviceId, projectId, this.cohortsOf(projectId));
       this.services.set(serviceId, service);
       this.unknownUntil.delete(serviceId);
     }
@@ -265,7 +297,50 @@ export class SnapshotStore {
     }
     this.stats.eventsApplied++;
     this.stats.lastEventAt = new Date().toISOString();
-    const change: SnapshotChange = { event, service, previous: current?.record };
+    this.notify({ event, service, previous: current?.record });
+  }
+
+  /**
+   * Applies one cohort change (from the bus, or synthesized by reconcile): keeps the higher
+   * version, then recompiles the flags of the project that name the cohort.
+   */
+  applyCohort(event: CohortChangeEvent): void {
+    if (this.startupCohortQueue !== null) {
+      this.startupCohortQueue.push(event);
+      return;
+    }
+    if (this.recentIds.has(event.id)) {
+      this.stats.eventsIgnored++;
+      return;
+    }
+    this.remember(event.id);
+    if (this.touchedDuringReconcile !== null && !event.id.startsWith(SYNTHETIC_PREFIX)) this.touchedDuringReconcile.cohorts.add(event.cohortId);
+    const cohorts = this.cohortsOf(event.projectId);
+    const current = cohorts.get(event.cohortId);
+    if ((current !== undefined && current.version >= event.version) || (current === undefined && event.cohort === null)) {
+      this.stats.eventsIgnored++;
+      return;
+    }
+    if (event.cohort === null) cohorts.delete(event.cohortId);
+    else cohorts.set(event.cohortId, event.cohort);
+    this.stats.eventsApplied++;
+    this.stats.lastEventAt = new Date().toISOString();
+    const changedAt = Date.parse(event.timestamp);
+    for (const service of this.services.values()) {
+      if (service.projectId !== event.projectId) continue;
+      for (const environment of ENVIRONMENTS) {
+        const env = service.environments[environment];
+        for (const entry of [...env.flags.values()]) {
+          if (!entry.compiled.cohortIds.includes(event.cohortId)) continue;
+          env.set(entry.record);
+          env.modifiedAt(changedAt);
+          this.notify({ event: cohortFlagEvent(event, entry.record), service, previous: entry.record });
+        }
+      }
+    }
+  }
+
+  private notify(change: SnapshotChange): void {
     for (const listener of this.listeners) {
       try {
         listener(change);
@@ -273,6 +348,16 @@ export class SnapshotStore {
         this.deps.logger.error({ err: error }, 'snapshot listener failed');
       }
     }
+  }
+
+  /** The project's cohort map, created empty on first use so its services can share it. */
+  private cohortsOf(projectId: string): ProjectCohorts {
+    let cohorts = this.cohorts.get(projectId);
+    if (cohorts === undefined) {
+      cohorts = new Map();
+      this.cohorts.set(projectId, cohorts);
+    }
+    return cohorts;
   }
 
   /** Compares every flag's (id, version) with Postgres and repairs what differs. */
@@ -287,7 +372,7 @@ export class SnapshotStore {
   private async reconcileOnce(): Promise<void> {
     // What the bus changes while the pass reads Postgres is newer than what it read: the pass
     // must neither delete nor rewind those (they are checked again on the next pass).
-    const touched = { services: new Set<string>(), flags: new Set<string>() };
+    const touched: Touched = { services: new Set(), flags: new Set(), cohorts: new Set() };
     this.touchedDuringReconcile = touched;
     try {
       await this.reconcileAgainst(touched);
@@ -297,7 +382,9 @@ export class SnapshotStore {
     this.stats.lastReconcileAt = new Date().toISOString();
   }
 
-  private async reconcileAgainst(touched: { services: Set<string>; flags: Set<string> }): Promise<void> {
+  private async reconcileAgainst(touched: Touched): Promise<void> {
+    // Cohorts first: flags repaired below then compile against the repaired cohorts.
+    await this.reconcileCohorts(touched);
     const [stamps, services] = await Promise.all([this.deps.store.flagStamps(), this.deps.store.allServices()]);
     const existingServices = new Set(services.map((s) => s.id));
     for (const id of [...this.services.keys()]) {
@@ -328,6 +415,40 @@ export class SnapshotStore {
     }
   }
 
+  private async reconcileCohorts(touched: Touched): Promise<void> {
+    const stamps = await this.deps.store.cohortStamps();
+    const stored = new Set<string>();
+    const stale: string[] = [];
+    for (const stamp of stamps) {
+      stored.add(stamp.id);
+      const current = this.cohorts.get(stamp.projectId)?.get(stamp.id);
+      if (current === undefined || current.version < stamp.version) stale.push(stamp.id);
+    }
+    for (const cohort of await this.deps.store.cohortsByIds(stale)) {
+      if (!touched.cohorts.has(cohort.id)) this.applyCohort(syntheticCohortEvent(cohort, cohort.version, cohort));
+    }
+    for (const cohorts of this.cohorts.values()) {
+      for (const cohort of [...cohorts.values()]) {
+        if (!stored.has(cohort.id) && !touched.cohorts.has(cohort.id)) this.applyCohort(syntheticCohortEvent(cohort, cohort.version + 1, null));
+      }
+    }
+  }
+
+  private onCohortMessage(message: string): void {
+    let event: CohortChangeEvent;
+    try {
+      event = JSON.parse(message) as CohortChangeEvent;
+    } catch {
+      this.deps.logger.warn('ignoring a malformed cohort-change message');
+      return;
+    }
+    if (!event || typeof event.id !== 'string' || typeof event.projectId !== 'string' || typeof event.cohortId !== 'string' || typeof event.version !== 'number') {
+      this.deps.logger.warn('ignoring a cohort-change message without id, project, cohort or version');
+      return;
+    }
+    this.applyCohort(event);
+  }
+
   private onMessage(message: string): void {
     let event: FlagChangeEvent;
     try {
@@ -344,17 +465,19 @@ export class SnapshotStore {
   }
 
   private async loadAll(): Promise<void> {
-    const [services, flags] = await Promise.all([this.deps.store.allServices(), this.deps.store.allFlags()]);
-    for (const row of services) this.services.set(row.id, new ServiceSnapshot(row.id, row.projectId));
+    const [services, flags, cohorts] = await Promise.all([this.deps.store.allServices(), this.deps.store.allFlags(), this.deps.store.allCohorts()]);
+    // Cohorts before flags: flags compile against them.
+    for (const cohort of cohorts) this.cohortsOf(cohort.projectId).set(cohort.id, cohort);
+    for (const row of services) this.services.set(row.id, new ServiceSnapshot(row.id, row.projectId, this.cohortsOf(row.projectId)));
     for (const flag of flags) {
       let service = this.services.get(flag.serviceId);
       if (service === undefined) {
-        service = new ServiceSnapshot(flag.serviceId, flag.projectId);
+        service = new ServiceSnapshot(flag.serviceId, flag.projectId, this.cohortsOf(flag.projectId));
         this.services.set(flag.serviceId, service);
       }
       service.environments[flag.environment]?.set(flag);
     }
-    this.deps.logger.info({ services: services.length, flags: flags.length }, 'evaluation snapshots loaded');
+    this.deps.logger.info({ services: services.length, flags: flags.length, cohorts: cohorts.length }, 'evaluation snapshots loaded');
   }
 
   private async loadService(serviceId: string): Promise<ServiceSnapshot | null> {
@@ -373,7 +496,7 @@ export class SnapshotStore {
       return this.services.get(serviceId) ?? null;
     }
     // An event may have created the entry meanwhile (it was queued, so not yet): build fresh.
-    const service = new ServiceSnapshot(row.id, row.projectId);
+    const service = new ServiceSnapshot(row.id, row.projectId, this.cohortsOf(row.projectId));
     for (const flag of flags) service.environments[flag.environment]?.set(flag);
     this.services.set(serviceId, service);
     this.flushQueued(serviceId);
@@ -399,6 +522,44 @@ export class SnapshotStore {
 
 /** Ids of the events a reconcile pass makes up (bus events have other ids). */
 const SYNTHETIC_PREFIX = 'r:';
+
+/** What the bus changed while a reconcile pass read Postgres. */
+interface Touched {
+  services: Set<string>;
+  flags: Set<string>;
+  cohorts: Set<string>;
+}
+
+/**
+ * The change a cohort event makes to one flag that names it: the flag as it is (same version),
+ * recompiled. Its id is derived from the cohort event's, so every replica emits the same one.
+ */
+function cohortFlagEvent(event: CohortChangeEvent, flag: FlagRecord): FlagChangeEvent {
+  return {
+    id: `${event.id}:${flag.id}`,
+    event: 'flag.updated',
+    timestamp: event.timestamp,
+    data: { flagKey: flag.key, projectId: flag.projectId, serviceId: flag.serviceId, environment: flag.environment, changes: {} },
+    flag,
+    actor: event.actor,
+    actorUserId: event.actorUserId,
+  };
+}
+
+/** A cohort change found by reconcile; its id is derived from the cohort and version, like syntheticEvent's. */
+function syntheticCohortEvent(cohort: CohortRecord, version: number, after: CohortRecord | null): CohortChangeEvent {
+  return {
+    id: `${SYNTHETIC_PREFIX}cohort:${cohort.id}:${version}${after === null ? ':deleted' : ''}`,
+    event: after === null ? 'cohort.deleted' : 'cohort.updated',
+    timestamp: after?.updatedAt ?? new Date().toISOString(),
+    projectId: cohort.projectId,
+    cohortId: cohort.id,
+    version,
+    cohort: after,
+    actor: 'system',
+    actorUserId: null,
+  };
+}
 
 /** One flag's place: service, environment and key. */
 function flagSlot(f: { serviceId: string; environment: string; key: string }): string {

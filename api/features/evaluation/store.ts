@@ -1,4 +1,6 @@
 import type { Sql } from '../../infra/postgres';
+import { COHORT_COLUMNS, toCohortRecord, type CohortRow } from '../cohorts/store';
+import type { CohortRecord } from '../cohorts/types';
 import { FLAG_COLUMNS, toFlagRecord, type FlagRow } from '../flags/store';
 import type { Environment, FlagRecord } from '../flags/types';
 
@@ -13,6 +15,13 @@ export interface FlagStamp {
   serviceId: string;
   environment: Environment;
   key: string;
+  version: number;
+}
+
+/** A cohort's identity and version: enough to tell whether a snapshot's copy is behind Postgres. */
+export interface CohortStamp {
+  id: string;
+  projectId: string;
   version: number;
 }
 
@@ -53,5 +62,21 @@ export class EvaluationStore {
     const rows = await this.sql<{ id: string; service_id: string; environment: Environment; key: string; version: number }[]>`
       SELECT id, service_id, environment, key, version FROM flags`;
     return rows.map((r) => ({ id: r.id, serviceId: r.service_id, environment: r.environment, key: r.key, version: r.version }));
+  }
+
+  async allCohorts(): Promise<CohortRecord[]> {
+    const rows = await this.sql<CohortRow[]>`SELECT ${this.sql.unsafe(COHORT_COLUMNS)} FROM cohorts`;
+    return rows.map(toCohortRecord);
+  }
+
+  async cohortsByIds(ids: string[]): Promise<CohortRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.sql<CohortRow[]>`SELECT ${this.sql.unsafe(COHORT_COLUMNS)} FROM cohorts WHERE id = ANY(${ids})`;
+    return rows.map(toCohortRecord);
+  }
+
+  async cohortStamps(): Promise<CohortStamp[]> {
+    const rows = await this.sql<{ id: string; project_id: string; version: number }[]>`SELECT id, project_id, version FROM cohorts`;
+    return rows.map((r) => ({ id: r.id, projectId: r.project_id, version: r.version }));
   }
 }

@@ -2,6 +2,7 @@ import { conflict, isUniqueViolation, notFound, validationFailed } from '../../h
 import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
+import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
 import type { FlagEventOutbox } from '../outbox/store';
 import type { FlagListFilter, FlagPage, FlagStore, ListPosition, NewFlag, WrittenFlag } from './store';
 import {
@@ -256,6 +257,13 @@ export class FlagService {
   private async write(tx: TransactionSql, actor: AuditActor, changes: FlagChange[], opts: FlagWriteOptions): Promise<WrittenFlag[]> {
     if (!changes.length) return [];
     const { store } = this.deps;
+    // Cohorts that in_cohort conditions newly name must be of the flag's project (400 otherwise).
+    const targetingWrites = changes.flatMap((c): TargetingWrite[] => {
+      if (c.kind === 'create') return [{ projectId: c.flag.projectId, targeting: c.flag.targeting, before: null }];
+      if (c.kind === 'delete') return [];
+      return [{ projectId: c.before.projectId, targeting: c.content.targeting, before: c.before.targeting }];
+    });
+    await assertCohortsExist(tx, targetingWrites);
     const inserted = await store.insertMany(tx, changes.flatMap((c) => (c.kind === 'create' ? [c.flag] : [])));
     const updated = await store.updateMany(
       tx,

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
+import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../cohorts/types';
 import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../flags/types';
-import { OutboxStore, type OutboxRow } from './store';
+import { BUS_CONSUMER, OutboxStore, type OutboxRow } from './store';
 
 /**
  * Work that must happen once per committed flag change (publish to the bus, start webhook
@@ -57,8 +58,6 @@ export interface OutboxRelayStats {
   consumers: Record<string, OutboxConsumerStats>;
 }
 
-/** The consumer that publishes to the bus: every replica's snapshots, SSE and gRPC-Web streams. */
-const BUS_CONSUMER = 'bus';
 const PRUNE_EVERY_MS = 60_000;
 
 type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner'>>;
@@ -89,7 +88,9 @@ export class OutboxRelay {
       retentionMs: deps.retentionMs ?? 24 * 3600_000,
       concurrency: deps.concurrency ?? 16,
     };
-    this.consumers = [{ name: BUS_CONSUMER, handle: (event) => deps.cache.publish(FLAG_CHANGES_CHANNEL, JSON.stringify(event)).then(() => undefined) }];
+    // Cohort changes share the outbox (enqueueCohortEvent, pending for this consumer only) and go to their own channel.
+    const channelOf = (event: FlagChangeEvent) => (isCohortChangeEvent(event) ? COHORT_CHANGES_CHANNEL : FLAG_CHANGES_CHANNEL);
+    this.consumers = [{ name: BUS_CONSUMER, handle: (event) => deps.cache.publish(channelOf(event), JSON.stringify(event)).then(() => undefined) }];
   }
 
   /** Register every consumer before `start`. A consumer gets the events committed after it first started somewhere. */

@@ -1,4 +1,5 @@
 import type { Sql, TransactionSql } from '../../infra/postgres';
+import type { CohortChangeEvent } from '../cohorts/types';
 import type { FlagChangeEvent } from '../flags/types';
 
 /** A consumer's claimed pending row, as its relay works on it. */
@@ -41,6 +42,25 @@ export async function enqueueFlagEvents(tx: TransactionSql, events: FlagChangeEv
     )
     INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
     SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i CROSS JOIN outbox_consumers c`;
+}
+
+/** The consumer that publishes to the bus: every replica's snapshots, SSE and gRPC-Web streams. */
+export const BUS_CONSUMER = 'bus';
+
+/**
+ * Inserts a cohort change in the writer's transaction, pending for the bus consumer only (the
+ * relay publishes it on the cohort channel; webhooks and the other consumers handle flag events).
+ * Its stream is the cohort, so each cohort's changes are published in order.
+ */
+export async function enqueueCohortEvent(tx: TransactionSql, event: CohortChangeEvent): Promise<void> {
+  await tx`
+    WITH inserted AS (
+      INSERT INTO flag_outbox (id, project_id, service_id, environment, flag_key, event, payload)
+      VALUES (${event.id}, ${event.projectId}, '', 'cohort', ${event.cohortId}, ${event.event}, ${tx.json(event as never)})
+      RETURNING seq, service_id, environment, flag_key
+    )
+    INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
+    SELECT ${BUS_CONSUMER}, seq, service_id, environment, flag_key FROM inserted`;
 }
 
 /** The outbox as a dependency of flag writers: they take it in their constructor, tests pass a fake. */

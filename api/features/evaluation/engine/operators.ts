@@ -130,7 +130,8 @@ export function validateCondition(condition: Condition): string | null {
         ? null
         : 'value must be true, false or absent for exists';
     case 'in_cohort':
-      return typeof value === 'string' && value.length > 0 && value.length <= MAX_COHORT_ID_LENGTH
+      // NUL: Postgres text cannot hold it, so no stored cohort has such an id.
+      return typeof value === 'string' && value.length > 0 && value.length <= MAX_COHORT_ID_LENGTH && !value.includes('\u0000')
         ? null
         : `value must be a cohort id (a string of 1-${MAX_COHORT_ID_LENGTH} characters)`;
   }
