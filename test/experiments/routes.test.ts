@@ -1,3 +1,7 @@
+import { BanditReallocator } from '../../api/features/experiments/reallocation';
+import { BanditStore } from '../../api/features/experiments/store';
+import { BanditWarehouse } from '../../api/features/experiments/warehouse';
+import type { FlagService } from '../../api/features/flags/service';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, qs, type Project } from '../webhooks/support';
 import { auditOf, createExperiment, createVariantFlag, experimentBody, expectRecord, getFlag, newKey, reward, variantOf, weightsOf } from './support';
@@ -181,6 +185,33 @@ describe('bandit experiment lifecycle', () => {
     expectStatus(res, 200, 'reallocate');
     expect(res.body).toMatchObject({ status: 'stopped', statusReason: "the flag's variants no longer match the experiment's arms" });
     expect((await getFlag(p, key)).variants.map((v) => v.name)).toEqual(['control', 'treatment', 'third']);
+  });
+  it('keeps a concurrent edit of the flag: the round retries on the version conflict with the fresh flag', async () => {
+    const key = newKey('concurrent');
+    await createVariantFlag(p.owner, p.serviceId, key);
+    const exp = await createExperiment(p.member, experimentBody(p, key, { minSampleSizePerVariant: 10 }));
+    await reward(p.member, exp.id, 'control', 10, 1);
+    await reward(p.member, exp.id, 'treatment', 10, 6);
+    const before = await getFlag(p, key);
+    // The real flag service, with a person's edit landing between the round's read and its write.
+    const real = app.platform.flagService;
+    let edits = 0;
+    const flags = Object.create(real) as FlagService;
+    flags.update = async (...args: Parameters<FlagService['update']>) => {
+      if (edits++ === 0) await real.update({ name: p.owner.email, userId: p.owner.id }, args[1], { description: 'edited meanwhile' });
+      return real.update(...args);
+    };
+    const sql = app.platform.db.sql;
+    const reallocator = new BanditReallocator({ sql, store: new BanditStore(sql), flags, warehouse: new BanditWarehouse(app.platform.analytics) });
+    const after = await reallocator.run(exp.id, 'manual', 'test');
+    expect(edits).toBe(2);
+    expect(after?.rounds).toBe(1);
+    const flag = (await getFlag(p, key)) as Awaited<ReturnType<typeof getFlag>> & { description: string };
+    expect(flag.description).toBe('edited meanwhile');
+    expect(flag.version).toBe(before.version + 2);
+    expect(weightsOf(flag).treatment).toBeGreaterThan(50);
+    expect(weightsOf(flag).treatment).toBe(after!.arms.find((a) => a.name === 'treatment')!.allocation * 100);
+    expectStatus(await p.member.request('POST', `/api/experiments/${exp.id}/stop`), 200, 'stop');
   });
 });
 
