@@ -44,32 +44,7 @@ export interface ExperimentVariant {
 }
 
 /** The record the API answers (CONTRACT 10, plus the experiment's own settings and state). */
-export interface ExperimentRecord {
-  id: string;
-  name: string;
-  projectId: string;
-  serviceId: string;
-  flagKey: string;
-  environment: string;
-  algorithm: BanditAlgorithm;
-  status: StoredExperiment['status'];
-  statusReason: string | null;
-  variants: ExperimentVariant[];
-  winner: string | null;
-  minExplorationFloor: number;
-  minSampleSizePerVariant: number;
-  confidenceThreshold: number;
-  autoRolloutWinner: boolean;
-  conversionEvent: string | null;
-  reallocationIntervalMinutes: number;
-  seed: number;
-  rounds: number;
-  lastReallocatedAt: string | null;
-  startedAt: string;
-  endedAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type ExperimentRecord = Omit<StoredExperiment, 'flagId' | 'arms' | 'flagVersion' | 'workflowId'> & { variants: ExperimentVariant[] };
 
 export interface BanditServiceDeps {
   sql: Sql;
@@ -84,17 +59,11 @@ export interface BanditServiceDeps {
 const SEED_LIMIT = 2 ** 31;
 
 export function toRecord(e: StoredExperiment): ExperimentRecord {
+  // Internal bookkeeping stays out of the answer.
+  const { flagId: _flagId, arms, flagVersion: _flagVersion, workflowId: _workflowId, ...fields } = e;
   return {
-    id: e.id,
-    name: e.name,
-    projectId: e.projectId,
-    serviceId: e.serviceId,
-    flagKey: e.flagKey,
-    environment: e.environment,
-    algorithm: e.algorithm,
-    status: e.status,
-    statusReason: e.statusReason,
-    variants: e.arms.map((arm) => {
+    ...fields,
+    variants: arms.map((arm) => {
       const trials = arm.rewardTrials + arm.eventTrials;
       const successes = arm.rewardSuccesses + arm.eventSuccesses;
       return {
@@ -108,20 +77,6 @@ export function toRecord(e: StoredExperiment): ExperimentRecord {
         sources: { rewards: { trials: arm.rewardTrials, successes: arm.rewardSuccesses }, events: { trials: arm.eventTrials, successes: arm.eventSuccesses } },
       };
     }),
-    winner: e.winner,
-    minExplorationFloor: e.minExplorationFloor,
-    minSampleSizePerVariant: e.minSampleSizePerVariant,
-    confidenceThreshold: e.confidenceThreshold,
-    autoRolloutWinner: e.autoRolloutWinner,
-    conversionEvent: e.conversionEvent,
-    reallocationIntervalMinutes: e.reallocationIntervalMinutes,
-    seed: e.seed,
-    rounds: e.rounds,
-    lastReallocatedAt: e.lastReallocatedAt,
-    startedAt: e.startedAt,
-    endedAt: e.endedAt,
-    createdAt: e.createdAt,
-    updatedAt: e.updatedAt,
   };
 }
 
@@ -158,22 +113,21 @@ export class BanditService {
     const weights = allocationsToWeights(equal);
     try {
       await this.deps.sql.begin(async (tx) => {
+        const scope = { id, name: input.name, projectId: input.projectId, serviceId: input.serviceId, environment: input.environment, flagKey: input.flagKey };
+        const settings = {
+          algorithm: input.algorithm,
+          minExplorationFloor: input.minExplorationFloor,
+          minSampleSizePerVariant: input.minSampleSizePerVariant,
+          confidenceThreshold: input.confidenceThreshold,
+          autoRolloutWinner: input.autoRolloutWinner,
+          conversionEvent: input.conversionEvent ?? null,
+          reallocationIntervalMinutes: input.reallocationIntervalMinutes,
+        };
         await this.deps.store.insert(
           {
-            id,
-            projectId: input.projectId,
+            ...scope,
+            ...settings,
             flagId: flag.id,
-            serviceId: input.serviceId,
-            environment: input.environment,
-            flagKey: input.flagKey,
-            name: input.name,
-            algorithm: input.algorithm,
-            minExplorationFloor: input.minExplorationFloor,
-            minSampleSizePerVariant: input.minSampleSizePerVariant,
-            confidenceThreshold: input.confidenceThreshold,
-            autoRolloutWinner: input.autoRolloutWinner,
-            conversionEvent: input.conversionEvent ?? null,
-            reallocationIntervalMinutes: input.reallocationIntervalMinutes,
             seed: input.seed ?? randomInt(SEED_LIMIT),
             flagVersion: flag.version,
             workflowId: banditWorkflowId(id),
@@ -182,15 +136,7 @@ export class BanditService {
           },
           tx,
         );
-        await writeAudit(tx, actor, this.auditEntry({ id, name: input.name, projectId: input.projectId, serviceId: input.serviceId, environment: input.environment, flagKey: input.flagKey }, 'experiment.create', {
-          algorithm: input.algorithm,
-          minExplorationFloor: input.minExplorationFloor,
-          minSampleSizePerVariant: input.minSampleSizePerVariant,
-          confidenceThreshold: input.confidenceThreshold,
-          autoRolloutWinner: input.autoRolloutWinner,
-          conversionEvent: input.conversionEvent ?? null,
-          reallocationIntervalMinutes: input.reallocationIntervalMinutes,
-        }));
+        await writeAudit(tx, actor, this.auditEntry(scope, 'experiment.create', settings));
       });
     } catch (error) {
       if (isUniqueViolation(error)) throw conflict(`Flag "${input.flagKey}" already has a running experiment in ${input.environment}`);
