@@ -7,7 +7,7 @@ export interface RecentContextRecorderOptions {
   filter: ContextAttributeFilter;
   /** A key's row is written at most once per this many milliseconds (per instance). */
   intervalMs: number;
-  /** Keys remembered for that; past it the longest-remembered one is forgotten (and may be written again sooner). */
+  /** Keys remembered per generation; a full generation starts the next one early (a key may then be written again sooner). */
   maxTracked: number;
   /** Contexts waiting for the next turn; past it new ones are skipped until it drains. */
   maxPending: number;
@@ -15,15 +15,19 @@ export interface RecentContextRecorderOptions {
 
 /**
  * Feeds the recent-contexts warehouse (analytics/schema/032) from the context ring: every
- * context the ring takes is offered here. The request path pays a map lookup and, for a key
- * not written within `intervalMs`, a push; filtering and serializing the attributes happen on
- * the next event-loop turn, and rows go through the one batched analytics writer. A busy key
- * thus writes one row a minute, not one per request, and memory is bounded by `maxTracked`
- * keys and `maxPending` contexts.
+ * context the ring takes is offered here. The request path pays two set lookups and, for a key
+ * not written lately, a push; filtering and serializing the attributes happen on the next
+ * event-loop turn, and rows go through the one batched analytics writer.
+ *
+ * Keys written lately are remembered in two generations of `intervalMs` each: a key in either
+ * is skipped, so a busy key writes one row every one to two intervals, not one per request.
+ * Rotating generations forgets old keys at once (no per-key expiry to scan), and memory is
+ * bounded by two generations of `maxTracked` keys plus `maxPending` contexts.
  */
 export class RecentContextRecorder {
-  /** `service \n environment \n key` -> when its row was last taken; a Map keeps insertion order, so the oldest come first. */
-  private readonly lastTaken = new Map<string, number>();
+  private current = new Set<string>();
+  private previous = new Set<string>();
+  private rotatedAt = Number.NEGATIVE_INFINITY;
   private pending: ContextEntry[] = [];
   private drainScheduled = false;
 
@@ -31,28 +35,22 @@ export class RecentContextRecorder {
 
   /** Never blocks and never throws (the ring calls it on the evaluation path). */
   readonly offer = (entry: ContextEntry): void => {
+    if (entry.at - this.rotatedAt >= this.opts.intervalMs || this.current.size >= this.opts.maxTracked) {
+      this.previous = this.current;
+      this.current = new Set();
+      this.rotatedAt = entry.at;
+    }
     const key = `${entry.serviceId}\n${entry.environment}\n${entry.targetingKey}`;
-    const last = this.lastTaken.get(key);
-    if (last !== undefined && entry.at - last < this.opts.intervalMs) return;
+    if (this.current.has(key) || this.previous.has(key)) return;
     // More new keys in one turn than it may hold: skip the rest rather than hold their contexts.
     if (this.pending.length >= this.opts.maxPending) return;
-    if (last !== undefined) this.lastTaken.delete(key);
-    this.lastTaken.set(key, entry.at);
-    this.forgetOldest(entry.at);
+    this.current.add(key);
     this.pending.push(entry);
     if (!this.drainScheduled) {
       this.drainScheduled = true;
       setImmediate(this.drain);
     }
   };
-
-  /** Drops keys whose interval has passed (they are written again anyway) and any past the bound. */
-  private forgetOldest(now: number): void {
-    for (const [key, at] of this.lastTaken) {
-      if (this.lastTaken.size <= this.opts.maxTracked && now - at < this.opts.intervalMs) return;
-      this.lastTaken.delete(key);
-    }
-  }
 
   private readonly drain = (): void => {
     this.drainScheduled = false;

@@ -12,7 +12,7 @@ import { RecentContextWarehouse } from './warehouse';
 
 /** A key's context is written at most once a minute per instance: a busy key does not write a row per request. */
 const RECORD_INTERVAL_MS = 60_000;
-/** Keys remembered for that (about 100 bytes each) and contexts waiting for the next turn. */
+/** Keys remembered per generation (about 100 bytes each; two generations at most) and contexts waiting for the next turn. */
 const MAX_TRACKED_KEYS = 50_000;
 const MAX_PENDING_CONTEXTS = 10_000;
 
