@@ -323,6 +323,9 @@ describe('bandit experiment refusals', () => {
     const bigReward = JSON.stringify({ variantName: 'control', converted: true, pad: 'x'.repeat(64 * 1024) });
     expect((await p.member.request('POST', rewardPath, undefined, { rawBody: bigReward, headers: { 'content-type': 'application/json' } })).status).toBe(413);
     expect((await p.member.request('POST', `/api/experiments/${exp.id}/stop`, { reason: 'x'.repeat(2_000) })).status).toBe(400);
+    // Postgres refuses NUL characters in text: a 400, not a 500.
+    expect((await p.member.request('POST', rewardPath, { variantName: 'contr\u0000ol', converted: true })).status).toBe(400);
+    expect((await p.member.request('POST', `/api/experiments/${exp.id}/stop`, { reason: 'a\u0000b' })).status).toBe(400);
     const status = await p.viewer.request('GET', `/api/experiments/${exp.id}/bandit-status`);
     expect(variantOf(status.body, 'control').trials).toBe(0);
     expectStatus(await p.member.request('POST', `/api/experiments/${exp.id}/stop`), 200, 'stop');

@@ -4,7 +4,7 @@ import { actorFromPrincipal } from '../audit/writer';
 import { EventName } from '../analytics/ingest-common';
 import { RESERVED_OUTCOMES } from '../analytics/queries/variants';
 import { ENVIRONMENTS } from '../flags/types';
-import { flagKeySchema, idSchema, nameSchema } from '../projects/common';
+import { flagKeySchema, idSchema, nameSchema, text } from '../projects/common';
 import { BANDIT_ALGORITHMS } from './allocation';
 import { REALLOCATION_INTERVAL } from '../../../workflows/messages';
 import { EXPERIMENT_STATUSES } from './store';
@@ -52,9 +52,10 @@ const ListQuery = z.object({
   serviceId: idSchema.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(50),
 });
-const RewardBody = z.object({ variantName: z.string().min(1).max(100), converted: z.boolean() }).strict();
+// Postgres refuses NUL in text: such input is a 400 here, never a 500 from the driver.
+const RewardBody = z.object({ variantName: z.string().min(1).pipe(text(100)), converted: z.boolean() }).strict();
 const StopBody = z
-  .object({ reason: z.string().trim().min(1).max(1_000).default('stopped by hand') })
+  .object({ reason: z.string().trim().min(1).pipe(text(1_000)).default('stopped by hand') })
   .strict()
   .default({});
 
