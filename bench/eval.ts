@@ -6,8 +6,14 @@
  *   2. bare Express     the same through Express 5 (one route, no middleware)
  *   3. REST single      POST /api/flags/evaluate with an opaque project token (lean path)
  *   4. OFREP single     POST /api/ofrep/v1/evaluate/flags/{key} with the same token (lean path)
- *   5. batch of 100     POST /api/flags/evaluate/batch, 100 flags, same token (Express)
  *   6. demo 4096        POST /api/flags/evaluate/batch on the demo service, 4,096 `key` items, no token
+ *   7. bulk 5/50/500    POST /api/ofrep/v1/evaluate/flags (OFREP bulk): every flag of a service of
+ *                       5, 50 or 500 boolean flags with 10% rollouts, for one context
+ *   8. batch 5/50/100   POST /api/flags/evaluate/batch (Express) naming those flags; 100 is the
+ *                       route's limit (spec 8), so batch 100 names the first 100 of the 500
+ *
+ * The per-flag cost of the all-flags paths: server CPU per request (CPU time / requests) minus
+ * bare node:http's, divided by the flags the request carried.
  *
  * For each: a closed-loop autocannon run with 50 connections gives the peak (req/s, p50, p99); an
  * open-loop run at half that rate gives the p99 the quality bar speaks of. The open-loop run is
@@ -98,12 +104,44 @@ async function setUp(urls: ServerUrls) {
       targeting: [{ conditions: [{ property: 'plan', operator: 'in', value: ['gold', 'platinum'] }], value: true, rolloutPercentage: 50 }],
     },
   });
-  for (let i = 0; i < 100; i++) {
-    await call('POST', `${api}/api/flags`, { ...as, body: { key: `bench-${i}`, serviceId: service.id, environment: 'production', type: 'boolean', enabled: i % 2 === 0 } });
+  const sized = new Map<number, string>();
+  for (const size of FLAG_SET_SIZES) {
+    const set = (await call('POST', `${api}/api/services`, { ...as, body: { projectId: project.id, name: `bench-${size}` } })).body;
+    sized.set(size, set.id as string);
+    const flags = Array.from({ length: size }, (_, i) => ({
+      key: `set-${i}`,
+      serviceId: set.id,
+      environment: 'production',
+      type: 'boolean',
+      enabled: true,
+      defaultValue: false,
+      targeting: [{ conditions: [], value: true, rolloutPercentage: 10 }],
+    }));
+    for (let i = 0; i < flags.length; i += 100) await call('POST', `${api}/api/flags/bulk`, { ...as, body: { flags: flags.slice(i, i + 100) } });
   }
   const token = (await call('POST', `${api}/api/projects/${project.id}/tokens`, { ...as, body: { name: 'bench', permissions: { read: true } } })).body.value;
   const demo = (await call('GET', `${api}/api/demo`)).body.services[0]?.serviceId as string | undefined;
-  return { serviceId: service.id as string, flagKey, token: token as string, demo };
+  return { serviceId: service.id as string, flagKey, token: token as string, demo, sized };
+}
+
+/** Flags per service of the all-flags scenarios (bulk N, batch N). */
+const FLAG_SET_SIZES = [5, 50, 500] as const;
+/** Flags one batch request may name (spec 8). */
+const BATCH_LIMIT = 100;
+
+/** Waits until the data plane's snapshot serves every flag of each sized service (they arrive over the bus). */
+async function awaitFlagSets(data: string, auth: Record<string, string>, sized: Map<number, string>) {
+  for (const [size, serviceId] of sized) {
+    for (let i = 0; i < 400; i++) {
+      const res = await fetch(`${data}/api/ofrep/v1/evaluate/flags`, {
+        method: 'POST',
+        headers: { ...auth, 'x-service-id': serviceId, 'x-environment': 'production' },
+        body: JSON.stringify({ context: { targetingKey: 'user-1234' } }),
+      });
+      if (((await res.json()) as { flags?: unknown[] }).flags?.length === size) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
 }
 
 function run(s: Scenario): Promise<autocannon.Result> {
@@ -179,7 +217,7 @@ async function main() {
   const split = await startSplit(pinned);
   const { child, urls } = split ?? (await startServer(pinned));
   try {
-    const { serviceId, flagKey, token, demo } = await setUp(urls);
+    const { serviceId, flagKey, token, demo, sized } = await setUp(urls);
     const evalBody = JSON.stringify({ flagKey, serviceId, environment: 'production', context: { targetingKey: 'user-1234', plan: 'gold' } });
     const auth = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
     // Wait until the snapshot serves the flag (it arrives over the bus), and size the bare body like the answer.
@@ -191,16 +229,28 @@ async function main() {
     const constant = JSON.stringify({ flagKey: 'x'.repeat(Math.max(1, flagKey.length)), value: true, reason: 'TARGETING_MATCH' }).padEnd(answer.length, ' ');
     await ask(child, { type: 'body', body: constant }, 'body-set');
 
-    const batchBody = JSON.stringify({
-      serviceId,
-      environment: 'production',
-      flags: Array.from({ length: 100 }, (_, i) => ({ flagKey: `bench-${i}` })),
-      context: { targetingKey: 'user-1234' },
-    });
     const demoBody = demo
       ? JSON.stringify({ serviceId: demo, environment: 'development', flags: Array.from({ length: 4096 }, (_, i) => ({ key: `px-${i}` })), context: {} })
       : '';
     const json = { 'content-type': 'application/json' };
+    await awaitFlagSets(urls.data, auth, sized);
+    const flagSetScenarios: Scenario[] = [...sized].flatMap(([size, id]) => {
+      const named = Math.min(size, BATCH_LIMIT);
+      return [
+        {
+          name: `bulk ${size}`,
+          url: `${urls.data}/api/ofrep/v1/evaluate/flags`,
+          headers: { ...auth, 'x-service-id': id, 'x-environment': 'production' },
+          body: JSON.stringify({ context: { targetingKey: 'user-1234' } }),
+        },
+        {
+          name: `batch ${named}`,
+          url: `${urls.data}/api/flags/evaluate/batch`,
+          headers: auth,
+          body: JSON.stringify({ serviceId: id, environment: 'production', flags: Array.from({ length: named }, (_, i) => ({ flagKey: `set-${i}` })), context: { targetingKey: 'user-1234' } }),
+        },
+      ];
+    });
     const scenarios: Scenario[] = [
       { name: 'bare node:http', url: `${urls.bare}/bare`, headers: auth, body: evalBody },
       { name: 'bare Express', url: `${urls.express}/bare`, headers: auth, body: evalBody },
@@ -211,8 +261,8 @@ async function main() {
         headers: { ...auth, 'x-service-id': serviceId, 'x-environment': 'production' },
         body: JSON.stringify({ context: { targetingKey: 'user-1234', plan: 'gold' } }),
       },
-      { name: 'batch 100', url: `${urls.data}/api/flags/evaluate/batch`, headers: auth, body: batchBody },
       ...(demo ? [{ name: 'demo 4096', url: `${urls.data}/api/flags/evaluate/batch`, headers: json, body: demoBody }] : []),
+      ...flagSetScenarios,
     ].filter((s) => !ONLY || ONLY.includes(s.name));
 
     console.log(
@@ -265,6 +315,19 @@ async function main() {
       console.log(
         `| ${r.name} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${fmt(r.openRate)} | ${fmt(r.openP50, 2)} | ${fmt(r.openP99, 2)} | ${fmt(r.openStallMs, 1)} | ${r.ratio !== undefined ? fmt(r.ratio, 2) : '-'} | ${fmt(r.serverCpu * 100)}% | ${fmt(perCpu(r))} | ${baseCpu ? fmt(perCpu(r) / perCpu(baseCpu), 2) : '-'} | ${r.errors} |`,
       );
+    }
+    const perFlag = rows.filter((r) => /^(bulk|batch) \d+$/.test(r.name));
+    if (baseCpu && perFlag.length > 0) {
+      // Server CPU per request beyond bare node:http's, spread over the flags the answer carried.
+      const cpuPerRequestUs = (r: Row) => (Math.max(r.serverCpu, 0.01) / r.rps) * 1e6;
+      console.log('');
+      console.log('| all-flags route | flags | server CPU per request µs | beyond bare node:http µs | per flag µs |');
+      console.log('|---|---:|---:|---:|---:|');
+      for (const r of perFlag) {
+        const flags = Number(r.name.split(' ')[1]);
+        const beyond = cpuPerRequestUs(r) - cpuPerRequestUs(baseCpu);
+        console.log(`| ${r.name.split(' ')[0]} | ${flags} | ${fmt(cpuPerRequestUs(r), 1)} | ${fmt(beyond, 1)} | ${fmt(beyond / flags, 2)} |`);
+      }
     }
     if (demo && (!ONLY || ONLY.includes('demo 4096'))) {
       const t = await serverTime(child, `${urls.data}/api/flags/evaluate/batch`, demoBody, json, 50);
