@@ -158,7 +158,7 @@ describe('writer state and retention on a running platform', () => {
     expect(res.status).toBe(200);
     const writer = res.body.analytics.writer;
     expect(Object.keys(writer).sort()).toEqual(
-      ['admin_events', 'browser_events', 'client_errors', 'evaluation_events', 'outcome_events', 'sdk_diagnostics', 'sdk_telemetry', 'web_vitals'],
+      ['admin_events', 'browser_events', 'client_errors', 'evaluation_events', 'outcome_events', 'recent_contexts', 'sdk_diagnostics', 'sdk_telemetry', 'web_vitals'],
     );
     expect(writer.evaluation_events).toMatchObject({ healthy: true, dropped: 0, written: expect.any(Number) });
     expect(writer.evaluation_events.written).toBeGreaterThan(0);

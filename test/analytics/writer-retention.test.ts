@@ -38,11 +38,13 @@ describe('analytics retention from configuration', () => {
     const changed = await applyAnalyticsRetention(analytics, { raw: 30, rollup: 200 });
     expect([...changed].sort()).toEqual([...RAW, ...ROLLUP].sort());
     const days = await ttlDays();
-    // Every table with a TTL is governed by the settings, except the health probe's own day.
+    // Every table with a TTL is governed by the settings, except the health probe's own day and
+    // the recent contexts' own week (simulate's replay window, docs/simulate.md).
     expect(days).toEqual({
       ...Object.fromEntries(RAW.map((t) => [t, 30])),
       ...Object.fromEntries(ROLLUP.map((t) => [t, 200])),
       health_probe: 1,
+      recent_contexts: 7,
     });
     expect(await applyAnalyticsRetention(analytics, { raw: 30, rollup: 200 })).toEqual([]);
 
