@@ -10,6 +10,9 @@
 --
 -- `seed` makes reallocation reproducible: round r draws from seededRandom(seed + r).
 -- `cut_at` / `cut_evidence`: the errors guardrail cut the arm to the floor (it stays there).
+-- `round_lease_until`: a reallocation round in progress (manual or scheduled) holds the
+-- experiment until then, so rounds run one at a time across replicas without holding a
+-- connection or row lock while the round reads the warehouse and writes the flag.
 -- At most one running experiment per flag, service and environment: the partial unique index
 -- makes two concurrent creates give one experiment and one 409.
 CREATE TABLE bandit_experiments (
@@ -34,6 +37,7 @@ CREATE TABLE bandit_experiments (
   rounds                         integer NOT NULL DEFAULT 0,
   flag_version                   integer,
   last_reallocated_at            timestamptz,
+  round_lease_until              timestamptz,
   workflow_id                    text NOT NULL,
   created_by_actor               text NOT NULL,
   started_at                     timestamptz NOT NULL DEFAULT now(),

@@ -186,6 +186,27 @@ describe('bandit experiment lifecycle', () => {
     expect(res.body).toMatchObject({ status: 'stopped', statusReason: "the flag's variants no longer match the experiment's arms" });
     expect((await getFlag(p, key)).variants.map((v) => v.name)).toEqual(['control', 'treatment', 'third']);
   });
+  it('runs concurrent rounds of one experiment one at a time: the others answer 409, none hangs (more requests than pooled connections)', async () => {
+    const key = newKey('rounds');
+    await createVariantFlag(p.owner, p.serviceId, key);
+    const exp = await createExperiment(p.member, experimentBody(p, key, { minSampleSizePerVariant: 10 }));
+    await reward(p.member, exp.id, 'control', 10, 1);
+    await reward(p.member, exp.id, 'treatment', 10, 6);
+    const answers = await Promise.all(Array.from({ length: 15 }, () => p.member.request('POST', `/api/experiments/${exp.id}/reallocate`)));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
+    const ran = statuses.filter((s) => s === 200).length;
+    expect(ran).toBeGreaterThanOrEqual(1);
+    const status = await p.viewer.request('GET', `/api/experiments/${exp.id}/bandit-status`);
+    expect(status.body.rounds).toBe(ran);
+    // A round that crashed holding the lease does not block the experiment past the lease.
+    await app.platform.db.sql`UPDATE bandit_experiments SET round_lease_until = now() + interval '1 minute' WHERE id = ${exp.id}`;
+    expect((await p.member.request('POST', `/api/experiments/${exp.id}/reallocate`)).status).toBe(409);
+    await app.platform.db.sql`UPDATE bandit_experiments SET round_lease_until = now() - interval '1 second' WHERE id = ${exp.id}`;
+    expectStatus(await p.member.request('POST', `/api/experiments/${exp.id}/reallocate`), 200, 'after the lease lapsed');
+    expectStatus(await p.member.request('POST', `/api/experiments/${exp.id}/stop`), 200, 'stop');
+  });
+
   it('keeps a concurrent edit of the flag: the round retries on the version conflict with the fresh flag', async () => {
     const key = newKey('concurrent');
     await createVariantFlag(p.owner, p.serviceId, key);

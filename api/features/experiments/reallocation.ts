@@ -63,9 +63,9 @@ function withCutArms(allocations: Record<string, number>, cut: ReadonlySet<strin
 
 /**
  * One reallocation round (docs/experiments.md "Reallocation"): manual (the route), scheduled
- * (the experiment's workflow), both the same code. Under the experiment's row lock (rounds run
- * one at a time) it adds the reward-API counts to the warehouse's conversion counts, runs the
- * errors guardrail, decides the allocation with the round's seeded generator, and writes the
+ * (the experiment's workflow), both the same code. Holding the experiment's round lease (rounds
+ * run one at a time, across replicas) it adds the reward-API counts to the warehouse's
+ * conversion counts, runs the errors guardrail, decides the allocation with the round's seeded generator, and writes the
  * weights to the flag through the one flag write path as `bandit:<id>` with the flag's version
  * (audit entry, version snapshot, stream and webhook events). A concurrent edit of the flag
  * makes that write a 409: the round reads the flag again and writes the weights onto the fresh
@@ -75,27 +75,39 @@ function withCutArms(allocations: Record<string, number>, cut: ReadonlySet<strin
 export class BanditReallocator {
   constructor(private readonly deps: ReallocationDeps) {}
 
-  /** The experiment after the round; unchanged when it is not running; null when it no longer exists. */
+  /**
+   * The experiment after the round; unchanged when it is not running; null when it no longer
+   * exists. 409 when another round of it is in progress.
+   */
   async run(experimentId: string, trigger: ReallocationTrigger, requestedBy?: string): Promise<StoredExperiment | null> {
     const { sql, store } = this.deps;
-    return sql.begin(async (tx) => {
-      const experiment = await store.lock(experimentId, tx);
-      if (!experiment || experiment.status !== 'running') return experiment;
+    const lease = await store.takeRound(experimentId);
+    if (!lease.taken) {
+      if (lease.experiment?.status === 'running') throw conflict('A reallocation round of this experiment is in progress; try again in a moment');
+      return lease.experiment;
+    }
+    const { experiment } = lease;
+    try {
       const round = await this.decide(experiment, trigger, requestedBy);
-      await store.saveRound(experiment.id, round, tx);
-      const actor = banditActor(experiment.id);
-      for (const cut of round.cuts) {
-        await writeAudit(tx, actor, {
-          projectId: experiment.projectId,
-          action: 'experiment.arm_cut',
-          resourceType: 'experiment',
-          resourceId: experiment.id,
-          resourceName: experiment.name,
-          metadata: { serviceId: experiment.serviceId, environment: experiment.environment, flagKey: experiment.flagKey, variant: cut.name, guardrail: cut.evidence },
-        });
-      }
-      return store.find(experiment.id, tx);
-    });
+      return await sql.begin(async (tx) => {
+        await store.saveRound(experiment.id, round, tx);
+        const actor = banditActor(experiment.id);
+        for (const cut of round.cuts) {
+          await writeAudit(tx, actor, {
+            projectId: experiment.projectId,
+            action: 'experiment.arm_cut',
+            resourceType: 'experiment',
+            resourceId: experiment.id,
+            resourceName: experiment.name,
+            metadata: { serviceId: experiment.serviceId, environment: experiment.environment, flagKey: experiment.flagKey, variant: cut.name, guardrail: cut.evidence },
+          });
+        }
+        return store.find(experiment.id, tx);
+      });
+    } catch (error) {
+      await store.releaseRound(experiment.id);
+      throw error;
+    }
   }
 
   private async decide(e: StoredExperiment, trigger: ReallocationTrigger, requestedBy: string | undefined): Promise<RoundResult> {

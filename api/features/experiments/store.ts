@@ -173,6 +173,9 @@ export interface RoundResult {
   cuts: { name: string; evidence: Record<string, unknown> }[];
 }
 
+/** How long a round may hold its experiment before another may take it (a round takes well under a second). */
+export const ROUND_LEASE_SECONDS = 120;
+
 /** Why a reward was not counted: the experiment is not running, or it has no such arm. */
 export type RewardRefusal = 'not_running' | 'unknown_variant';
 
@@ -198,11 +201,22 @@ export class BanditStore {
     return toExperiment(row, await this.armsOf([id], db));
   }
 
-  /** The experiment, its row locked until the caller's transaction ends (reallocation rounds run one at a time). */
-  async lock(id: string, tx: Queryable): Promise<StoredExperiment | null> {
-    const [row] = await tx<ExperimentRow[]>`SELECT * FROM bandit_experiments WHERE id = ${id} FOR UPDATE`;
-    if (!row) return null;
-    return toExperiment(row, await this.armsOf([id], tx));
+  /**
+   * Takes a running experiment's round lease for ROUND_LEASE_SECONDS (saveRound or releaseRound
+   * gives it back; a crashed round's lapses): the experiment when taken; otherwise, as it is
+   * (null when gone), because it has ended or another round holds it.
+   */
+  async takeRound(id: string): Promise<{ taken: true; experiment: StoredExperiment } | { taken: false; experiment: StoredExperiment | null }> {
+    const [row] = await this.sql<ExperimentRow[]>`
+      UPDATE bandit_experiments SET round_lease_until = now() + make_interval(secs => ${ROUND_LEASE_SECONDS})
+      WHERE id = ${id} AND status = 'running' AND (round_lease_until IS NULL OR round_lease_until < now())
+      RETURNING *`;
+    if (row) return { taken: true, experiment: toExperiment(row, await this.armsOf([id], this.sql)) };
+    return { taken: false, experiment: await this.find(id) };
+  }
+
+  async releaseRound(id: string): Promise<void> {
+    await this.sql`UPDATE bandit_experiments SET round_lease_until = NULL WHERE id = ${id}`;
   }
 
   async projectOf(id: string): Promise<string | null> {
@@ -239,13 +253,18 @@ export class BanditStore {
     return arm ? 'not_running' : 'unknown_variant';
   }
 
-  /** Writes a round's outcome (inside the round's transaction, which holds the experiment's lock). */
+  /**
+   * Writes a round's outcome and gives the lease back. A stop that came during the round stays:
+   * the status, its reason and the end time change only while the experiment still runs.
+   */
   async saveRound(id: string, round: RoundResult, tx: Queryable): Promise<void> {
     const ended = round.status !== 'running';
     await tx`
-      UPDATE bandit_experiments SET rounds = rounds + 1, status = ${round.status}, status_reason = ${round.statusReason}, winner = ${round.winner},
-        flag_version = coalesce(${round.flagVersion}, flag_version), last_reallocated_at = now(), updated_at = now(),
-        ended_at = ${ended ? tx`now()` : tx`NULL`}
+      UPDATE bandit_experiments SET rounds = rounds + 1, winner = ${round.winner},
+        status = CASE WHEN status = 'running' THEN ${round.status} ELSE status END,
+        status_reason = CASE WHEN status = 'running' THEN ${round.statusReason} ELSE status_reason END,
+        ended_at = CASE WHEN status = 'running' THEN ${ended ? tx`now()` : tx`NULL::timestamptz`} ELSE ended_at END,
+        flag_version = coalesce(${round.flagVersion}, flag_version), last_reallocated_at = now(), updated_at = now(), round_lease_until = NULL
       WHERE id = ${id}`;
     for (const arm of round.arms) {
       await tx`
