@@ -40,7 +40,7 @@ export const SimulationSchema = z.object({
   sources: z.object({ ring: z.number(), warehouse: z.number() }).describe("Contexts from this instance's context ring and from the recent-contexts warehouse"),
 });
 
-/** Spec 4.5 / CONTRACT 10 simulate: a read-only POST, so read-tier personal tokens may call it (spec 5.5). */
+/** Spec 4.5 / CONTRACT 10 simulate: a read-only POST, so read-tier personal tokens may call it (spec 5.5); project API tokens may not. */
 export function simulateRoutes(deps: { simulate: SimulateService }): AnyRoute[] {
   return [
     defineRoute({
@@ -48,7 +48,9 @@ export function simulateRoutes(deps: { simulate: SimulateService }): AnyRoute[] 
       path: '/api/flags/:key/simulate',
       summary: 'Replay recent real contexts through the current flag and a candidate: how many would change value, from what to what, by rule, with examples; nothing is written',
       tags: ['flags'],
-      auth: 'authenticated',
+      // Users only (sessions, personal tokens), as the context browser: the answer names real
+      // targeting keys, and a project read token ships in browser bundles (issue 9).
+      auth: 'user',
       access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
       readOnly: true,
       bodyLimit: BODY_LIMITS.flagWrite,
