@@ -3,7 +3,7 @@ import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS } from '../flags/types';
 import { FlagContentShape } from '../flags/validation';
 import { FlagKeyParams, idSchema } from '../projects/common';
-import { DEFAULT_COHORT_SIZE, MAX_COHORT_SIZE, MAX_EXAMPLES, type SimulateService } from './service';
+import { DEFAULT_COHORT_SIZE, MAX_COHORT_SIZE, MAX_EXAMPLES, OUTCOME_KINDS, type SimulateService } from './service';
 
 const CandidateFlagSchema = z
   .object({
@@ -14,8 +14,6 @@ const CandidateFlagSchema = z
   })
   .strict()
   .describe("The fields evaluation reads, each replacing the current flag's; validated as a flag update");
-
-const OUTCOMES = ['rule', 'variant', 'default', 'disabled', 'error'] as const;
 
 export const SimulationSchema = z.object({
   flagKey: z.string(),
@@ -28,7 +26,7 @@ export const SimulationSchema = z.object({
     .array(
       z.object({
         ruleId: z.string().describe('A rule id, or $variant:<name>, $default, $disabled, $error for what served without a rule'),
-        outcome: z.enum(OUTCOMES),
+        outcome: z.enum(OUTCOME_KINDS),
         before: z.number(),
         after: z.number(),
       }),

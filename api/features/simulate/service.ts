@@ -27,7 +27,8 @@ export interface CandidateFlag {
  * What decided a result, as byRule names it: a rule by its id; the other outcomes by names no
  * generated rule id has (docs/simulate.md): `$variant:<name>`, `$default`, `$disabled`, `$error`.
  */
-export type OutcomeKind = 'rule' | 'variant' | 'default' | 'disabled' | 'error';
+export const OUTCOME_KINDS = ['rule', 'variant', 'default', 'disabled', 'error'] as const;
+export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
 
 export interface Transition {
   from: unknown;
@@ -211,14 +212,13 @@ class Tally {
   }
 
   result() {
-    const order: OutcomeKind[] = ['rule', 'variant', 'default', 'disabled', 'error'];
     return {
       evaluated: this.evaluated,
       changed: this.changed,
       unchanged: this.evaluated - this.changed,
       transitions: [...this.transitions.values()].sort((a, b) => b.count - a.count),
       // Seeded rules and variants keep their order; the rest follow in a fixed order.
-      byRule: [...this.outcomes.values()].sort((a, b) => order.indexOf(a.outcome) - order.indexOf(b.outcome)),
+      byRule: [...this.outcomes.values()].sort((a, b) => OUTCOME_KINDS.indexOf(a.outcome) - OUTCOME_KINDS.indexOf(b.outcome)),
       examples: this.examples,
     };
   }
