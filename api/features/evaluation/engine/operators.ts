@@ -381,8 +381,6 @@ export function conditionHolds(condition: CompiledCondition, context: Record<str
     return condition.code === OperatorCode.Exists && !condition.expectsPresent;
   }
   switch (condition.code) {
-    case OperatorCode.InCohort:
-      return cohortRuleMatched(condition.cohort, context, budget) >= 0;
     case OperatorCode.Exists:
       return condition.expectsPresent;
     case OperatorCode.Equals:
@@ -426,6 +424,8 @@ export function conditionHolds(condition: CompiledCondition, context: Record<str
       return toComparableDate(attribute) < condition.bound;
     case OperatorCode.After:
       return toComparableDate(attribute) > condition.bound;
+    case OperatorCode.InCohort:
+      return cohortRuleMatched(condition.cohort, context, budget) >= 0;
   }
 }
 
