@@ -25,8 +25,8 @@ export interface RecentContextRecorderOptions {
  * bounded by two generations of `maxTracked` keys plus `maxPending` contexts.
  */
 export class RecentContextRecorder {
-  private current = new Set<string>();
-  private previous = new Set<string>();
+  private current = new KeyGeneration();
+  private previous = new KeyGeneration();
   private rotatedAt = Number.NEGATIVE_INFINITY;
   private pending: ContextEntry[] = [];
   private drainScheduled = false;
@@ -37,14 +37,14 @@ export class RecentContextRecorder {
   readonly offer = (entry: ContextEntry): void => {
     if (entry.at - this.rotatedAt >= this.opts.intervalMs || this.current.size >= this.opts.maxTracked) {
       this.previous = this.current;
-      this.current = new Set();
+      this.current = new KeyGeneration();
       this.rotatedAt = entry.at;
     }
-    const key = `${entry.serviceId}\n${entry.environment}\n${entry.targetingKey}`;
-    if (this.current.has(key) || this.previous.has(key)) return;
+    const { serviceId, environment, targetingKey } = entry;
+    if (this.current.has(serviceId, environment, targetingKey) || this.previous.has(serviceId, environment, targetingKey)) return;
     // More new keys in one turn than it may hold: skip the rest rather than hold their contexts.
     if (this.pending.length >= this.opts.maxPending) return;
-    this.current.add(key);
+    this.current.add(serviceId, environment, targetingKey);
     this.pending.push(entry);
     if (!this.drainScheduled) {
       this.drainScheduled = true;
@@ -67,4 +67,27 @@ export class RecentContextRecorder {
       });
     }
   };
+}
+
+/**
+ * Targeting keys per service and environment. Nested rather than one joined string key: the
+ * service and environment strings are the snapshot's own (their hashes cached), and joining
+ * them with the key cost more than the lookups on every request.
+ */
+class KeyGeneration {
+  private readonly services = new Map<string, Map<string, Set<string>>>();
+  size = 0;
+
+  has(serviceId: string, environment: string, targetingKey: string): boolean {
+    return this.services.get(serviceId)?.get(environment)?.has(targetingKey) === true;
+  }
+
+  add(serviceId: string, environment: string, targetingKey: string): void {
+    let environments = this.services.get(serviceId);
+    if (environments === undefined) this.services.set(serviceId, (environments = new Map()));
+    let keys = environments.get(environment);
+    if (keys === undefined) environments.set(environment, (keys = new Set()));
+    keys.add(targetingKey);
+    this.size++;
+  }
 }
