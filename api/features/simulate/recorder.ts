@@ -15,7 +15,7 @@ export interface RecentContextRecorderOptions {
 
 /**
  * Feeds the recent-contexts warehouse (analytics/schema/032) from the context ring: every
- * context the ring takes is offered here. The request path pays two set lookups and, for a key
+ * context the ring takes is offered here. The request path pays a few map lookups and, for a key
  * not written lately, a push; filtering and serializing the attributes happen on the next
  * event-loop turn, and rows go through the one batched analytics writer.
  *
