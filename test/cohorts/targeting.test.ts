@@ -1,6 +1,7 @@
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { EventSource } from 'eventsource';
+import { evaluate } from '../../api/features/evaluation/engine';
 import { EvaluationService } from '../../api/gen/flags/v1/evaluation_pb';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, type Project } from '../webhooks/support';
@@ -217,6 +218,23 @@ describe('snapshots', () => {
     } finally {
       await replica.stop({ keepDatabase: true });
     }
+  });
+});
+
+describe('SnapshotStore.compile', () => {
+  it("compiles a flag that is not stored (simulate's candidate) against the project's cohorts", async () => {
+    const cohort = await p.member.request('POST', cohortsUrl(p), { name: 'Candidates', rules: [{ id: 'pro', conditions: [{ property: 'plan', operator: 'equals', value: 'pro' }] }] });
+    expectStatus(cohort, 201, 'cohort');
+    const snapshots = app.platform.evaluation!.snapshots;
+    const candidate = { key: 'candidate', type: 'boolean' as const, enabled: true, defaultValue: false, variants: [], targeting: [{ id: 'r', conditions: [inCohort(cohort.body.id)], value: true }] };
+    // Known once the bus has carried the cohort to this replica.
+    const compiled = await eventually(async () => {
+      const c = snapshots.compile(p.projectId, candidate);
+      return c.issues.length === 0 ? c : undefined;
+    });
+    expect(evaluate(compiled, 'candidate', { plan: 'pro' }, null).value).toBe(true);
+    // Another project's snapshots do not know the cohort.
+    expect(snapshots.compile(other.projectId, candidate).issues).toEqual([expect.objectContaining({ message: expect.stringContaining('does not exist') })]);
   });
 });
 
