@@ -221,6 +221,27 @@ describe('simulating a candidate', () => {
     expect(res.body.changed).toBe(7);
   });
 
+  it("resolves the project's cohorts in the candidate, and refuses a cohort that is not one of them (400 with the rule's path)", async () => {
+    const cohort = await p.owner.request('POST', `/api/projects/${p.projectId}/cohorts`, { name: 'Pro', rules: [{ id: 'pro', conditions: [{ property: 'plan', operator: 'equals', value: 'pro' }] }] });
+    expectStatus(cohort, 201, 'cohort');
+    const inCohort = (id: string) => ({ targeting: [BETA_RULE, { id: 'pros', conditions: [{ property: 'targetingKey', operator: 'in_cohort', value: id }], value: 'pro' }] });
+    // The snapshots learn of the cohort through the change bus.
+    const res = await eventually(async () => {
+      const r = await simulate(body(inCohort(cohort.body.id)));
+      return r.status === 200 ? r : undefined;
+    });
+    // r-4 and w-1 are on the pro plan.
+    expect(res.body).toMatchObject({ evaluated: 7, changed: 2, transitions: [{ from: 'off', to: 'pro', count: 2 }] });
+    expect(res.body.byRule).toContainEqual({ ruleId: 'pros', outcome: 'rule', before: 0, after: 2 });
+    const foreign = await other.owner.request('POST', `/api/projects/${other.projectId}/cohorts`, { name: 'Theirs' });
+    expectStatus(foreign, 201, 'foreign cohort');
+    for (const id of ['coh_missing', foreign.body.id]) {
+      const refused = await simulate(body(inCohort(id)));
+      expect(refused.status).toBe(400);
+      expect(refused.body.details).toEqual([{ path: 'body.candidateFlag.targeting.1', message: expect.stringContaining(id) }]);
+    }
+  });
+
   it('writes nothing: no evaluation events, no ring entries, no warehouse rows', async () => {
     await flushAnalytics();
     const scope = { serviceId: p.serviceId };

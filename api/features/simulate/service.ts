@@ -99,6 +99,10 @@ export class SimulateService {
     if (service === null || service === undefined || entry === undefined) throw notFound('Flag');
     const definition = candidateDefinition(entry.record, request.candidate);
     const candidate = this.deps.snapshots.compile(service.projectId, definition);
+    // Validation passed, so what compile still sets aside is a project reference (an in_cohort
+    // naming no cohort of the project): a write would refuse it, and a replay would hide it.
+    const problems = request.candidate.targeting ? candidate.issues.filter((issue) => issue.ruleIndex !== undefined) : [];
+    if (problems.length) throw validationFailed(problems.map((issue) => ({ path: `body.candidateFlag.targeting.${issue.ruleIndex}`, message: issue.message })));
     const cohort = await this.cohort(serviceId, environment, cohortSize);
 
     const tally = new Tally(entry.record, definition);
