@@ -205,7 +205,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // hot path in front of Express, streams; its events go to the analytics writer.
     const evaluation =
       config.ROLES.includes('control') || config.ROLES.includes('data')
-        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, projectAccess, openapi, recorder, demo: demo.registry, recordContext: simulate.recordContext })
+        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, jwt: credentials.jwt, projectAccess, openapi, recorder, demo: demo.registry, recordContext: simulate.recordContext })
         : undefined;
     if (evaluation) {
       onShutdown(() => evaluation.stop());

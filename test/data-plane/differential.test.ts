@@ -7,6 +7,7 @@ import { compileFlag, evaluate, type EvaluationResult, type FlagDefinition, type
 import { EvaluationService } from '../../api/gen/flags/v1/evaluation_pb';
 import cases from '../evaluation/cases.json';
 import { startTestApp, type TestApp } from '../support/harness';
+import { singleProblems } from '../support/ofrep-schema';
 import { createFixture, type DataPlaneFixture } from './support';
 
 /**
@@ -106,7 +107,11 @@ it('REST agrees with the engine on every storable case', async () => {
   expect(mismatches).toEqual([]);
 });
 
-it('OFREP agrees with the engine on every storable case', async () => {
+/** How OFREP words the engine's reasons and error codes (issue 16: the published schema's enums). */
+const OFREP_REASON: Record<string, string> = { DEFAULT: 'STATIC', VARIANT: 'SPLIT', TARGETING_MATCH: 'TARGETING_MATCH' };
+const OFREP_ERROR: Record<string, string> = { TYPE_MISMATCH: 'GENERAL' };
+
+it('OFREP agrees with the engine on every storable case, in the published schema', async () => {
   const mismatches: string[] = [];
   for (const c of storable) {
     const r = engine(c);
@@ -118,15 +123,18 @@ it('OFREP agrees with the engine on every storable case', async () => {
     });
     let ok: boolean;
     if (r.reason === 'ERROR') {
-      ok = res.status === (r.errorCode === 'FLAG_NOT_FOUND' ? 404 : 400) && res.body.key === c.flagKey && res.body.errorCode === r.errorCode;
+      const errorCode = OFREP_ERROR[r.errorCode!] ?? r.errorCode;
+      ok = res.status === (r.errorCode === 'FLAG_NOT_FOUND' ? 404 : 400) && res.body.key === c.flagKey && res.body.errorCode === errorCode;
     } else {
       ok =
         res.status === 200 &&
         JSON.stringify(res.body.value) === JSON.stringify(r.value) &&
-        res.body.reason === (r.disabled ? 'DISABLED' : r.reason) &&
+        res.body.reason === (r.disabled ? 'DISABLED' : OFREP_REASON[r.reason]) &&
         res.body.variant === r.variant;
     }
     if (!ok) mismatches.push(`${c.name}: ${res.status} ${res.text} vs ${JSON.stringify(r)}`);
+    const problems = singleProblems(res);
+    if (problems.length > 0) mismatches.push(`${c.name}: not in the published schema: ${problems.join('; ')}`);
   }
   expect(mismatches).toEqual([]);
 });

@@ -1,6 +1,7 @@
 import { OFREPProvider } from '@openfeature/ofrep-provider';
 import { ErrorCode, OpenFeature } from '@openfeature/server-sdk';
 import { startTestApp, type TestApp } from '../support/harness';
+import { expectOfrepBulk, expectOfrepSingle } from '../support/ofrep-schema';
 import { createFixture, createFlag, personalToken, untilEvaluated, type DataPlaneFixture } from './support';
 
 let app: TestApp;
@@ -34,8 +35,19 @@ afterAll(async () => {
 
 const ofrepBase = (listener: 'control' | 'data') => `${app.urls[listener]}/api`;
 
+/** What the provider fetches, each answer checked against the published OFREP schema on the way. */
+async function checkedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const res = await fetch(input, init);
+  const text = await res.clone().text();
+  const answer = { status: res.status, body: text ? JSON.parse(text) : undefined };
+  const url = String(input instanceof Request ? input.url : input);
+  if (/\/evaluate\/flags\/[^/?]+/.test(url)) expectOfrepSingle(answer);
+  else expectOfrepBulk(answer);
+  return res;
+}
+
 async function client(name: string, listener: 'control' | 'data', headers: Record<string, string>) {
-  await OpenFeature.setProviderAndWait(name, new OFREPProvider({ baseUrl: ofrepBase(listener), headers }));
+  await OpenFeature.setProviderAndWait(name, new OFREPProvider({ baseUrl: ofrepBase(listener), headers, fetchImplementation: checkedFetch }));
   return OpenFeature.getClient(name);
 }
 
@@ -47,10 +59,11 @@ describe('the OpenFeature server SDK with the OFREP provider', () => {
       const matched = await of.getBooleanDetails(keys.bool, false, { targetingKey: 'u1', beta: true });
       expect(matched).toMatchObject({ value: true, reason: 'TARGETING_MATCH', flagKey: keys.bool });
       expect(matched.errorCode).toBeUndefined();
-      expect((await of.getBooleanDetails(keys.bool, true, { targetingKey: 'u1' })).reason).toBe('DEFAULT');
+      // OFREP's reasons (issue 16): the default value is STATIC, a weighted variant SPLIT.
+      expect((await of.getBooleanDetails(keys.bool, true, { targetingKey: 'u1' })).reason).toBe('STATIC');
 
       const variant = await of.getStringDetails(keys.str, 'fallback', { targetingKey: 'u2' });
-      expect(variant).toMatchObject({ value: 'green', reason: 'VARIANT', variant: 'only' });
+      expect(variant).toMatchObject({ value: 'green', reason: 'SPLIT', variant: 'only' });
       expect(await of.getNumberValue(keys.num, 0, { targetingKey: 'u' })).toBe(3);
       expect(await of.getNumberValue(keys.float, 0, { targetingKey: 'u' })).toBe(2.5);
       expect(await of.getObjectValue(keys.obj, {}, { targetingKey: 'u' })).toEqual({ layout: 'grid', columns: 3 });
@@ -85,19 +98,24 @@ describe('the OpenFeature server SDK with the OFREP provider', () => {
 });
 
 describe('OFREP over HTTP', () => {
-  const post = (path: string, opts: { token?: string; headers?: Record<string, string>; body?: unknown; listener?: 'control' | 'data' } = {}) =>
-    app.request('POST', `/api/ofrep/v1${path}`, {
+  /** An OFREP request, its answer checked against the published schema. */
+  const post = async (path: string, opts: { token?: string; headers?: Record<string, string>; body?: unknown; listener?: 'control' | 'data' } = {}) => {
+    const res = await app.request('POST', `/api/ofrep/v1${path}`, {
       listener: opts.listener ?? 'data',
       token: opts.token,
       headers: { 'x-service-id': fx.serviceId, ...(opts.headers ?? {}) },
       body: opts.body ?? { context: { targetingKey: 'u' } },
     });
+    if (path === '/evaluate/flags') expectOfrepBulk(res);
+    else expectOfrepSingle(res);
+    return res;
+  };
 
   it('answers a single evaluation in the OFREP shape', async () => {
     const res = await post(`/evaluate/flags/${keys.str}`, { token: fx.readToken });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/application\/json/);
-    expect(res.body).toEqual({ key: keys.str, value: 'green', reason: 'VARIANT', variant: 'only', metadata: { flagVersion: 1 } });
+    expect(res.body).toEqual({ key: keys.str, value: 'green', reason: 'SPLIT', variant: 'only', metadata: { flagVersion: 1 } });
   });
 
   it('uses 404 FLAG_NOT_FOUND, 400 for bad context or service header, and the OFREP error shape', async () => {
@@ -117,9 +135,11 @@ describe('OFREP over HTTP', () => {
     });
     expect(parse.status).toBe(400);
     expect(parse.body).toMatchObject({ key: keys.bool, errorCode: 'PARSE_ERROR' });
+    expectOfrepSingle(parse);
 
     const noService = await app.request('POST', `/api/ofrep/v1/evaluate/flags/${keys.bool}`, { listener: 'data', token: fx.readToken, body: {} });
     expect(noService.status).toBe(400);
+    expectOfrepSingle(noService);
     expect(noService.body).toMatchObject({ key: keys.bool, errorCode: 'GENERAL', errorDetails: expect.stringContaining('X-Service-Id') });
 
     const badEnv = await post(`/evaluate/flags/${keys.bool}`, { token: fx.readToken, headers: { 'x-environment': 'qa' } });
@@ -152,7 +172,8 @@ describe('OFREP over HTTP', () => {
     const etag = first.headers.get('etag')!;
     expect(etag).toMatch(/^W\/".+"$/);
     const byKey = Object.fromEntries(first.body.flags.map((f: { key: string }) => [f.key, f]));
-    expect(byKey[keys.bool]).toEqual({ key: keys.bool, value: false, reason: 'DEFAULT', metadata: { flagVersion: 1 } });
+    expect(byKey[keys.bool]).toEqual({ key: keys.bool, value: false, reason: 'STATIC', metadata: { flagVersion: 1 } });
+    expect(byKey[keys.str]).toMatchObject({ reason: 'SPLIT', variant: 'only' });
     expect(byKey[keys.off]).toMatchObject({ value: true, reason: 'DISABLED' });
     expect(byKey[keys.prod]).toBeUndefined();
     expect(Object.keys(byKey).sort()).toEqual([keys.bool, keys.str, keys.num, keys.float, keys.obj, keys.off, keys.pub].sort());
@@ -181,6 +202,7 @@ describe('OFREP over HTTP', () => {
     const noService = await app.request('POST', '/api/ofrep/v1/evaluate/flags', { listener: 'data', body: {} });
     expect(noService.status).toBe(400);
     expect(noService.body).toMatchObject({ errorCode: 'GENERAL' });
+    expectOfrepBulk(noService);
   });
 
   it('publishes the provider configuration with an ETag on both paths', async () => {
@@ -190,8 +212,15 @@ describe('OFREP over HTTP', () => {
       expect(res.body).toEqual({
         name: expect.any(String),
         capabilities: {
-          cacheInvalidation: { polling: { enabled: true, minPollingIntervalMs: expect.any(Number) } },
-          flagEvaluation: { supportedTypes: ['boolean', 'string', 'int', 'float', 'object'] },
+          cacheInvalidation: {
+            polling: { enabled: true, minPollingIntervalMs: expect.any(Number) },
+            eventStreams: { enabled: true, types: ['sse'], inactivityDelaySec: 120, for: expect.any(String) },
+          },
+          flagEvaluation: {
+            supportedTypes: ['boolean', 'string', 'int', 'float', 'object'],
+            reasons: { STATIC: expect.any(String), SPLIT: expect.any(String), TARGETING_MATCH: expect.any(String), DISABLED: expect.any(String) },
+            errorCodes: expect.objectContaining({ FLAG_NOT_FOUND: expect.any(String), GENERAL: expect.any(String) }),
+          },
         },
       });
       const again = await app.request('GET', path, { listener: 'data', headers: { 'if-none-match': res.headers.get('etag')! } });

@@ -18,6 +18,7 @@ import type { LocalRateLimiter } from './local-rate-limiter';
  *   POST /api/ofrep/v1/evaluate/flags/{key}     OFREP single             ofrep.ts
  *   POST /api/ofrep/v1/evaluate/flags           OFREP bulk               ofrep.ts
  *   GET  /api/flags/stream, /api/connect/stream  SSE                      sse.ts
+ *   GET  /api/ofrep/v1/event-stream             OFREP event stream       ofrep-events.ts
  * Every other request goes to Express untouched (CORS preflights of SDK routes are answered
  * here, and their answers get CORS headers on the way).
  *
@@ -88,7 +89,7 @@ const isSdkPath = (path: string) => SDK_PATH.test(path);
 const CORS_HEADERS: Record<string, string> = {
   'Access-Control-Allow-Origin': '*',
   'Access-Control-Expose-Headers':
-    'ETag, X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, Grpc-Status, Grpc-Message, Grpc-Status-Details-Bin',
+    'ETag, Last-Modified, X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, Grpc-Status, Grpc-Message, Grpc-Status-Details-Bin',
 };
 const CORS_PREFLIGHT_HEADERS: Record<string, string> = {
   'Access-Control-Allow-Methods': 'GET, POST, OPTIONS',

@@ -1,13 +1,18 @@
 import { createHash } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
 import { z } from 'zod';
+import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, type ErrorCode } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import type { Environment } from '../flags/types';
 import type { ServiceGrant } from './access';
-import type { EvaluationResult } from './engine/index';
+import type { ErrorCode as EngineErrorCode, EvaluationContext, EvaluationResult, Reason } from './engine/index';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
-import { OfrepBody, contextOf, validateBody } from './schemas';
+import { channelWindow, type ChannelClaims, type ChannelTokens } from './ofrep-channel';
+import { OFREP_INACTIVITY_DELAY_SEC, eventStreamUrl, flagConfigOf, type FlagConfigWaiters } from './ofrep-events';
+import { OfrepBody, contextOf, validateBody, validateQuery } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService } from './service';
+import type { EnvironmentSnapshot, Visibility } from './snapshots';
 
 /**
  * OpenFeature Remote Evaluation Protocol (OFREP) v1 under /api/ofrep/v1/. The service is named
@@ -15,17 +20,36 @@ import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService } from './se
  * Single and bulk evaluation are served on the lean edge (lean.ts); configuration is an
  * Express route.
  *
- * Status codes follow the OFREP OpenAPI document: 200 success, 400 {key, errorCode,
- * errorDetails} for evaluation errors, 404 FLAG_NOT_FOUND, 401/403/429 for access and rate
- * limits, 304 for an unchanged bulk answer. Error bodies also carry our `{error, message}`.
+ * Status codes follow the published OFREP OpenAPI document (open-feature/protocol 0.3.0):
+ * 200 success, 400 {key, errorCode, errorDetails} for evaluation errors, 404 FLAG_NOT_FOUND,
+ * 401/403/429 for access and rate limits, 304 for an unchanged bulk answer. Reasons and error
+ * codes are the document's (OFREP_REASONS, OFREP_EVALUATION_ERRORS); the REST routes keep the
+ * spec's own. Error bodies also carry our `{error, message}`.
+ *
+ * Bulk answers name an event stream (ofrep-events.ts) for callers who read the service with a
+ * project API token, and take the stream's flagConfigEtag / flagConfigLastModified back: a
+ * replica that has not applied the announced change waits for it (at most FLAG_CONFIG_WAIT_MS)
+ * and never answers 304 for it.
  */
 
 export const OFREP_POLLING_INTERVAL_MS = 30_000;
 
+/** How long a bulk re-fetch waits for this replica to apply the change its event announced. */
+export const FLAG_CONFIG_WAIT_MS = 2_000;
+
 const EVALUATE_PATH = '/api/ofrep/v1/evaluate/flags';
 
+export interface OfrepDeps {
+  evaluation: EvaluationService;
+  channels: ChannelTokens;
+  waiters: FlagConfigWaiters;
+  /** Base URL of event-stream addresses (PUBLIC_DATA_URL); the request's own origin when absent. */
+  publicDataUrl: string | undefined;
+}
+
 /** OFREP single and bulk evaluation on the lean edge. */
-export function ofrepEvaluateRoutes(evaluation: EvaluationService): LeanRoute[] {
+export function ofrepEvaluateRoutes(deps: OfrepDeps): LeanRoute[] {
+  const { evaluation } = deps;
   return [
     {
       method: 'POST',
@@ -36,7 +60,7 @@ export function ofrepEvaluateRoutes(evaluation: EvaluationService): LeanRoute[] 
     {
       method: 'POST',
       paths: [EVALUATE_PATH],
-      respond: (ex, raw) => evaluateAll(evaluation, ex, raw),
+      respond: (ex, raw) => evaluateAll(deps, ex, raw),
       errorBody: (_ex, error) => ofrepError(error, undefined),
     },
   ];
@@ -77,35 +101,120 @@ function answerOne(evaluation: EvaluationService, ex: Exchange, target: OfrepTar
 }
 
 /** POST /api/ofrep/v1/evaluate/flags: every flag the caller may see, 304 when its ETag still matches. */
-function evaluateAll(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
+function evaluateAll(deps: OfrepDeps, ex: Exchange, raw: unknown): Promise<void> | undefined {
   const target = ofrepTarget(ex.req.headers);
   if (target instanceof HttpError) throw target;
   const { context } = ofrepBody(raw);
-  const grant = evaluation.grantNow(ex.principal, target.serviceId);
-  if (grant === undefined) return evaluation.grant(ex.principal, target.serviceId).then((g) => answerAll(evaluation, ex, target, context, g));
-  answerAll(evaluation, ex, target, context, grant);
-  return undefined;
+  const announced = announcedConfig(ex.query);
+  const grant = deps.evaluation.grantNow(ex.principal, target.serviceId);
+  if (grant === undefined) return deps.evaluation.grant(ex.principal, target.serviceId).then((g) => answerAll(deps, ex, target, context, announced, g));
+  return answerAll(deps, ex, target, context, announced, grant);
 }
 
-function answerAll(evaluation: EvaluationService, ex: Exchange, target: OfrepTarget, rawContext: unknown, grant: ServiceGrant): void {
-  ex.limit(evaluation.consumeServiceBudget(grant), 'service');
+function answerAll(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, rawContext: unknown, announced: AnnouncedConfig | undefined, grant: ServiceGrant): Promise<void> | undefined {
+  ex.limit(deps.evaluation.consumeServiceBudget(grant), 'service');
   const context = contextOf(rawContext);
   if (typeof context !== 'object' || context === null || Array.isArray(context)) {
     throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] }, undefined, 'invalid_context');
   }
   const snapshot = grant.service.environments[target.environment];
-  // The answer depends on the visible flags and on the context: both go into the ETag.
-  const etag = `W/"${createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context)).digest('hex').slice(0, 24)}"`;
-  const extra = { ETag: etag, 'Cache-Control': 'private, no-cache' };
+  if (announced === undefined || hasApplied(snapshot, grant.visibility, announced)) return bulkAnswer(deps, ex, target, context, grant, true);
+  // Announced by another replica's stream and not applied here yet: wait briefly, never 304 without it.
+  return deps.waiters
+    .until(grant.service.id, target.environment, () => hasApplied(snapshot, grant.visibility, announced), FLAG_CONFIG_WAIT_MS)
+    .then((applied) => bulkAnswer(deps, ex, target, context, grant, applied));
+}
+
+function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context: EvaluationContext, grant: ServiceGrant, mayBeUnchanged: boolean): Promise<void> | undefined {
+  const snapshot = grant.service.environments[target.environment];
+  const channel = channelOf(ex.principal, grant, target.environment);
+  const window = channel === undefined ? undefined : channelWindow();
+  // The answer depends on the visible flags and on the context; for stream callers also on the
+  // channel window, so a 304 never leaves a client with an event-stream URL past its lifetime.
+  const hash = createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context));
+  if (window !== undefined) hash.update(`:${window}`);
+  const etag = `W/"${hash.digest('hex').slice(0, 24)}"`;
+  const extra: Record<string, string> = { ETag: etag, 'Cache-Control': 'private, no-cache' };
+  if (snapshot.lastModified > 0) extra['Last-Modified'] = new Date(snapshot.lastModified).toUTCString();
   const ifNoneMatch = ex.req.headers['if-none-match'];
-  if (etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) return ex.send(304, '', extra);
-  const results = evaluation.evaluateVisible(grant, target.environment, context, { source: 'ofrep', startedAt: ex.startedAt, bodyBytes: ex.bodyBytes });
+  if (mayBeUnchanged && etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) {
+    ex.send(304, '', extra);
+    return undefined;
+  }
+  const results = deps.evaluation.evaluateVisible(grant, target.environment, context, { source: 'ofrep', startedAt: ex.startedAt, bodyBytes: ex.bodyBytes });
   const flags = results.map((r) => {
     if (r.reason === 'ERROR') return ofrepFailure(r).body;
     const entry = snapshot.get(r.flagKey);
     return ofrepSuccess(r, entry ? { flagVersion: entry.record.version } : {});
   });
-  ex.send(200, JSON.stringify({ flags }), extra);
+  const base = channel === undefined ? undefined : (deps.publicDataUrl ?? requestOrigin(ex));
+  if (channel === undefined || window === undefined || base === undefined) {
+    ex.send(200, JSON.stringify({ flags }), extra);
+    return undefined;
+  }
+  return deps.channels.issue(channel, window).then((token) => {
+    const url = eventStreamUrl(base, { serviceId: channel.serviceId, environment: channel.environment, channel: token, etag: flagConfigOf(snapshot).etag });
+    ex.send(200, JSON.stringify({ flags, eventStreams: [{ type: 'sse', url, inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC }] }), extra);
+  });
+}
+
+/**
+ * Who gets an event stream: callers who read the service with a project API token (its own
+ * project's read token, or any token on a demo service). Their channel token can be tied to an
+ * API token that revocation ends; sessions and anonymous callers poll (or use /api/flags/stream).
+ */
+function channelOf(principal: Principal, grant: ServiceGrant, environment: Environment): ChannelClaims | undefined {
+  if (principal.type !== 'project_api_token' || grant.visibility !== 'all') return undefined;
+  return { tokenId: principal.tokenId, tokenType: principal.tokenType, projectId: principal.projectId, serviceId: grant.service.id, environment };
+}
+
+/** This listener's origin as the client reached it (PUBLIC_DATA_URL names it behind a proxy). */
+function requestOrigin(ex: Exchange): string | undefined {
+  const host = ex.req.headers.host;
+  if (host === undefined || host === '') return undefined;
+  return `${(ex.req.socket as TLSSocket).encrypted ? 'https' : 'http'}://${host}`;
+}
+
+/** What a refetchEvaluation announced, sent back on the re-fetch (ADR-0008). */
+interface AnnouncedConfig {
+  etag?: string;
+  /** Unix seconds. */
+  lastModified?: number;
+}
+
+const UNIX_SECONDS = /^\d{1,12}$/;
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
+
+export const FlagConfigQuery = z.object({
+  flagConfigEtag: z.string().min(1).max(256).optional().describe("The `etag` of the event-stream message that triggered this re-fetch"),
+  flagConfigLastModified: z
+    .string()
+    .regex(new RegExp(`${UNIX_SECONDS.source}|${ISO_DATE_TIME.source}`))
+    .refine((s) => UNIX_SECONDS.test(s) || !Number.isNaN(Date.parse(s)), 'must be Unix seconds or an ISO 8601 date-time')
+    .optional()
+    .describe('The `lastModified` of that message: Unix seconds (what this service sends) or an ISO 8601 date-time'),
+});
+
+function announcedConfig(query: string): AnnouncedConfig | undefined {
+  if (query === '') return undefined;
+  const parsed = validateQuery(FlagConfigQuery, Object.fromEntries(new URLSearchParams(query)));
+  if (parsed instanceof HttpError) throw parsed;
+  const { flagConfigEtag: etag, flagConfigLastModified: lm } = parsed;
+  if (etag === undefined && lm === undefined) return undefined;
+  const lastModified = lm === undefined ? undefined : UNIX_SECONDS.test(lm) ? Number(lm) : Math.floor(Date.parse(lm) / 1000);
+  return { etag, lastModified };
+}
+
+/**
+ * Whether this replica has applied the announced configuration: the same ETag, or a newer
+ * lastModified. Within the same second only the ETag can tell (two changes in one second), so
+ * a differing ETag there counts as not applied.
+ */
+function hasApplied(snapshot: EnvironmentSnapshot, visibility: Visibility, announced: AnnouncedConfig): boolean {
+  if (announced.etag !== undefined && announced.etag === snapshot.etag(visibility)) return true;
+  if (announced.lastModified === undefined) return false;
+  const mine = Math.floor(snapshot.lastModified / 1000);
+  return announced.etag === undefined ? mine >= announced.lastModified : mine > announced.lastModified;
 }
 
 interface OfrepTarget {
@@ -135,10 +244,35 @@ function ofrepBody(raw: unknown): { context?: unknown } {
   return checked;
 }
 
-/** CONTRACT 4: a disabled flag reports DISABLED over OFREP; other reasons are the same words. */
+/**
+ * The reasons of the published OFREP schema (STATIC, TARGETING_MATCH, SPLIT, DISABLED, UNKNOWN)
+ * for the engine's: the flag's default value is STATIC, a weighted variant SPLIT, a matched rule
+ * TARGETING_MATCH, and a disabled flag DISABLED (CONTRACT 4). UNKNOWN does not occur.
+ */
+export const OFREP_REASONS: Record<Exclude<Reason, 'ERROR'>, string> = {
+  DEFAULT: 'STATIC',
+  VARIANT: 'SPLIT',
+  TARGETING_MATCH: 'TARGETING_MATCH',
+};
+
 function ofrepReason(r: EvaluationResult): string {
-  return r.disabled ? 'DISABLED' : r.reason;
+  return r.disabled ? 'DISABLED' : OFREP_REASONS[r.reason as Exclude<Reason, 'ERROR'>];
 }
+
+/**
+ * The schema's evaluation error codes for the engine's: FLAG_NOT_FOUND (404), and PARSE_ERROR,
+ * TARGETING_KEY_MISSING, INVALID_CONTEXT or GENERAL (400 alone, or an entry of a bulk answer).
+ * OFREP has no TYPE_MISMATCH (it sends no expected type; the provider checks types itself): a
+ * stored value that does not match its flag's type is GENERAL, its errorDetails says why.
+ */
+export const OFREP_EVALUATION_ERRORS: Record<EngineErrorCode, string> = {
+  FLAG_NOT_FOUND: 'FLAG_NOT_FOUND',
+  PARSE_ERROR: 'PARSE_ERROR',
+  TARGETING_KEY_MISSING: 'TARGETING_KEY_MISSING',
+  INVALID_CONTEXT: 'INVALID_CONTEXT',
+  TYPE_MISMATCH: 'GENERAL',
+  GENERAL: 'GENERAL',
+};
 
 function ofrepSuccess(r: EvaluationResult, metadata: Record<string, string | number | boolean>): Record<string, unknown> {
   const out: Record<string, unknown> = { key: r.flagKey, value: r.value, reason: ofrepReason(r) };
@@ -150,7 +284,7 @@ function ofrepSuccess(r: EvaluationResult, metadata: Record<string, string | num
 /** An evaluation ERROR as OFREP answers it: 404 for FLAG_NOT_FOUND, 400 for the rest. */
 function ofrepFailure(r: EvaluationResult): { status: number; body: Record<string, unknown> } {
   const status = r.errorCode === 'FLAG_NOT_FOUND' ? 404 : 400;
-  return { status, body: { key: r.flagKey, errorCode: r.errorCode ?? 'GENERAL', errorDetails: r.errorMessage ?? '' } };
+  return { status, body: { key: r.flagKey, errorCode: OFREP_EVALUATION_ERRORS[r.errorCode ?? 'GENERAL'], errorDetails: r.errorMessage ?? '' } };
 }
 
 /** OFREP error codes of our error codes; everything else is GENERAL. */
@@ -178,16 +312,48 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 const ConfigurationSchema = z.object({
   name: z.string(),
   capabilities: z.object({
-    cacheInvalidation: z.object({ polling: z.object({ enabled: z.boolean(), minPollingIntervalMs: z.number() }) }),
-    flagEvaluation: z.object({ supportedTypes: z.array(z.string()) }),
+    cacheInvalidation: z.object({
+      polling: z.object({ enabled: z.boolean(), minPollingIntervalMs: z.number() }),
+      eventStreams: z
+        .object({ enabled: z.boolean(), types: z.array(z.string()), inactivityDelaySec: z.number(), for: z.string() })
+        .describe('ADR-0008 event streams named by bulk answers'),
+    }),
+    flagEvaluation: z.object({
+      supportedTypes: z.array(z.string()),
+      reasons: z.record(z.string()).describe('Each OFREP reason this service answers, and when (REST reasons in brackets)'),
+      errorCodes: z.record(z.string()).describe('Each OFREP error code this service answers, and when'),
+    }),
   }),
 });
 
 const CONFIGURATION = {
   name: 'flagship',
   capabilities: {
-    cacheInvalidation: { polling: { enabled: true, minPollingIntervalMs: OFREP_POLLING_INTERVAL_MS } },
-    flagEvaluation: { supportedTypes: ['boolean', 'string', 'int', 'float', 'object'] },
+    cacheInvalidation: {
+      polling: { enabled: true, minPollingIntervalMs: OFREP_POLLING_INTERVAL_MS },
+      eventStreams: {
+        enabled: true,
+        types: ['sse'],
+        inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC,
+        for: 'bulk answers to a project API token that reads the service',
+      },
+    },
+    flagEvaluation: {
+      supportedTypes: ['boolean', 'string', 'int', 'float', 'object'],
+      reasons: {
+        STATIC: "the flag's default value (REST: DEFAULT)",
+        SPLIT: 'a weighted variant chosen by the targeting key (REST: VARIANT)',
+        TARGETING_MATCH: 'the value of the first targeting rule that matched (REST: TARGETING_MATCH)',
+        DISABLED: "the flag is disabled and serves its default value (REST: DEFAULT)",
+      },
+      errorCodes: {
+        FLAG_NOT_FOUND: 'no such flag, or one the caller may not see (404)',
+        TARGETING_KEY_MISSING: 'variants need a targetingKey in the context (400)',
+        INVALID_CONTEXT: 'the context is not an object (400)',
+        PARSE_ERROR: 'the request body is not JSON (400)',
+        GENERAL: "anything else: the evaluation's work budget ran out, or a stored value does not match its flag's type (REST: TYPE_MISMATCH)",
+      },
+    },
   },
 };
 const CONFIGURATION_ETAG = `"${createHash('sha256').update(JSON.stringify(CONFIGURATION)).digest('hex').slice(0, 16)}"`;
@@ -208,20 +374,25 @@ export const ofrepSingleDoc: AnyRoute = defineRoute({
   access: { capability: 'flags:read', per: 'flag' },
   params: z.object({ key: z.string() }),
   body: OfrepBody,
-  response: z.object({ key: z.string(), value: z.unknown(), reason: z.string(), variant: z.string().optional(), metadata: z.record(z.unknown()) }),
+  response: z.object({ key: z.string(), value: z.unknown(), reason: z.enum(['STATIC', 'TARGETING_MATCH', 'SPLIT', 'DISABLED']), variant: z.string().optional(), metadata: z.record(z.unknown()) }),
   handler: servedByLeanPath,
 });
 
 export const ofrepBulkDoc: AnyRoute = defineRoute({
   method: 'post',
   path: '/api/ofrep/v1/evaluate/flags',
-  summary: 'OFREP bulk evaluation of every flag the caller may see (ETag / If-None-Match; headers X-Service-Id, X-Environment)',
+  summary:
+    'OFREP bulk evaluation of every flag the caller may see (ETag / If-None-Match; headers X-Service-Id, X-Environment); eventStreams for project API tokens that read the service',
   tags: ['ofrep'],
   auth: 'public',
   sdk: true,
   access: { capability: 'flags:read', per: 'flag' },
+  query: FlagConfigQuery,
   body: OfrepBody,
-  response: z.object({ flags: z.array(z.record(z.unknown())) }),
+  response: z.object({
+    flags: z.array(z.record(z.unknown())),
+    eventStreams: z.array(z.object({ type: z.literal('sse'), url: z.string(), inactivityDelaySec: z.number().int() })).optional(),
+  }),
   handler: servedByLeanPath,
 });
 
@@ -240,7 +411,7 @@ export function ofrepRoutes(): AnyRoute[] {
     defineRoute({
       method: 'get',
       path: '/api/ofrep/v1/configuration',
-      summary: 'OFREP provider configuration: polling interval and supported types',
+      summary: 'OFREP provider configuration: polling interval, event streams, supported types, the reasons and error codes answered',
       tags: ['ofrep'],
       auth: 'public',
       sdk: true,

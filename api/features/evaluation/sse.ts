@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Principal } from '../../auth/principal';
 import { clientIp, ipBucket } from '../../http/client-ip';
 import { HttpError, serviceUnavailable } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
@@ -50,22 +51,39 @@ function openStream(deps: SseDeps, ex: Exchange): Promise<void> | undefined {
 }
 
 function open(deps: SseDeps, ex: Exchange, query: StreamQuery, grant: ServiceGrant): void {
-  if (deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
-  // Gone while its service loaded: its 'close' has passed, so it must not take a slot.
-  if (ex.req.socket.destroyed) return;
-  const admission = deps.streamLimits.acquire({ ip: ipBucket(clientIp(ex.req, deps.trustProxy)), principal: ex.principal, serviceId: grant.service.id });
-  if (!admission.ok) return ex.send(429, JSON.stringify(admission.error.toBody()), { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
-  const lastEventId = ex.req.headers['last-event-id'];
+  const release = admitStream(deps, ex, ex.principal, grant.service.id);
+  if (release === undefined) return;
   openSse(deps.hub, ex.req, ex.res, {
     service: grant.service,
     visibility: grant.visibility,
     environment: query.environment,
     clientId: query.clientId,
-    lastEventId: (typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined) ?? query.lastEventId,
+    lastEventId: lastEventIdOf(ex, query.lastEventId),
     headers: ex.headers(),
     limits: deps.streamClient,
-    release: admission.release,
+    release,
   });
+}
+
+/**
+ * What every SSE stream passes before it opens (this one and OFREP's event stream): the server
+ * is not shutting down, the client is still there, and the open-stream caps have a slot. The
+ * slot's release, or undefined when the request is answered (429) or gone.
+ */
+export function admitStream(deps: Pick<SseDeps, 'hub' | 'streamLimits' | 'trustProxy'>, ex: Exchange, principal: Principal, serviceId: string): (() => void) | undefined {
+  if (deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
+  // Gone while its service loaded: its 'close' has passed, so it must not take a slot.
+  if (ex.req.socket.destroyed) return undefined;
+  const admission = deps.streamLimits.acquire({ ip: ipBucket(clientIp(ex.req, deps.trustProxy)), principal, serviceId });
+  if (admission.ok) return admission.release;
+  ex.send(429, JSON.stringify(admission.error.toBody()), { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
+  return undefined;
+}
+
+/** Where a reconnecting client resumes: the Last-Event-ID header, else the query's. */
+export function lastEventIdOf(ex: Exchange, fromQuery: string | undefined): string | undefined {
+  const header = ex.req.headers['last-event-id'];
+  return (typeof header === 'string' && header !== '' ? header : undefined) ?? fromQuery;
 }
 
 /** The SSE routes, for the OpenAPI document only: the lean edge serves them. */

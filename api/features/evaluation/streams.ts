@@ -58,6 +58,14 @@ export interface StreamClientLimits {
   stallTimeoutMs: number;
 }
 
+/** How a stream writes its messages, when not as the flag stream's `connected` / `flag-update` frames (OFREP's event stream). */
+export interface SseFrames {
+  /** What the stream opens with, after `retry:`; `resumed` when the client sent a Last-Event-ID it keeps. */
+  head(connected: StreamMessage, resumed: boolean): string;
+  /** One message's frame, replayed or live ('' writes nothing). */
+  frame(message: StreamMessage): string;
+}
+
 /** Replays are written in pieces of about this size, the next only after the socket took the last. */
 const CHUNK_BYTES = 64 * 1024;
 
@@ -327,6 +335,7 @@ class SseClient implements Subscriber {
     private readonly res: ServerResponse,
     target: { serviceId: string; environment: Environment | undefined; visibility: Visibility },
     private readonly limits: StreamClientLimits,
+    private readonly frames: SseFrames | undefined,
   ) {
     this.serviceId = target.serviceId;
     this.environment = target.environment;
@@ -341,10 +350,11 @@ class SseClient implements Subscriber {
     this.pump();
   }
 
-  deliver(_message: StreamMessage, frame: () => string): void {
+  deliver(message: StreamMessage, frame: () => string): void {
     if (this.gone) return;
-    if (!this.backedUp) return this.write(frame());
-    const text = frame();
+    const text = this.frames === undefined ? frame() : this.frames.frame(message);
+    if (text === '') return;
+    if (!this.backedUp) return this.write(text);
     this.waitingBytes += text.length;
     if (this.waitingBytes + this.res.writableLength > this.limits.maxBufferedBytes) return this.drop();
     this.waiting.push(text);
@@ -384,7 +394,7 @@ class SseClient implements Subscriber {
       while (chunk.length < CHUNK_BYTES && this.replay !== undefined) {
         const next = this.replay.next();
         if (next.done) this.replay = undefined;
-        else chunk += sseFrame(next.value);
+        else chunk += this.frames === undefined ? sseFrame(next.value) : this.frames.frame(next.value);
       }
       while (chunk.length < CHUNK_BYTES && this.waiting.length > 0) {
         const text = this.waiting.shift()!;
@@ -418,15 +428,17 @@ export interface SseOpen {
   limits: StreamClientLimits;
   /** Gives back the stream's slot under the open-stream caps (stream-limits.ts). */
   release: () => void;
+  /** Its own frames (OFREP's event stream); the flag stream's when absent. */
+  frames?: SseFrames;
 }
 
 /**
  * Starts an SSE response: `connected` (with the resume id), the replay after Last-Event-ID,
  * then live changes. Subscribing and taking the replay happen together, synchronously, so no
  * change can slip between them; changes that arrive while the replay is still being written
- * wait behind it.
+ * wait behind it. Returns what ends the stream.
  */
-export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerResponse, o: SseOpen): void {
+export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerResponse, o: SseOpen): () => void {
   res.writeHead(200, {
     ...o.headers,
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -447,8 +459,9 @@ export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerRespons
     ...(o.clientId ? { clientId: o.clientId } : {}),
   };
   // On a resume the client keeps its Last-Event-ID until a replayed change moves it on.
-  const head = `retry: 3000\n${o.lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected)}`;
-  const client = new SseClient(res, { serviceId, environment: o.environment, visibility: o.visibility }, o.limits);
+  const opening = o.frames !== undefined ? o.frames.head(connected, o.lastEventId !== undefined) : o.lastEventId ? `data: ${JSON.stringify(connected)}\n\n` : sseFrame(connected);
+  const head = `retry: 3000\n${opening}`;
+  const client = new SseClient(res, { serviceId, environment: o.environment, visibility: o.visibility }, o.limits, o.frames);
   const replay = o.lastEventId ? hub.replay(o.service, o.environment, o.visibility, o.lastEventId) : undefined;
   const remove = hub.add(client);
   res.once('close', () => {
@@ -457,4 +470,5 @@ export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerRespons
     o.release();
   });
   client.start(head, replay);
+  return () => client.close();
 }

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Analytics } from '../../../analytics/client';
 import type { ProjectAccess } from '../../auth/access';
 import type { Authenticator } from '../../auth/authenticator';
+import type { JwtCodec } from '../../auth/jwt';
 import type { Config } from '../../config';
 import type { OpenApiCatalog } from '../../http/openapi';
 import type { AnyRoute } from '../../http/route';
@@ -10,6 +11,7 @@ import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { Check } from '../health/routes';
+import { CREDENTIAL_CACHE_TTL_MS } from '../tokens/wiring';
 import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
 import { connectJsonRoutes, connectRoutes } from './connect-routes';
 import { ContextRing, type ContextEntry } from './contexts';
@@ -18,6 +20,8 @@ import { EvaluationLog } from './evaluation-log';
 import { createLeanHandler } from './lean';
 import { LocalRateLimiter } from './local-rate-limiter';
 import { ofrepBulkDoc, ofrepEvaluateRoutes, ofrepRoutes, ofrepSingleDoc } from './ofrep';
+import { ChannelTokens, IssuerStore, IssuerWatch } from './ofrep-channel';
+import { FlagConfigWaiters, ofrepEventsDoc, ofrepEventsRoute } from './ofrep-events';
 import type { EvaluationRecorder } from './recorder';
 import { restEvaluateDoc, restEvaluateRoute } from './rest';
 import { evaluationControlRoutes, evaluationRoutes } from './routes';
@@ -35,6 +39,8 @@ export interface EvaluationFeatureDeps {
   analytics: Analytics;
   logger: Logger;
   authenticator: Authenticator;
+  /** Signs the channel tokens of OFREP event streams (with the project-JWT key, under their own audience). */
+  jwt: JwtCodec;
   projectAccess: ProjectAccess;
   openapi: OpenApiCatalog;
   /** The evaluation_events writer: the analytics writer owns it (starts, flushes, closes it with every table). */
@@ -97,9 +103,15 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   // One count for the process: SSE on both listeners and the Connect / gRPC-Web EventStream.
   const streamLimits = new StreamLimits({ perIp: config.STREAM_MAX_PER_IP, perCredential: config.STREAM_MAX_PER_CREDENTIAL, perService: config.STREAM_MAX_PER_SERVICE });
   const streamClient = { maxBufferedBytes: config.STREAM_MAX_BUFFERED_BYTES, stallTimeoutMs: config.STREAM_STALL_TIMEOUT_MS };
+  // OFREP event streams: channel tokens, the watch that ends a revoked token's streams (within a
+  // credential-cache TTL, spec 8), and bulk re-fetches waiting for an announced change.
+  const channels = new ChannelTokens(deps.jwt, `${deps.jwt.audience}/ofrep-events`);
+  const issuers = new IssuerWatch({ store: new IssuerStore(deps.sql), intervalMs: CREDENTIAL_CACHE_TTL_MS, logger });
+  const waiters = new FlagConfigWaiters(snapshots);
   await snapshots.start();
   limiter.start();
   hub.start();
+  issuers.start();
 
   const shared: AnyRoute[] = [
     ...evaluationRoutes({
@@ -116,11 +128,16 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts }),
   ];
   // Served by the lean path, documented like every other route.
-  for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc, ...streamDocs]) deps.openapi.register(doc);
+  for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc, ofrepEventsDoc, ...streamDocs]) deps.openapi.register(doc);
 
   const front = createLeanHandler(
     { authenticator: deps.authenticator, limiter, perIpLimit: config.RATE_LIMIT_PER_IP, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, trustProxy: config.TRUST_PROXY, logger },
-    [restEvaluateRoute(evaluation), ...ofrepEvaluateRoutes(evaluation), sseRoute({ evaluation, hub, streamLimits, streamClient, trustProxy: config.TRUST_PROXY })],
+    [
+      restEvaluateRoute(evaluation),
+      ...ofrepEvaluateRoutes({ evaluation, channels, waiters, publicDataUrl: config.PUBLIC_DATA_URL }),
+      ofrepEventsRoute({ evaluation, snapshots, hub, channels, issuers, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
+      sseRoute({ evaluation, hub, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
+    ],
   );
 
   const probe = compileFlag({ key: 'health-probe', type: 'boolean', enabled: true, defaultValue: false, variants: [], targeting: [] });
@@ -154,6 +171,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     },
     async stop() {
       hub.close();
+      await issuers.stop();
       await snapshots.stop();
       await limiter.stop();
     },
