@@ -1,6 +1,7 @@
 import { hashTargetingKey } from '../../api/features/evaluation/recorder';
 import { ROLLOUT_SALT, bucket, compileFlag, evaluate, rolloutThreshold, type FlagDefinition } from '../../api/features/evaluation/engine/index';
 import { startTestApp, type TestApp, type TestUser } from '../support/harness';
+import { expectOfrepSingle } from '../support/ofrep-schema';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
 
 /**
@@ -117,8 +118,11 @@ describe('evaluation events: rule_id and rollout_side', () => {
     const { inside, outside } = keysAround(flag.key, 50);
     await untilEvaluated(app, { flagKey: flag.key, serviceId: fx.serviceId, context: { targetingKey: inside[0] } }, (r) => r.value === true, { token: fx.readToken });
     const before = await recorded(flag.key);
-    const ofrep = (targetingKey: string) =>
-      app.request('POST', `/api/ofrep/v1/evaluate/flags/${flag.key}`, { listener: 'data', token: fx.readToken, headers: { 'x-service-id': fx.serviceId }, body: { context: { targetingKey } } });
+    const ofrep = async (targetingKey: string) => {
+      const res = await app.request('POST', `/api/ofrep/v1/evaluate/flags/${flag.key}`, { listener: 'data', token: fx.readToken, headers: { 'x-service-id': fx.serviceId }, body: { context: { targetingKey } } });
+      expectOfrepSingle(res);
+      return res;
+    };
     expect((await ofrep(inside[1])).body.value).toBe(true);
     expect((await ofrep(outside[1])).body.value).toBe(false);
     const rows = (await recorded(flag.key)).filter((r) => !before.some((b) => JSON.stringify(b) === JSON.stringify(r)));

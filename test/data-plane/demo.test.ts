@@ -1,5 +1,6 @@
 import { EventSource } from 'eventsource';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
+import { expectOfrepSingle } from '../support/ofrep-schema';
 
 let app: TestApp;
 let demoServiceId: string;
@@ -41,6 +42,7 @@ describe('the demo service on the data plane (spec 4.2 rules 4-5)', () => {
     expect(ofrep.status).toBe(200);
     // Demo cells start disabled: OFREP says DISABLED where REST says DEFAULT (CONTRACT 4).
     expect(ofrep.body).toMatchObject({ key: 'px-7', value: false, reason: 'DISABLED' });
+    expectOfrepSingle(ofrep);
     const config = await app.request('GET', `/api/sdk-config?serviceId=${demoServiceId}`, { listener: 'data' });
     expect(config.body).toMatchObject({ demo: true, flagCount: 4096, limits: { batch: 4096 } });
   });

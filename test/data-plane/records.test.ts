@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
+import { expectOfrepSingle } from '../support/ofrep-schema';
 import { createFixture, createFlag, personalToken, projectToken, untilEvaluated, type DataPlaneFixture } from './support';
 
 let app: TestApp;
@@ -34,12 +35,13 @@ describe('evaluation records', () => {
     expect((await evaluate('ghost-flag', { targetingKey: 'alice' })).body.errorCode).toBe('FLAG_NOT_FOUND');
     // The batch route and OFREP record too.
     await app.request('POST', '/api/flags/evaluate/batch', { token: fx.readToken, body: { serviceId: fx.serviceId, flags: [{ key: flag.key }], context: { targetingKey: 'dave' } } });
-    await app.request('POST', `/api/ofrep/v1/evaluate/flags/${flag.key}`, {
+    const ofrep = await app.request('POST', `/api/ofrep/v1/evaluate/flags/${flag.key}`, {
       listener: 'data',
       token: fx.readToken,
       headers: { 'x-service-id': fx.serviceId },
       body: { context: { targetingKey: 'erin' } },
     });
+    expectOfrepSingle(ofrep);
 
     const res = await fx.viewer.request('GET', `/api/evaluations?serviceId=${fx.serviceId}&flagKey=${flag.key}&since=${encodeURIComponent(since)}`);
     expect(res.status).toBe(200);

@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient, type Client } from '@connectrpc/conne
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { EvaluationService } from '../../api/gen/flags/v1/evaluation_pb';
 import { startTestApp, type TestApp } from '../support/harness';
+import { expectOfrepBulk } from '../support/ofrep-schema';
 import { createFixture, createFlag, uniqueKey, untilEvaluated, type DataPlaneFixture } from './support';
 
 /**
@@ -164,6 +165,7 @@ describe('per-request work budget', () => {
       body: { context: hostile },
     });
     expect(res.status).toBe(200);
+    expectOfrepBulk(res);
     const flags = res.body.flags as { key: string; errorCode?: string; errorDetails?: string }[];
     expect(flags).toHaveLength(11);
     const failed = flags.filter((f) => f.errorCode !== undefined);

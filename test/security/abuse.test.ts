@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { DEMO_SEED_IDS } from '../../api/features/demo/seed';
 import { createFixture, createFlag, personalToken, projectToken, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
 import { eventually, startTestApp, type TestApp, type TestResponse } from '../support/harness';
+import { expectOfrepBulk, expectOfrepSingle } from '../support/ofrep-schema';
 
 /**
  * Issue 9 points 2 and 4: bodies are read only after the caller passed its route's credential
@@ -28,6 +29,12 @@ afterAll(() => app?.stop());
 let ipCounter = 0;
 /** A fresh IPv4 client, so per-IP budgets and the demo throttle of one test do not reach the next. */
 const freshIp = () => ({ 'x-forwarded-for': `10.9.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}` });
+
+/** Passes an answer on after checking it (OFREP answers against the published schema). */
+const checked = (check: (res: TestResponse) => void) => (res: TestResponse) => {
+  check(res);
+  return res;
+};
 
 /** 25 KB of gzip that inflates to 25 MB of JSON (under the 25.6 MB bulk limit once inflated). */
 const BOMB = gzipSync(Buffer.from(`{"flags":[{}]${' '.repeat(25 * 1024 * 1024)}}`));
@@ -139,8 +146,8 @@ describe('service budgets and anonymous callers', () => {
     }
     const ofrepHeaders = { 'x-service-id': fx.serviceId, 'x-environment': 'development', ...attacker };
     for (let i = 0; i < SERVICE_LIMIT; i++) {
-      floods.push(app.request('POST', `/api/ofrep/v1/evaluate/flags/${flag.key}`, { headers: ofrepHeaders, body: { context: {} } }));
-      floods.push(app.request('POST', '/api/ofrep/v1/evaluate/flags', { headers: ofrepHeaders, body: { context: {} } }));
+      floods.push(app.request('POST', `/api/ofrep/v1/evaluate/flags/${flag.key}`, { headers: ofrepHeaders, body: { context: {} } }).then(checked(expectOfrepSingle)));
+      floods.push(app.request('POST', '/api/ofrep/v1/evaluate/flags', { headers: ofrepHeaders, body: { context: {} } }).then(checked(expectOfrepBulk)));
       floods.push(app.request('POST', '/api/flags/evaluate/batch', { headers: attacker, body: { serviceId: fx.serviceId, flags: [{ flagKey: flag.key }] } }));
       floods.push(app.request('POST', '/api/connect/evaluate', { headers: attacker, body: { flagKey: flag.key, serviceId: fx.serviceId } }));
       floods.push(app.request('POST', '/api/connect/bulk-evaluate', { headers: attacker, body: { serviceId: fx.serviceId } }));

@@ -1,4 +1,5 @@
 import { startTestApp, type TestApp, type TestResponse, type TestUser } from '../support/harness';
+import { expectOfrepSingle } from '../support/ofrep-schema';
 import { addMember, createJwt, createOpaque, createPersonalToken, createProject } from '../tokens/support';
 
 /**
@@ -199,6 +200,7 @@ describe('personal tokens on evaluation and SDK endpoints (spec 5.5, 7)', () => 
     });
     expect(ofrep.status).toBe(403);
     expect(ofrep.body).toMatchObject({ key: READ_KEY, errorCode: 'PROVIDER_NOT_READY', errorDetails: NO_EVALUATION });
+    expectOfrepSingle(ofrep);
     const sse = await app.request('GET', `/api/flags/stream?serviceId=${encodeURIComponent(serviceId)}`, { listener, token: pat.value });
     expect(sse.status).toBe(403);
     // The same request with a read project token is served.
