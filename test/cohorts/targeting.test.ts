@@ -4,6 +4,7 @@ import { EventSource } from 'eventsource';
 import { evaluate } from '../../api/features/evaluation/engine';
 import { EvaluationService } from '../../api/gen/flags/v1/evaluation_pb';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
+import { expectOfrepBulk, expectOfrepSingle } from '../support/ofrep-schema';
 import { createProject, expectStatus, opaqueToken, type Project } from '../webhooks/support';
 
 /**
@@ -28,13 +29,16 @@ const rest = (context: Record<string, unknown>) =>
     token: readToken,
     body: { flagKey, serviceId: p.serviceId, environment: 'production', defaultValue: 'default', context },
   });
-const ofrepBulk = (headers: Record<string, string> = {}) =>
-  app.request('POST', '/api/ofrep/v1/evaluate/flags', {
+const ofrepBulk = async (headers: Record<string, string> = {}) => {
+  const res = await app.request('POST', '/api/ofrep/v1/evaluate/flags', {
     listener: 'data',
     token: readToken,
     headers: { 'x-service-id': p.serviceId, 'x-environment': 'production', ...headers },
     body: { context: { targetingKey: 'u-9', plan: 'pro' } },
   });
+  expectOfrepBulk(res);
+  return res;
+};
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -74,13 +78,16 @@ describe('in_cohort in targeting', () => {
   });
 
   it('evaluates over OFREP', async () => {
-    const one = (context: Record<string, unknown>) =>
-      app.request('POST', `/api/ofrep/v1/evaluate/flags/${flagKey}`, {
+    const one = async (context: Record<string, unknown>) => {
+      const res = await app.request('POST', `/api/ofrep/v1/evaluate/flags/${flagKey}`, {
         listener: 'data',
         token: readToken,
         headers: { 'x-service-id': p.serviceId, 'x-environment': 'production' },
         body: { context },
       });
+      expectOfrepSingle(res);
+      return res;
+    };
     expect((await one({ targetingKey: 'u1', email: 'bob@staff.example.com' })).body).toMatchObject({ key: flagKey, value: 'new', reason: 'TARGETING_MATCH' });
     const outsider = (await one({ targetingKey: 'u3', country: 'US', plan: 'pro' })).body;
     expect(outsider).toMatchObject({ key: flagKey, value: 'old' });
@@ -146,8 +153,11 @@ describe('a cohort change', () => {
     const otherService = await p.owner.request('POST', '/api/services', { projectId: p.projectId, name: 'plain' });
     expectStatus(otherService, 201, 'service');
     expectStatus(await p.member.request('POST', '/api/flags', { key: 'plain', serviceId: otherService.body.id, environment: 'production', enabled: true }), 201, 'flag');
-    const bulk = (headers: Record<string, string> = {}) =>
-      app.request('POST', '/api/ofrep/v1/evaluate/flags', { listener: 'data', token: readToken, headers: { 'x-service-id': otherService.body.id, 'x-environment': 'production', ...headers }, body: { context: {} } });
+    const bulk = async (headers: Record<string, string> = {}) => {
+      const res = await app.request('POST', '/api/ofrep/v1/evaluate/flags', { listener: 'data', token: readToken, headers: { 'x-service-id': otherService.body.id, 'x-environment': 'production', ...headers }, body: { context: {} } });
+      expectOfrepBulk(res);
+      return res;
+    };
     const etag = await eventually(async () => {
       const res = await bulk();
       return res.body.flags?.length === 1 ? res.headers.get('etag') : undefined;
