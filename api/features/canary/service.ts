@@ -67,6 +67,8 @@ export interface CanaryServiceDeps {
   logger: Logger;
 }
 
+const activeConflict = (ref: FlagRef) => conflict(`Flag "${ref.key}" already has an active canary pipeline in ${ref.environment}`);
+
 /**
  * Canary pipelines (spec 4.5, CONTRACT 9): the record lives in Postgres (one active per flag,
  * service and environment), the pipeline itself is the canaryPipeline workflow. Start inserts
@@ -80,6 +82,10 @@ export class CanaryService {
   async start(actor: AuditActor, grant: { projectId: string; orgId: string }, ref: FlagRef, input: CanaryStartInput): Promise<CanaryRecord> {
     const flag = await this.deps.flags.get(ref);
     if (!flag) throw notFound(`Flag "${ref.key}"`);
+    // A running pipeline may already have put its rule in the flag: say it is running (409)
+    // rather than judging the flag it changed (400). The unique index settles exact races.
+    const running = await this.deps.store.activeOrLatest(ref.serviceId, ref.environment, ref.key);
+    if (running && ACTIVE_STATUSES.includes(running.status)) throw activeConflict(ref);
     const problems: { path: string; message: string }[] = [];
     if (input.targetRolloutPercent < input.initialRolloutPercent) problems.push({ path: 'body.targetRolloutPercent', message: 'must be at least initialRolloutPercent' });
     const stages = Math.ceil((input.targetRolloutPercent - input.initialRolloutPercent) / input.rampStepPercent) + 1;
@@ -140,7 +146,7 @@ export class CanaryService {
         return inserted;
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`Flag "${ref.key}" already has an active canary pipeline in ${ref.environment}`);
+      if (isUniqueViolation(error)) throw activeConflict(ref);
       throw error;
     }
     const target: CanaryTarget = { projectId: grant.projectId, orgId: grant.orgId, serviceId: ref.serviceId, environment: ref.environment, flagKey: ref.key };
