@@ -1,9 +1,9 @@
 /** Jest runs TypeScript through SWC; integration tests share the servers started by scripts/test.sh. */
 module.exports = {
   testEnvironment: 'node',
-  // jose is ESM-only: SWC turns it into CommonJS for the test runtime (Node 20 runs it natively).
+  // jose and oauth4webapi are ESM-only: SWC turns them into CommonJS for the test runtime (Node 20 runs it natively).
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest'] },
-  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(?:jose|oauth4webapi)/)'],
   // Dynamic imports name the compiled file (`../activities/worker.js`); tests load the .ts.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/api/**/*.test.ts'],
