@@ -44,7 +44,10 @@ interface Opened {
 
 /** GET an SSE stream from `ip`; resolves on the first bytes of a 200, or with the whole body of anything else. */
 function sse(serviceId: string, opts: { ip: string; token?: string; listener?: 'control' | 'data' }): Promise<Opened> {
-  const url = `${app.urls[opts.listener ?? 'data']}/api/flags/stream?serviceId=${serviceId}&environment=development`;
+  return streamAt(`${app.urls[opts.listener ?? 'data']}/api/flags/stream?serviceId=${serviceId}&environment=development`, opts);
+}
+
+function streamAt(url: string, opts: { ip: string; token?: string }): Promise<Opened> {
   const headers: Record<string, string> = { accept: 'text/event-stream', 'x-forwarded-for': opts.ip };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   return new Promise((resolve, reject) => {
@@ -143,6 +146,33 @@ describe('open stream caps', () => {
     const again = await untilAdmitted(() => sse(fx.serviceId, { ip: nextIp(), token: fx.readToken }));
     again.close();
     a.close();
+  });
+
+  it('counts an OFREP event stream against the API token its channel was issued for, and per IP', async () => {
+    const token = await projectToken(fx.owner, fx.projectId, { read: true });
+    const bulk = await fetch(`${app.urls.data}/api/ofrep/v1/evaluate/flags`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-service-id': fx.serviceId, 'x-forwarded-for': nextIp() },
+      body: JSON.stringify({ context: { targetingKey: 'u' } }),
+    });
+    const url = ((await bulk.json()) as { eventStreams: { url: string }[] }).eventStreams[0].url;
+    const ofrep = await streamAt(url, { ip: nextIp() });
+    const plain = await sse(fx.serviceId, { ip: nextIp(), token });
+    expect(ofrep.status).toBe(200);
+    expect(plain.status).toBe(200);
+    // The channel URL carries no bearer, yet its stream holds one of the token's two slots.
+    expectRefused(await streamAt(url, { ip: nextIp() }), /2 per credential/);
+    plain.close();
+    const again = await untilAdmitted(() => streamAt(url, { ip: nextIp() }));
+    ofrep.close();
+    again.close();
+
+    // Per IP as every stream: an address with three streams open opens no OFREP stream either.
+    const ip = nextIp();
+    const three = [await sse(fx.serviceId, { ip }), await sse(fx.serviceId, { ip }), await sse(fx.serviceId, { ip })];
+    for (const s of three) expect(s.status).toBe(200);
+    expectRefused(await streamAt(url, { ip }), /3 per IP address/);
+    for (const s of three) s.close();
   });
 
   it('caps streams per service (credentialed and anonymous callers counted apart), and frees the slot on disconnect', async () => {
