@@ -1,4 +1,5 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpError, conflict, isUniqueViolation, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
@@ -66,6 +67,9 @@ export interface CanaryServiceDeps {
   temporal: Temporal;
   logger: Logger;
 }
+
+/** How long a start waits for the previous pipeline's workflow to finish before trying once more. */
+const PREVIOUS_RUN_WAIT_MS = 15_000;
 
 const activeConflict = (ref: FlagRef) => conflict(`Flag "${ref.key}" already has an active canary pipeline in ${ref.environment}`);
 
@@ -150,13 +154,22 @@ export class CanaryService {
       throw error;
     }
     const target: CanaryTarget = { projectId: grant.projectId, orgId: grant.orgId, serviceId: ref.serviceId, environment: ref.environment, flagKey: ref.key };
-    try {
-      await startWorkflow(
+    const startPipeline = () =>
+      startWorkflow(
         this.deps.temporal,
         CANARY_PIPELINE,
         { pipelineId: pipeline.id, target, ruleId, insertRuleValue, config, preCanaryVersion: flag.version },
         { workflowId },
       );
+    try {
+      await startPipeline().catch(async (error: unknown) => {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        // The workflow id is the flag's: the previous pipeline's workflow (its record has ended,
+        // or the insert above would have failed) may still be finishing its last step.
+        const finished = this.deps.temporal.client.workflow.getHandle(workflowId).result().catch(() => undefined);
+        await Promise.race([finished, sleep(PREVIOUS_RUN_WAIT_MS, undefined, { ref: false })]);
+        await startPipeline();
+      });
     } catch (error) {
       await this.deps.store.markEnded(pipeline.id, 'the pipeline workflow could not be started');
       throw error;
