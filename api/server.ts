@@ -19,6 +19,7 @@ import { AuditWriter } from './features/audit/writer';
 import { cliLoginRoutes } from './features/cli-login/routes';
 import { cohortFeatureRoutes } from './features/cohorts/wiring';
 import { healthRoutes } from './features/health/routes';
+import { createOAuthFeature } from './features/oauth/wiring';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
 import { explainFeatureRoutes } from './features/explain/wiring';
@@ -171,6 +172,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     onShutdown(() => credentials.stop());
     // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(db.sql, config.ADMIN_EMAILS);
+    // OAuth 2.1 for MCP clients: consent, connections and `mcp_` connector tokens (docs/mcp.md).
+    const oauth = createOAuthFeature({ sql: db.sql, logger, rateLimiter, authenticator, publicBaseUrl: config.PUBLIC_BASE_URL });
     // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
     // Each registered consumer has its own position and retries: a slow one never holds back the bus.
     const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
@@ -233,6 +236,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...accountRoutes({ accounts, sessions, throttle: authThrottle, sql: db.sql, secureCookies: config.secureCookies, devMailbox: config.devMailbox }),
       ...orgRoutes({ sql: db.sql }),
       ...credentials.routes,
+      ...oauth.routes,
       ...cliLoginRoutes({ tokens: credentials.personalTokens, rateLimiter }),
       // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.
       ...(evaluation?.routes.control ?? []),

@@ -98,6 +98,7 @@ export function decide(principal: Principal, projectId: string, role: ProjectRol
       return scopesGrant(principal.scopes, capability) ? null : 'missing';
     default:
       if (role === null) return 'hidden';
+      if (principal.type === 'personal_access_token' && principal.connection && !principal.connection.projectIds.includes(projectId)) return 'hidden';
       if (!roleGrants(role, capability)) return 'missing';
       if (principal.type === 'personal_access_token') {
         // Spec 7: what is missing is the admin tier when the capability needs it, else write access.
@@ -236,6 +237,7 @@ export class ProjectAccess {
   private requireInstanceAdmin(principal: Principal): void {
     if (principal.type === 'anonymous') throw unauthorized();
     const user = actingUser(principal);
+    if (isConnector(principal)) throw forbidden(CONNECTOR_PROJECTS_ONLY);
     if (!user?.emailVerified || !this.instanceAdmins.has(user.email.toLowerCase())) {
       throw forbidden('only instance administrators (ADMIN_EMAILS) may see this');
     }
@@ -254,6 +256,7 @@ export class ProjectAccess {
     if (principal.type === 'anonymous') throw unauthorized();
     const user = actingUser(principal);
     if (!user) throw forbidden('organizations are reached by their users; use a signed-in session or a personal access token');
+    if (isConnector(principal)) throw forbidden(CONNECTOR_PROJECTS_ONLY);
     if (orgId === null || !storable(orgId)) throw notFound('Organization');
     const [row] = await this.sql<{ role: OrgRole }[]>`SELECT role FROM org_members WHERE org_id = ${orgId} AND user_id = ${user.id}`;
     if (!row) throw notFound('Organization');
@@ -282,6 +285,10 @@ export function requireGrantable(principal: Principal, role: ProjectRole): void 
     if (role === 'owner' && !ownerActionsAllowed(principal)) throw ownerActionsRefused();
   }
 }
+
+/** A connector token (`mcp_`): it reaches the consented projects only, never organizations or the instance. */
+const isConnector = (principal: Principal) => principal.type === 'personal_access_token' && principal.connection !== undefined;
+const CONNECTOR_PROJECTS_ONLY = 'connector tokens reach only the projects consented to';
 
 /** Postgres text holds no NUL: an id with one names nothing (and must not reach a query). */
 const storable = (id: string) => !id.includes('\u0000');

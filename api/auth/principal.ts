@@ -40,6 +40,17 @@ export interface PersonalTokenPrincipal {
   user: UserRecord;
   tier: PersonalTokenTier;
   allowOwnerActions: boolean;
+  /**
+   * Set for connector tokens (`mcp_`, spec 5.6): they act as the user exactly like a personal
+   * token of tier `read` or `write` (refused wherever personal tokens are), and only on the
+   * projects consented to on this OAuth connection.
+   */
+  connection?: ConnectorGrant;
+}
+
+export interface ConnectorGrant {
+  id: string;
+  projectIds: readonly string[];
 }
 
 export type Principal = AnonymousPrincipal | SessionPrincipal | ProjectTokenPrincipal | PersonalTokenPrincipal;
@@ -57,6 +68,7 @@ export function describeCredential(p: Principal): Record<string, unknown> {
     case 'session':
       return { type: 'session' };
     case 'personal_access_token':
+      if (p.connection) return { type: 'connector_token', id: p.connection.id, scope: p.tier, projectIds: p.connection.projectIds };
       return { type: 'personal_access_token', id: p.tokenId, tier: p.tier, allowOwnerActions: p.allowOwnerActions };
     case 'project_api_token':
       return { type: 'project_api_token', id: p.tokenId, tokenType: p.tokenType, scopes: p.scopes, projectId: p.projectId };
