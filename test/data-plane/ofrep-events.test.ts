@@ -490,6 +490,17 @@ describe('across two replicas', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('documents the event stream and the re-fetch parameters of the bulk route', async () => {
+    const doc = (await app.request('GET', '/api/openapi.json')).body;
+    expect(doc.paths['/api/ofrep/v1/event-stream'].get.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['serviceId', 'environment', 'channel', 'etag', 'lastEventId']),
+    );
+    const bulkRoute = doc.paths['/api/ofrep/v1/evaluate/flags'].post;
+    expect(bulkRoute.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['flagConfigEtag', 'flagConfigLastModified']));
+  });
+});
+
 describe('logs', () => {
   it('never hold a channel token, even for a stream URL that reaches the Express logger', async () => {
     const url = new URL(await streamUrl({ token: fx.readToken }));
