@@ -392,6 +392,7 @@ describe('the event stream', () => {
 
 describe('freshness of bulk re-fetches', () => {
   it('never answers 304 for a configuration this replica has not applied (waits, then answers what it has)', async () => {
+    await servedFlag();
     const first = await bulk({ token: fx.readToken });
     const etag = first.headers.get('etag')!;
     expect((await bulk({ token: fx.readToken, headers: { 'if-none-match': etag } })).status).toBe(304);
@@ -409,6 +410,49 @@ describe('freshness of bulk re-fetches', () => {
     expect((await bulk({ token: fx.readToken, query: `?flagConfigEtag=${'e'.repeat(300)}` })).status).toBe(400);
     // An older lastModified is applied already: 304 as usual.
     expect((await bulk({ token: fx.readToken, query: '?flagConfigLastModified=1000', headers: { 'if-none-match': etag } })).status).toBe(304);
+  });
+});
+
+describe('a replica that has not applied an announced change', () => {
+  let behind: TestApp;
+  let flagKey: string;
+  beforeAll(async () => {
+    flagKey = (await servedFlag()).key;
+    // Same database, but its own bus (another Redis prefix) and no reconcile: it never hears of
+    // the changes made after it started, as a replica whose bus is behind.
+    behind = await startTestApp({
+      DATABASE_URL: app.databaseUrl,
+      CLICKHOUSE_DATABASE: app.platform.config.CLICKHOUSE_DATABASE,
+      ROLES: 'data',
+      EVAL_SNAPSHOT_RECONCILE_MS: '0',
+      RATE_LIMIT_PER_IP: '100000',
+    });
+  });
+  afterAll(() => behind?.stop());
+
+  it('does not answer 304 for it: it waits, then answers what it has', async () => {
+    const before = await bulk({ base: behind.urls.data, token: fx.readToken });
+    expect(before.status).toBe(200);
+    const url = await streamUrl({ token: fx.readToken });
+    const stream = await openRaw(url);
+    try {
+      expect((await toggle(flagKey, false)).status).toBe(200);
+      await eventually(async () => refetches(stream).length >= 1);
+      const { data } = refetches(stream)[0];
+      const query = `?flagConfigEtag=${encodeURIComponent(data.etag)}&flagConfigLastModified=${data.lastModified}`;
+      // The replica that announced it has it: a client already holding it gets 304 there.
+      const current = await bulk({ token: fx.readToken });
+      expect((await bulk({ token: fx.readToken, query, headers: { 'if-none-match': current.headers.get('etag')! } })).status).toBe(304);
+      // The one behind answers its content again, with 200: the client keeps asking on the next change.
+      const refetched = await bulk({ base: behind.urls.data, token: fx.readToken, query, headers: { 'if-none-match': before.headers.get('etag')! } });
+      expect(refetched.status).toBe(200);
+      expect(refetched.headers.get('etag')).toBe(before.headers.get('etag'));
+      expect(refetched.body.flags.find((f: { key: string }) => f.key === flagKey)).toMatchObject({ value: true, reason: 'TARGETING_MATCH' });
+      // Without the announcement it is an ordinary conditional request.
+      expect((await bulk({ base: behind.urls.data, token: fx.readToken, headers: { 'if-none-match': before.headers.get('etag')! } })).status).toBe(304);
+    } finally {
+      stream.close();
+    }
   });
 });
 
