@@ -5,8 +5,11 @@ import { waitForBrowserLogin } from '../login';
 import type { Output } from '../output';
 import { positiveInt, type Session } from './flags';
 
+/** GET /api/users/me as a personal token sees it: the user's fields and the credential. */
 interface Me {
-  user: { id: string; email: string; name: string };
+  id: string;
+  email: string;
+  name: string;
   credential: { type: string; id?: string; tier?: string };
 }
 
@@ -23,8 +26,8 @@ export function authCommands(program: Command, session: Session, output: (cmd: C
       const token = await waitForBrowserLogin({ server, openBrowser: opts.browser, timeoutMs: opts.timeout * 1000, say: out.say });
       const me = await new ApiClient(server, token).get<Me>('/api/users/me');
       const file = storeCredentials({ server, token });
-      out.result({ server, user: me.user, credential: me.credential, credentialsFile: file }, () =>
-        out.line(`Logged in to ${server} as ${me.user.email} (write personal token, 90 days). Saved to ${file}`),
+      out.result({ server, user: { id: me.id, email: me.email, name: me.name }, credential: me.credential, credentialsFile: file }, () =>
+        out.line(`Logged in to ${server} as ${me.email} (write personal token, 90 days). Saved to ${file}`),
       );
     });
 
@@ -43,6 +46,6 @@ export function authCommands(program: Command, session: Session, output: (cmd: C
     .action(async (_opts: unknown, cmd: Command) => {
       const { api, out } = session(cmd);
       const me = await api.get<Me>('/api/users/me');
-      out.result({ server: api.server, ...me }, () => out.line(`${me.user.email} on ${api.server} (${me.credential.type}${me.credential.tier ? `, ${me.credential.tier}` : ''})`));
+      out.result({ server: api.server, user: { id: me.id, email: me.email, name: me.name }, credential: me.credential }, () => out.line(`${me.email} on ${api.server} (${me.credential.type}${me.credential.tier ? `, ${me.credential.tier}` : ''})`));
     });
 }

@@ -53,7 +53,7 @@ async function pollHistory(api: ApiClient, out: Output, opts: TailOptions, stop:
       report(out, { at: v.createdAt, version: v.version, change: v.changeType, enabled: v.snapshot.enabled, actor: v.actor, flag: v.snapshot });
     }
     if (fresh.length) last = fresh[fresh.length - 1].version;
-    await Promise.race([stop, new Promise((resolve) => setTimeout(resolve, opts.intervalMs).unref())]);
+    await Promise.race([stop, new Promise((resolve) => setTimeout(resolve, opts.intervalMs))]);
   }
 }
 

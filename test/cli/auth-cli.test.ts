@@ -1,6 +1,7 @@
 import { startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { createOpaque, createPersonalToken, createProject } from '../tokens/support';
 import { CLI_LOGINS_PER_WINDOW } from '../../api/features/cli-login/routes';
+import { formOf } from './support';
 
 let app: TestApp;
 let user: TestUser;
@@ -19,17 +20,6 @@ const approval = { callback: CALLBACK, state: STATE, projects: 'all' };
 async function liveTokenCount(u: TestUser): Promise<number> {
   const [{ n }] = await app.platform.db.sql`SELECT count(*)::int AS n FROM personal_tokens WHERE user_id = ${u.id} AND revoked_at IS NULL`;
   return n;
-}
-
-/** The hidden fields and target of the page's form with this id (or the first form). */
-function formOf(html: string, id?: string): { action: string; fields: Record<string, string> } {
-  const forms = [...html.matchAll(/<form([^>]*)>([\s\S]*?)<\/form>/g)];
-  const form = id ? forms.find((f) => f[1].includes(`id="${id}"`)) : forms[0];
-  if (!form) throw new Error(`no form in ${html}`);
-  const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-  const fields: Record<string, string> = {};
-  for (const m of form[2].matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) fields[unescape(m[1])] = unescape(m[2]);
-  return { action: unescape(/action="([^"]*)"/.exec(form[1])![1]), fields };
 }
 
 function expectLockedDownPage(headers: Headers) {
