@@ -20,6 +20,7 @@ import { cliLoginRoutes } from './features/cli-login/routes';
 import { cohortFeatureRoutes } from './features/cohorts/wiring';
 import { healthRoutes } from './features/health/routes';
 import { createOAuthFeature } from './features/oauth/wiring';
+import { mcpRoutes } from './features/mcp/routes';
 import { MailQueue } from './features/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
 import { explainFeatureRoutes } from './features/explain/wiring';
@@ -254,6 +255,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       ...experiments.routes,
       ...cohortFeatureRoutes({ sql: db.sql, afterCommit: () => outbox.nudge() }),
     ];
+    // Hosted MCP server (docs/mcp.md): its tools run the control routes above in-process, for the connector token.
+    control.push(
+      ...mcpRoutes({ routes: [...control], access: projectAccess, authenticator, rateLimiter, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, publicBaseUrl: config.PUBLIC_BASE_URL, version: APP_VERSION }),
+    );
     const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? []), ...analyticsFeature.routes.data];
     const ingest: AnyRoute[] = [...health, ...analyticsFeature.routes.ingest];
 

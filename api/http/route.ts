@@ -208,7 +208,8 @@ export function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-function validate(route: AnyRoute, req: Request) {
+/** A route's params, query and body through its schemas (also for calls made in-process: the MCP tools). */
+export function validate(route: AnyRoute, req: Pick<Request, 'params' | 'query' | 'body'>) {
   const problems: FieldProblem[] = [];
   const out: Record<string, unknown> = {};
   const parts = [

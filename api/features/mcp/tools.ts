@@ -1,0 +1,216 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { HttpError } from '../../http/errors';
+import { ENVIRONMENTS } from '../flags/types';
+import { TargetingRuleSchema } from '../flags/validation';
+import type { Caller, RouteCall, RouteInvoker } from './invoke';
+
+const key = z.string().min(1).max(256).describe('The flag key');
+const serviceId = z.string().min(1).max(128).describe('The service the flag belongs to (from list_flags)');
+const environment = z.enum(ENVIRONMENTS).describe('development, staging or production');
+const flagRef = { key, serviceId, environment };
+const projectId = z.string().min(1).max(128).describe('A project id (from list_projects)');
+const confirm = z.boolean().optional().describe('false or absent: only preview the change (a simulation on recent real traffic); true: apply it');
+const expectedVersion = z.number().int().positive().optional().describe('The flag version the preview showed; a newer one makes the apply fail (409)');
+const range = z.enum(['1h', '24h', '7d', '30d']).optional().describe('Time range, default 24h');
+
+/**
+ * The hosted MCP server's tools (docs/mcp.md). Each one is a REST route run in-process for the
+ * connector token's principal (RouteInvoker): the same credential policy, validation and gate,
+ * so a tool reaches only the consented projects, within the user's role and the connection's
+ * scope. Writes go through the flag routes and so through the one flag write path, attributed
+ * to the connection (`mcp:<connectionId>`); toggling and targeting changes preview first.
+ */
+export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; version: string }): McpServer {
+  const { invoker, caller } = opts;
+  const server = new McpServer({ name: 'feature-flags', version: opts.version });
+
+  const call = (method: Parameters<RouteInvoker['call']>[1], path: string, input: RouteCall) => invoker.call(caller, method, path, input);
+  /** A tool's answer: the route's JSON, or its refusal as a tool error the assistant can read. */
+  const run = async (work: () => Promise<unknown>): Promise<CallToolResult> => {
+    try {
+      return { content: [{ type: 'text', text: JSON.stringify(await work(), null, 2) }] };
+    } catch (error) {
+      if (!(error instanceof HttpError)) {
+        caller.log.error({ err: error }, 'MCP tool failed');
+        return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: 500, error: 'Internal Server Error' }) }] };
+      }
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: error.status, ...error.toBody() }) }] };
+    }
+  };
+  const bodyOf = async (...args: Parameters<typeof call>) => (await call(...args)).body;
+  const flagQuery = (a: { serviceId: string; environment: string }) => ({ serviceId: a.serviceId, environment: a.environment });
+
+  server.registerTool(
+    'list_projects',
+    { description: 'Projects this connection may reach, with your role in each', inputSchema: {}, annotations: { readOnlyHint: true } },
+    () => run(() => bodyOf('get', '/api/projects', {})),
+  );
+
+  server.registerTool(
+    'list_flags',
+    {
+      description: "A project's flags (paged: limit up to 100, offset)",
+      inputSchema: {
+        projectId,
+        serviceId: serviceId.optional(),
+        environment: environment.optional(),
+        search: z.string().max(200).optional().describe('Substring of key or name'),
+        limit: z.number().int().min(1).max(100).optional(),
+        offset: z.number().int().min(0).optional(),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (a) =>
+      run(() =>
+        bodyOf('get', '/api/flags', {
+          query: { projectId: a.projectId, serviceId: a.serviceId, environment: a.environment, search: a.search, limit: a.limit?.toString(), offset: a.offset?.toString() },
+        }),
+      ),
+  );
+
+  server.registerTool('get_flag', { description: "One flag's whole configuration", inputSchema: flagRef, annotations: { readOnlyHint: true } }, (a) =>
+    run(() => bodyOf('get', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a) })),
+  );
+
+  const contextArg = z.record(z.unknown()).optional().describe('Evaluation context: targetingKey plus any attributes');
+  const explain = (a: { key: string; serviceId: string; environment: string; context?: Record<string, unknown> }) =>
+    bodyOf('post', '/api/flags/:key/explain', { params: { key: a.key }, body: { serviceId: a.serviceId, environment: a.environment, context: a.context } }) as Promise<Record<string, unknown>>;
+  if (invoker.has('post', '/api/flags/:key/explain')) {
+    server.registerTool(
+      'evaluate',
+      { description: 'What the flag serves for a context (value, reason, rule, variant), evaluated on the snapshot evaluation serves', inputSchema: { ...flagRef, context: contextArg }, annotations: { readOnlyHint: true } },
+      (a) =>
+        run(async () => {
+          const { value, reason, ruleId, variant, errorCode, errorMessage } = await explain(a);
+          return { flagKey: a.key, value, reason, ruleId, variant, errorCode, errorMessage };
+        }),
+    );
+    server.registerTool(
+      'explain',
+      { description: 'Why the flag serves what it serves for a context: each rule reached, each condition with the actual value, rollout buckets', inputSchema: { ...flagRef, context: contextArg }, annotations: { readOnlyHint: true } },
+      (a) => run(() => explain(a)),
+    );
+  }
+
+  const hasSimulate = invoker.has('post', '/api/flags/:key/simulate');
+  const simulate = (a: { key: string; serviceId: string; environment: string; cohortSize?: number }, candidateFlag: Record<string, unknown>) =>
+    bodyOf('post', '/api/flags/:key/simulate', { params: { key: a.key }, body: { serviceId: a.serviceId, environment: a.environment, cohortSize: a.cohortSize, candidateFlag } });
+  const cohortSize = z.number().int().min(1).max(10_000).optional().describe('Recent distinct contexts to replay');
+  if (hasSimulate) {
+    server.registerTool(
+      'simulate',
+      {
+        description: 'Replay recent real contexts through the current flag and a candidate (enabled, defaultValue, variants, targeting): how many would change, from what to what; writes nothing',
+        inputSchema: { ...flagRef, cohortSize, candidateFlag: z.record(z.unknown()).describe('The fields to change: enabled, defaultValue, variants and/or targeting') },
+        annotations: { readOnlyHint: true },
+      },
+      (a) => run(() => simulate(a, a.candidateFlag)),
+    );
+  }
+
+  /** A write in two steps: without confirm, the current flag and the simulated effect; with confirm, the change applied. */
+  const previewOrApply = (a: { key: string; serviceId: string; environment: string; confirm?: boolean; cohortSize?: number }, candidate: Record<string, unknown>, apply: () => Promise<unknown>) =>
+    run(async () => {
+      if (a.confirm === true) return { applied: true, flag: await apply() };
+      const current = (await bodyOf('get', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a) })) as Record<string, unknown>;
+      const simulation = hasSimulate ? await simulate(a, candidate) : null;
+      return {
+        applied: false,
+        current: { enabled: current.enabled, version: current.version, targeting: current.targeting },
+        candidate,
+        simulation,
+        next: 'Nothing was changed. Call again with confirm: true (and expectedVersion) to apply.',
+      };
+    });
+
+  server.registerTool(
+    'toggle_flag',
+    {
+      description: 'Turn a flag on or off (needs a write connection). First call without confirm: a preview with the simulated effect; then confirm: true applies it',
+      inputSchema: { ...flagRef, enabled: z.boolean(), confirm, expectedVersion, cohortSize },
+      annotations: { destructiveHint: true },
+    },
+    (a) =>
+      previewOrApply(a, { enabled: a.enabled }, () =>
+        bodyOf('post', '/api/flags/:key/toggle', { params: { key: a.key }, query: flagQuery(a), body: { enabled: a.enabled, version: a.expectedVersion } }),
+      ),
+  );
+
+  server.registerTool(
+    'update_targeting',
+    {
+      description: "Replace a flag's targeting rules (needs a write connection). First call without confirm: a preview with the simulated effect; then confirm: true applies it",
+      inputSchema: { ...flagRef, targeting: z.array(TargetingRuleSchema).max(1000), confirm, expectedVersion, cohortSize },
+      annotations: { destructiveHint: true },
+    },
+    (a) =>
+      previewOrApply(a, { targeting: a.targeting }, () =>
+        bodyOf('patch', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a), body: { targeting: a.targeting, version: a.expectedVersion } }),
+      ),
+  );
+
+  const report = (path: string) => (a: { key: string; serviceId: string; environment: string; range?: string }) =>
+    run(() => bodyOf('get', path, { params: { key: a.key }, query: { ...flagQuery(a), range: a.range } }));
+  server.registerTool(
+    'flag_metrics',
+    { description: 'Evaluation metrics of a flag: volume, errors, latency percentiles, breakdowns, time series', inputSchema: { ...flagRef, range }, annotations: { readOnlyHint: true } },
+    report('/api/flags/:key/metrics'),
+  );
+  server.registerTool(
+    'toggle_impact',
+    { description: 'Errors and latency before and after the latest toggle in the range, with a verdict', inputSchema: { ...flagRef, range }, annotations: { readOnlyHint: true } },
+    report('/api/flags/:key/toggle-impact'),
+  );
+
+  server.registerTool(
+    'canary_status',
+    { description: "The flag's canary pipeline: stages, gates and their statistics", inputSchema: flagRef, annotations: { readOnlyHint: true } },
+    (a) => run(() => bodyOf('get', '/api/flags/:key/canary', { params: { key: a.key }, query: flagQuery(a) })),
+  );
+  server.registerTool(
+    'canary_start',
+    {
+      description: 'Start a canary pipeline ramping the flag with statistical gates (needs a write connection)',
+      inputSchema: {
+        ...flagRef,
+        initialRolloutPercent: z.number().gt(0).max(100),
+        targetRolloutPercent: z.number().gt(0).max(100),
+        rampStepPercent: z.number().gt(0).max(100),
+        soakPeriodMinutes: z.number().min(0.05).max(10_080),
+        errorRateGateDelta: z.number().min(0).max(1).describe('Tolerated rise of the error rate (0-1)'),
+        latencyGateDeltaMs: z.number().min(0).max(600_000),
+        autoRollbackOnBreach: z.boolean(),
+        minSamplesPerCohort: z.number().int().min(1).optional(),
+        ruleId: z.string().min(1).max(256).optional().describe('An existing rule to ramp; without it a rule `canary` is inserted'),
+      },
+    },
+    ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary', { params: { key: flagKey }, body })),
+  );
+  server.registerTool(
+    'canary_abort',
+    { description: "Abort the flag's running canary pipeline (needs a write connection)", inputSchema: { ...flagRef, reason: z.string().min(1).max(1000) }, annotations: { destructiveHint: true } },
+    ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary/abort', { params: { key: flagKey }, body })),
+  );
+
+  server.registerTool(
+    'audit_search',
+    {
+      description: "Search a project's audit trail, newest first",
+      inputSchema: {
+        projectId,
+        action: z.string().max(100).optional().describe('e.g. flag.updated'),
+        resourceType: z.string().max(100).optional(),
+        resourceId: z.string().max(200).optional(),
+        startDate: z.string().max(40).optional().describe('ISO 8601'),
+        endDate: z.string().max(40).optional().describe('ISO 8601'),
+        limit: z.number().int().min(1).max(100).optional(),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    (a) => run(() => bodyOf('get', '/api/audit', { query: { ...a, limit: a.limit?.toString() } })),
+  );
+
+  return server;
+}
