@@ -1,4 +1,3 @@
-import { EventSource } from 'eventsource';
 import type { ApiClient } from '../api';
 import { CliError } from '../errors';
 import type { Output } from '../output';
@@ -61,6 +60,8 @@ async function pollHistory(api: ApiClient, out: Output, opts: TailOptions, stop:
 async function followStream(api: ApiClient, out: Output, opts: TailOptions, stop: Promise<void>): Promise<void> {
   const url = api.url('/api/flags/stream', { serviceId: opts.serviceId, environment: opts.environment });
   const authorization = `Bearer ${opts.projectToken}`;
+  // Loaded only here: the one command that needs an SSE client.
+  const { EventSource } = await import('eventsource');
   const source = new EventSource(url, {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization } }),
   });
