@@ -57,6 +57,7 @@ describe('metadata and registration', () => {
       error: 'invalid_client_metadata',
     });
     expect((await register({ client_name: 'no redirect' })).body).toMatchObject({ error: 'invalid_client_metadata' });
+    expect((await register({ redirect_uris: ['https://a.example.com/cb'], client_name: 'nul\u0000' })).body).toMatchObject({ error: 'invalid_client_metadata' });
     const huge = await app.request('POST', '/api/oauth/register', { rawBody: JSON.stringify({ redirect_uris: ['https://a.example.com/cb'], client_name: 'x'.repeat(20_000) }), headers: { 'content-type': 'application/json' } });
     expect(huge.status).toBe(413);
   });
@@ -141,7 +142,7 @@ describe('tokens', () => {
     const base = { grant_type: 'authorization_code', code, client_id: client.client.client_id, redirect_uri: REDIRECT_URI };
     // A wrong verifier or redirect_uri consumes nothing useful: the code is single use either way.
     const wrongVerifier = await tokenRequest(app, { ...base, code_verifier: 'x'.repeat(43) });
-    expect(wrongVerifier).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(wrongVerifier).toMatchObject({ status: 400, body: { error: 'invalid_grant', error_description: expect.any(String), message: expect.any(String) } });
     expect((await tokenRequest(app, { ...base, code_verifier: attempt.verifier })).body).toMatchObject({ error: 'invalid_grant' });
 
     const second = await authorizationRequest(client);

@@ -129,7 +129,7 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
         try {
           return reply(201, await oauth.register(body), { 'Cache-Control': 'no-store' });
         } catch (error) {
-          if (error instanceof ClientMetadataError) return reply(400, { error: error.error, error_description: error.description }, { 'Cache-Control': 'no-store' });
+          if (error instanceof ClientMetadataError) return reply(400, rfcError(error.error, error.description), { 'Cache-Control': 'no-store' });
           throw error;
         }
       },
@@ -201,7 +201,8 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
           res.status(200).json(await oauth.token(form));
         } catch (error) {
           if (!(error instanceof OAuthError)) throw error;
-          res.status(400).json(error.toResponseObject());
+          const { error: code, error_description: description } = error.toResponseObject();
+          res.status(400).json(rfcError(code, description ?? error.message));
         }
         return HANDLED;
       },
@@ -230,6 +231,12 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
     }),
   ];
 }
+
+/**
+ * An RFC 6749 / RFC 7591 error body. `message` repeats the description so the body also reads
+ * as the spec's error envelope (error + message); OAuth clients ignore members they do not know.
+ */
+const rfcError = (error: string, description: string) => ({ error, error_description: description, message: description });
 
 const formParser = express.urlencoded({ extended: false, limit: 8 * KB, inflate: false, parameterLimit: 20 });
 

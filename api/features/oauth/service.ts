@@ -108,6 +108,10 @@ export class OAuthService {
       const unsupported = values?.find((v) => !(allowed as readonly string[]).includes(v));
       if (unsupported) throw new ClientMetadataError('invalid_client_metadata', `${field}: "${unsupported}" is not supported`);
     }
+    // Postgres text cannot hold NUL: refused here rather than failing the insert.
+    if ([metadata.client_name, metadata.client_uri, ...metadata.redirect_uris].some((v) => v?.includes('\u0000'))) {
+      throw new ClientMetadataError('invalid_client_metadata', 'values must not contain NUL characters');
+    }
     const name = (metadata.client_name ?? '').trim().slice(0, 200) || 'Unnamed MCP client';
     const clientUri = metadata.client_uri && metadata.client_uri.length <= 2000 ? metadata.client_uri : null;
     const row = await this.deps.store.insertClient({ id: newId('mcc'), name, redirectUris: metadata.redirect_uris, clientUri });
