@@ -124,6 +124,8 @@ describe('POST /auth/cli', () => {
     expect(res.status).toBe(200);
     const handoff = formOf(res.text, 'handoff');
     expect(handoff.action).toBe('http://[::1]:5000/cb');
+    // CSP cannot name an IPv6 literal: the scheme stands in for it.
+    expect(res.headers.get('content-security-policy')).toContain('form-action http:;');
     expect(handoff.fields.token).toMatch(/^fgp_/);
   });
 

@@ -105,7 +105,7 @@ function sendApprovalPage(res: Response, session: SessionPrincipal, query: z.inf
   sendPage(res, {
     status: 200,
     title: 'Approve the Flagship CLI login',
-    formAction: ["'self'", callback.origin],
+    formAction: ["'self'", formActionSource(callback)],
     body:
       `<p>The <code>flagship</code> command line on this computer, listening on <code>${escapeHtml(callback.host)}</code>, asks to act as <strong>${escapeHtml(session.user.email)}</strong>.</p>` +
       `<p>It will receive a <strong>${CLI_TOKEN_TIER}</strong> personal access token valid for ${CLI_TOKEN_DAYS} days. You can revoke it with your other personal tokens at any time.</p>` +
@@ -125,12 +125,21 @@ function sendHandoffPage(res: Response, body: CliLoginRequest, token: string) {
   sendPage(res, {
     status: 200,
     title: 'Handing the login to the CLI',
-    formAction: [new URL(body.callback).origin],
+    formAction: [formActionSource(new URL(body.callback))],
     body:
       `<form id="handoff" method="post" action="${escapeHtml(body.callback)}">${hidden('token', token)}${hidden('state', body.state)}` +
       `<p>Sending the new token to the CLI… If nothing happens, <button type="submit">continue</button>.</p></form>`,
     script: "document.getElementById('handoff').submit();",
   });
+}
+
+/**
+ * The CSP form-action source of a callback: its origin, except for [::1], which CSP's host
+ * grammar cannot name (browsers drop such a source, blocking the form); then the http: scheme,
+ * safe here because the only form targets on these pages are the validated loopback callback.
+ */
+function formActionSource(callback: URL): string {
+  return callback.hostname.startsWith('[') ? 'http:' : callback.origin;
 }
 
 const jsonParser = express.json({ limit: BODY_LIMIT, type: () => true, inflate: false });
