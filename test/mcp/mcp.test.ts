@@ -124,6 +124,8 @@ describe('tools', () => {
     expect(rest.status).toBe(200);
     expect(evaluated).toMatchObject({ flagKey, value: rest.body.value, reason: rest.body.reason });
     expect(await tool(client, 'explain', { ...ref(a), context: { targetingKey: 'user-1' } })).toEqual(rest.body);
+    // The explain route's 64 KB body limit holds for the tool's arguments too.
+    expect(await tool(client, 'explain', { ...ref(a), context: { targetingKey: 'user-1', blob: 'x'.repeat(100_000) } })).toMatchObject({ isError: true, status: 413 });
   });
 
   it('a read connection previews a toggle but cannot apply it', async () => {

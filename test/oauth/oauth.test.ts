@@ -121,6 +121,16 @@ describe('authorization and consent', () => {
     expect((await app.request('POST', '/api/oauth/consent', { body, token: connector.accessToken })).status).toBe(403);
   });
 
+  it('refuses malformed and oversized consent and token requests', async () => {
+    const malformed = await app.request('POST', '/api/oauth/consent', { rawBody: '{"approve":', headers: { 'content-type': 'application/json' }, cookie: a.owner.cookie, csrf: a.owner.csrf });
+    expect(malformed.status).toBe(400);
+    const attempt = await authorizationRequest(client);
+    const oversized = await a.owner.request('POST', '/api/oauth/consent', { ...consentBody(attempt, [a.projectId]), padding: 'x'.repeat(300_000) });
+    expect(oversized.status).toBe(413);
+    expect((await a.owner.request('POST', '/api/oauth/consent', { ...consentBody(attempt, [a.projectId]), approve: 'yes' })).status).toBe(400);
+    expect((await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: 'x'.repeat(10_000), client_id: 'c' })).status).toBe(413);
+  });
+
   it('refuses projects the user is not a member of, and a denial redirects with access_denied', async () => {
     const outsider = await app.signup({ verified: true });
     const attempt = await authorizationRequest(client);

@@ -99,6 +99,10 @@ export class OAuthStore {
     await tx`
       INSERT INTO oauth_refresh_tokens (token_hash, connection_id, expires_at)
       VALUES (${pair.refreshHash}, ${pair.connectionId}, ${pair.refreshExpiresAt})`;
+    // Expired tokens of the connection are dead weight; spent refresh tokens stay until they
+    // expire, since presenting one again must still be recognised as reuse.
+    await tx`DELETE FROM oauth_access_tokens WHERE connection_id = ${pair.connectionId} AND expires_at < now()`;
+    await tx`DELETE FROM oauth_refresh_tokens WHERE connection_id = ${pair.connectionId} AND expires_at < now()`;
   }
 
   async lockRefreshToken(tx: TransactionSql, tokenHash: string): Promise<(RefreshTokenRow & { client_id: string; scope: ConnectorScope; revoked_at: Date | null }) | null> {
