@@ -7,16 +7,19 @@
  *                  ours: POST /api/ofrep/v1/evaluate/flags/{key}
  *                  flagd: POST /ofrep/v1/evaluate/flags/{key} (GOMAXPROCS=1)
  *   all 5 flags    the five flags of a service (10% rollouts each) for one context
- *                  ours: POST /api/ofrep/v1/evaluate/flags (OFREP bulk)
- *                  Unleash Edge: GET /api/frontend?userId=... (offline mode, one worker)
+ *                  ours: POST /api/ofrep/v1/evaluate/flags (OFREP bulk: every flag)
+ *                  Unleash Edge: GET /api/frontend/all?userId=... (every toggle, like ours), and
+ *                  GET /api/frontend?userId=... (only the toggles enabled for the context,
+ *                  usually none at 10%: the smaller answer Unleash's web SDK asks for)
+ *                  Edge runs offline on one tokio worker thread.
  *
  * Ours is the embedded profile (bench/eval-server.ts, what `npm start` runs plus two bare routes),
  * evaluation events recorded into the in-process chDB unless BENCH_EVENTS=off.
  *
  * The peers are built from their public sources for the measurement only and never committed;
  * point at the binaries with FLAGD_BIN and UNLEASH_EDGE_BIN (docs/benchmarks.md says how to build
- * them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single or bulk runs
- * one comparison. BENCH_SERVER_NODE_ARGS (e.g.
+ * them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single, bulk or
+ * bulk-enabled runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to our server's node.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -45,7 +48,7 @@ interface Target {
 
 interface Comparison {
   /** What BENCH_ONLY names it by. */
-  name: 'single' | 'bulk';
+  name: 'single' | 'bulk' | 'bulk-enabled';
   request: string;
   peer: Target | undefined;
   ours: Target;
@@ -190,6 +193,7 @@ async function main() {
       };
     }
     let edgeTarget: Target | undefined;
+    let edgeEnabledTarget: Target | undefined;
     if (UNLEASH_EDGE_BIN) {
       writeFileSync(path.join(dir, 'features.json'), edgeFeatures());
       const url = `http://127.0.0.1:${EDGE_PORT}/api/frontend?userId=${TARGETING_KEY}`;
@@ -200,17 +204,28 @@ async function main() {
         url,
         { headers: { authorization: EDGE_TOKEN } },
       );
-      edgeTarget = { name: 'Unleash Edge', request: { url, method: 'GET', headers: { authorization: EDGE_TOKEN } } };
+      edgeTarget = { name: 'Unleash Edge /api/frontend/all', request: { url: url.replace('/api/frontend?', '/api/frontend/all?'), method: 'GET', headers: { authorization: EDGE_TOKEN } } };
+      edgeEnabledTarget = { name: 'Unleash Edge /api/frontend', request: { url, method: 'GET', headers: { authorization: EDGE_TOKEN } } };
     }
     const all: Comparison[] = [
       { name: 'single', request: 'one boolean flag, 10% rollout, OFREP single', peer: flagdTarget, ours: singleTarget },
       { name: 'bulk', request: `all ${BULK_KEYS.length} flags of a service for one context`, peer: edgeTarget, ours: bulkTarget },
+      { name: 'bulk-enabled', request: `all ${BULK_KEYS.length} flags, the peer listing only those enabled for the context`, peer: edgeEnabledTarget, ours: bulkTarget },
     ];
     const comparisons = all.filter((c) => !ONLY || ONLY.includes(c.name));
     console.log(
       `bench:peers  ${DURATION}s per run, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds, ` +
         `servers ${pinned ? 'on CPU 0, autocannon on CPU 1' : 'unpinned'}, our evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped' : 'written to chDB'}`,
     );
+    // The answers differ in size (Unleash's frontend API lists only the toggles enabled for the
+    // context, so with 10% rollouts usually none): print each, so the table is read knowingly.
+    for (const c of comparisons) {
+      for (const target of [c.peer, c.ours]) {
+        if (target === undefined) continue;
+        const answer = await (await fetch(target.request.url, { method: target.request.method, headers: target.request.headers, body: target.request.body })).text();
+        console.log(`  ${c.name}, ${target.name} answers ${answer.length} bytes: ${answer.slice(0, 160)}${answer.length > 160 ? '...' : ''}`);
+      }
+    }
     const runs = new Map<Target, { rps: number; errors: number }[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       for (const c of comparisons) {
