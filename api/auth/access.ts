@@ -43,6 +43,8 @@ export interface CredentialPolicy {
   noPersonalTokens?: boolean;
   /** Needs the personal-token admin tier when called with one (org/project creation …). */
   adminTier?: boolean;
+  /** The route's AccessRule (RouteSpec): a `user` route without one spans the user's whole account. */
+  access?: unknown;
 }
 
 /** Spec 5.2 and 5.5, decided for every route from its declared policy (before any I/O). */
@@ -65,6 +67,9 @@ export function enforceCredentialPolicy(policy: CredentialPolicy, p: Principal, 
   }
   if (p.type === 'personal_access_token') {
     if (policy.noPersonalTokens) throw forbidden('personal tokens cannot do this');
+    // Connector tokens reach the consented projects only, not what spans the user's account
+    // (organizations, notifications, tokens across projects).
+    if (p.connection && policy.auth === 'user' && policy.access === undefined) throw forbidden(CONNECTOR_PROJECTS_ONLY);
     if (p.tier === 'read' && method !== 'GET' && method !== 'HEAD' && !policy.readOnly) throw forbidden(READ_ONLY);
     if (policy.adminTier && p.tier !== 'admin') throw forbidden(NO_ADMIN_TIER);
   }

@@ -207,6 +207,10 @@ describe('connector tokens in the authorization gate', () => {
     expect(projects.status).toBe(200);
     expect(JSON.stringify(projects.body)).not.toContain(b.projectId);
     expect((await app.request('GET', `/api/orgs/${a.orgId}/alert-channels`, bearer(conn.accessToken))).status).toBe(403);
+    // What spans the whole account is beyond the consent.
+    for (const path of ['/api/orgs', '/api/notifications', '/api/users/me/tokens']) {
+      expect([path, (await app.request('GET', path, bearer(conn.accessToken))).status]).toEqual([path, 403]);
+    }
   });
 
   it('read scope cannot write; write scope writes as the connection, never beyond the role', async () => {
