@@ -72,6 +72,9 @@ describe('authorization and consent', () => {
     expect(page.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
     expect(page.headers.get('content-security-policy')).toMatch(/script-src 'nonce-/);
     expect(page.text).toContain(a.owner.csrf);
+    // The page's script at least parses (it runs in the browser, not here).
+    const script = /<script nonce="[^"]+">([\s\S]*?)<\/script>/.exec(page.text)![1];
+    expect(() => new Function(script)).not.toThrow();
     const anonymous = await app.request('GET', `/api/oauth/authorize?${attempt.query}`);
     expect(anonymous.status).toBe(200);
     expect(anonymous.text).toMatch(/Sign in first/);
@@ -244,6 +247,20 @@ describe('connector tokens in the authorization gate', () => {
     expect((await app.request('GET', `/api/flags?projectId=${b.projectId}`, bearer(conn.accessToken))).status).toBe(200);
     expect((await b.owner.request('DELETE', `/api/projects/${b.projectId}/members/${b.member.id}`)).status).toBe(204);
     expect((await app.request('GET', `/api/flags?projectId=${b.projectId}`, bearer(conn.accessToken))).status).toBe(404);
+  });
+});
+
+describe('revocation (RFC 7009)', () => {
+  it('a client revoking its refresh token ends its connection; other clients cannot', async () => {
+    const conn = await connect(app, a.member, [a.projectId], 'read', client);
+    const other = await registerClient(app);
+    const { oauth, as } = other;
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, other.client, oauth.None(), conn.refreshToken, other.options));
+    expect((await app.request('GET', `/api/flags?projectId=${a.projectId}`, bearer(conn.accessToken))).status).toBe(200);
+    await client.oauth.processRevocationResponse(await client.oauth.revocationRequest(client.as, client.client, client.oauth.None(), conn.refreshToken, client.options));
+    expect((await app.request('GET', `/api/flags?projectId=${a.projectId}`, bearer(conn.accessToken))).status).toBe(401);
+    // Unknown tokens are not reported.
+    await client.oauth.processRevocationResponse(await client.oauth.revocationRequest(client.as, client.client, client.oauth.None(), 'mcpr_unknown', client.options));
   });
 });
 

@@ -103,6 +103,8 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
           authorization_endpoint: `${base}/api/oauth/authorize`,
           token_endpoint: `${base}/api/oauth/token`,
           registration_endpoint: `${base}/api/oauth/register`,
+          revocation_endpoint: `${base}/api/oauth/revoke`,
+          revocation_endpoint_auth_methods_supported: ['none'],
           scopes_supported: SCOPES,
           response_types_supported: ['code'],
           grant_types_supported: ['authorization_code', 'refresh_token'],
@@ -194,18 +196,23 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
       tags: ['oauth'],
       auth: 'public',
       csrfExempt: true,
-      async handler({ req, res }) {
-        res.setHeader('Cache-Control', 'no-store');
-        try {
-          const form = await readForm(req, res);
-          res.status(200).json(await oauth.token(form));
-        } catch (error) {
-          if (!(error instanceof OAuthError)) throw error;
-          const { error: code, error_description: description } = error.toResponseObject();
-          res.status(400).json(rfcError(code, description ?? error.message));
-        }
-        return HANDLED;
-      },
+      handler: ({ req, res }) =>
+        protocolAnswer(res, async () => {
+          res.status(200).json(await oauth.token(await readForm(req, res)));
+        }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/oauth/revoke',
+      summary: 'Token revocation (RFC 7009, form-encoded): an access or refresh token ends its connection',
+      tags: ['oauth'],
+      auth: 'public',
+      csrfExempt: true,
+      handler: ({ req, res }) =>
+        protocolAnswer(res, async () => {
+          await oauth.revoke(await readForm(req, res));
+          res.status(200).end();
+        }),
     }),
     defineRoute({
       method: 'get',
@@ -237,6 +244,19 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
  * as the spec's error envelope (error + message); OAuth clients ignore members they do not know.
  */
 const rfcError = (error: string, description: string) => ({ error, error_description: description, message: description });
+
+/** A protocol endpoint's answer (token, revoke): never cached; OAuth errors as RFC 6749 5.2 bodies. */
+async function protocolAnswer(res: Response, work: () => Promise<void>): Promise<typeof HANDLED> {
+  res.setHeader('Cache-Control', 'no-store');
+  try {
+    await work();
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    const { error: code, error_description: description } = error.toResponseObject();
+    res.status(400).json(rfcError(code, description ?? error.message));
+  }
+  return HANDLED;
+}
 
 const formParser = express.urlencoded({ extended: false, limit: 8 * KB, inflate: false, parameterLimit: 20 });
 

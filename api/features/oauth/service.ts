@@ -244,6 +244,17 @@ export class OAuthService {
   }
 
   /**
+   * RFC 7009 revocation by the client: either token ends its whole connection (the client is
+   * disconnecting). Unknown tokens and other clients' tokens change nothing and are not reported.
+   */
+  async revoke(raw: unknown): Promise<void> {
+    const parsed = z.object({ token: text(200), client_id: text(128), token_type_hint: text(50).optional() }).safeParse(raw);
+    if (!parsed.success) throw new InvalidRequestError('token and client_id are required');
+    const connection = await this.deps.store.connectionOfToken(sha256Hex(parsed.data.token));
+    if (connection && connection.client_id === parsed.data.client_id) await this.deps.store.revokeConnection(this.deps.store.sql, connection.id);
+  }
+
+  /**
    * Bearer resolution for `mcp_` tokens. Not memoised: a revoked connection or a user removed
    * from a project must stop working at once, and connector traffic is light.
    */

@@ -124,6 +124,15 @@ export class OAuthStore {
     return rows.length > 0;
   }
 
+  /** The connection an access or refresh token (by hash) was issued under, with its client. */
+  async connectionOfToken(tokenHash: string): Promise<{ id: string; client_id: string } | null> {
+    const [row] = await this.sql<{ id: string; client_id: string }[]>`
+      SELECT c.id, c.client_id FROM oauth_connections c
+      WHERE c.id IN (SELECT connection_id FROM oauth_access_tokens WHERE token_hash = ${tokenHash}
+                     UNION ALL SELECT connection_id FROM oauth_refresh_tokens WHERE token_hash = ${tokenHash})`;
+    return row ?? null;
+  }
+
   async listConnections(userId: string): Promise<(ConnectionRow & { client_name: string })[]> {
     return this.sql<(ConnectionRow & { client_name: string })[]>`
       SELECT c.*, k.client_name FROM oauth_connections c JOIN oauth_clients k ON k.id = c.client_id
