@@ -1,7 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { connect, registerClient, type OAuthClient } from '../oauth/support';
-import { eventually, startTestApp, type TestApp } from '../support/harness';
+import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { approveInBrowser, connect, REDIRECT_URI, registerClient, type OAuthClient } from '../oauth/support';
+import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { createFlag, createProject, expectStatus, personalToken, type Project } from '../webhooks/support';
 
 /** The hosted MCP server (spec 5.6, CONTRACT 12): the SDK's client with a connector token from the full OAuth flow. */
@@ -92,6 +94,72 @@ describe('the MCP endpoint', () => {
     );
     const toggle = tools.find((t) => t.name === 'toggle_flag')!;
     expect(toggle.inputSchema.required).toEqual(expect.arrayContaining(['key', 'serviceId', 'environment', 'enabled']));
+  });
+});
+
+/**
+ * The SDK's own OAuth client (what MCP clients ship), with the user's browser played by
+ * approveInBrowser: it starts from the 401, discovers, registers, sends the user to consent, and
+ * exchanges the code the redirect brings back.
+ */
+class BrowserlessProvider implements OAuthClientProvider {
+  private info?: OAuthClientInformationMixed;
+  private saved?: OAuthTokens;
+  private verifier = '';
+  code?: string;
+
+  constructor(
+    private readonly user: TestUser,
+    private readonly projectIds: string[],
+  ) {}
+
+  get redirectUrl() {
+    return REDIRECT_URI;
+  }
+  get clientMetadata() {
+    return { client_name: 'SDK client', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none', scope: 'write' };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+  async redirectToAuthorization(url: URL) {
+    const consent = await approveInBrowser(this.user, url, this.projectIds);
+    if (consent.status !== 200) throw new Error(`consent failed: ${consent.status} ${consent.text}`);
+    this.code = new URL(consent.body.redirectUrl).searchParams.get('code') ?? undefined;
+  }
+}
+
+describe('an MCP client with the SDK\'s OAuth support', () => {
+  it('goes from the 401 through discovery, registration, consent and PKCE to calling tools', async () => {
+    const provider = new BrowserlessProvider(a.owner, [a.projectId]);
+    const url = new URL(`${app.urls.control}/mcp`);
+    const first = new StreamableHTTPClientTransport(url, { authProvider: provider });
+    await expect(new Client({ name: 'sdk-oauth', version: '1' }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(provider.code).toEqual(expect.any(String));
+    await first.finishAuth(provider.code!);
+    expect(provider.tokens()?.access_token).toMatch(/^mcp_[0-9a-f]{64}$/);
+
+    const client = new Client({ name: 'sdk-oauth', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
+    open.push(client);
+    expect((await tool(client, 'list_projects')).projects.map((p: { id: string }) => p.id)).toEqual([a.projectId]);
+    const me = await app.request('GET', '/api/users/me', { token: provider.tokens()!.access_token });
+    expect(me.body.credential).toMatchObject({ type: 'connector_token', scope: 'write', projectIds: [a.projectId] });
   });
 });
 

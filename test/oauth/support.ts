@@ -68,10 +68,23 @@ export interface Connection {
 export async function connect(app: TestApp, user: TestUser, projectIds: string[], scope: 'read' | 'write' = 'read', existing?: OAuthClient): Promise<Connection> {
   const c = existing ?? (await registerClient(app));
   const attempt = await authorizationRequest(c, { scope });
-  const consent = await user.request('POST', '/api/oauth/consent', consentBody(attempt, projectIds));
+  const consent = await approveInBrowser(user, new URL(`${c.as.authorization_endpoint}?${attempt.query}`), projectIds);
   if (consent.status !== 200) throw new Error(`consent failed: ${consent.status} ${consent.text}`);
   const tokens = await exchange(c, attempt, consent.body.redirectUrl);
   return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token!, client: c };
+}
+
+/**
+ * What the consent page does in the user's browser: open the authorization URL (the page), read
+ * the consent API, post the choice with the session's CSRF token. Answers the POST's response.
+ */
+export async function approveInBrowser(user: TestUser, authorizationUrl: URL, projectIds: string[]) {
+  const path = `${authorizationUrl.pathname}${authorizationUrl.search}`;
+  const page = await user.request('GET', path);
+  if (page.status !== 200 || !page.text.includes(user.csrf)) throw new Error(`consent page: ${page.status} ${page.text.slice(0, 200)}`);
+  const shown = await user.request('GET', `/api/oauth/consent${authorizationUrl.search}`);
+  if (shown.status !== 200) throw new Error(`consent API: ${shown.status} ${shown.text}`);
+  return user.request('POST', '/api/oauth/consent', { ...Object.fromEntries(authorizationUrl.searchParams), projectIds, approve: true });
 }
 
 export async function exchange(c: OAuthClient, attempt: AuthorizationAttempt, redirectUrl: string) {
