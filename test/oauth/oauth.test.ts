@@ -290,3 +290,13 @@ describe('connections', () => {
     expect((await app.request('GET', '/api/flags', bearer(`mcp_${'0'.repeat(64)}`))).status).toBe(401);
   });
 });
+
+describe('registration rate limit', () => {
+  // Last: it spends this address's registrations for the window.
+  it('answers 429 past 20 registrations per address per window', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 25; i++) statuses.push((await app.request('POST', '/api/oauth/register', { body: { redirect_uris: ['https://a.example.com/cb'] } })).status);
+    expect(statuses).toContain(429);
+    expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(20);
+  });
+});
