@@ -226,13 +226,16 @@ async function main() {
         console.log(`  ${c.name}, ${target.name} answers ${answer.length} bytes: ${answer.slice(0, 160)}${answer.length > 160 ? '...' : ''}`);
       }
     }
-    const runs = new Map<Target, { rps: number; errors: number }[]>();
+    // Keyed by comparison and side: one of our targets may serve in two comparisons.
+    const runs = new Map<string, { rps: number; errors: number }[]>();
+    const runKey = (c: Comparison, side: 'peer' | 'ours') => `${c.name}:${side}`;
     for (let round = 1; round <= ROUNDS; round++) {
       for (const c of comparisons) {
-        for (const target of [c.peer, c.ours]) {
+        for (const side of ['peer', 'ours'] as const) {
+          const target = c[side];
           if (target === undefined) continue;
           const result = await peak(target);
-          runs.set(target, [...(runs.get(target) ?? []), result]);
+          runs.set(runKey(c, side), [...(runs.get(runKey(c, side)) ?? []), result]);
           console.log(`  round ${round}/${ROUNDS} ${c.request}, ${target.name}: ${fmt(result.rps)} req/s`);
         }
       }
@@ -241,8 +244,8 @@ async function main() {
     console.log('| request | peer | peer req/s | ours req/s | ours/peer (median of rounds) | errors |');
     console.log('|---|---|---|---|---:|---:|');
     for (const c of comparisons) {
-      const mine = runs.get(c.ours)!;
-      const theirs = c.peer ? runs.get(c.peer)! : undefined;
+      const mine = runs.get(runKey(c, 'ours'))!;
+      const theirs = runs.get(runKey(c, 'peer'));
       const span = (xs: { rps: number }[]) => `${fmt(Math.min(...xs.map((x) => x.rps)))}-${fmt(Math.max(...xs.map((x) => x.rps)))}`;
       const ratio = theirs ? fmt(median(mine.map((m, i) => m.rps / theirs[i].rps)), 2) : '-';
       const errors = [...mine, ...(theirs ?? [])].reduce((n, r) => n + r.errors, 0);
