@@ -5,7 +5,7 @@ import type { RateLimiter } from '../../http/rate-limit';
 import { HANDLED, KB, defineRoute, safeEqual, type AnyRoute } from '../../http/route';
 import type { SessionPrincipal } from '../../auth/principal';
 import type { PersonalTokenService } from '../personal-tokens/service';
-import { escapeHtml, hidden, sendPage } from './page';
+import { escapeHtml, hidden, sendPage } from '../../http/html-page';
 import { CliLoginBody, CliLoginQuery, type CliLoginRequest } from './request';
 
 /** Spec 5.5: what a CLI login issues. */

@@ -1,35 +1,28 @@
-import { randomBytes } from 'node:crypto';
+import { escapeHtml, hidden, type PageOptions } from '../../http/html-page';
 
 /**
  * The minimal consent page served by GET /api/oauth/authorize (there is no web console yet).
  * It reads the authorization request from its own query string, asks GET /api/oauth/consent
  * what to show, and posts the choice to POST /api/oauth/consent with the session's CSRF token,
  * then follows the returned redirect. Everything dynamic is inserted as text, never as HTML;
- * the CSP (routes.ts) allows only this page's nonce'd script and style.
+ * the page's script runs under its nonce and may only fetch from this origin.
  */
-export function consentPage(opts: { csrfToken: string; userEmail: string }): { html: string; nonce: string } {
-  const nonce = randomBytes(16).toString('base64');
-  const html = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Connect an assistant</title>
-<style nonce="${nonce}">
-body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;color:#222}
-fieldset{border:1px solid #ccc;padding:.5rem 1rem}label{display:block;margin:.3rem 0}
-button{margin:1rem .5rem 0 0;padding:.5rem 1rem}.error{color:#b00020}
-</style></head>
-<body>
-<h1>Connect an assistant</h1>
-<p>Signed in as <strong>${escapeHtml(opts.userEmail)}</strong>.</p>
+export function consentPage(opts: { csrfToken: string; userEmail: string }): PageOptions {
+  return {
+    status: 200,
+    title: 'Connect an assistant',
+    body: `<p>Signed in as <strong>${escapeHtml(opts.userEmail)}</strong>.</p>
 <p id="intro">Loading…</p>
 <form id="consent" hidden>
-<input type="hidden" name="csrf" value="${escapeHtml(opts.csrfToken)}">
+${hidden('csrf', opts.csrfToken)}
 <p>It asks for: <strong id="scopes"></strong> access. It will act as you, never beyond your role, and only on the projects you choose.</p>
 <fieldset><legend>Projects</legend><div id="projects"></div></fieldset>
 <button type="submit" name="approve" value="true">Allow</button>
 <button type="submit" name="approve" value="false">Deny</button>
 </form>
-<p id="error" class="error" role="alert"></p>
-<script nonce="${nonce}">
+<p id="error" class="error" role="alert"></p>`,
+    connectSrc: ["'self'"],
+    script: `
 (function () {
   var form = document.getElementById('consent');
   var error = document.getElementById('error');
@@ -66,23 +59,15 @@ button{margin:1rem .5rem 0 0;padding:.5rem 1rem}.error{color:#b00020}
       .catch(function (e) { fail(e.message); });
   });
 })();
-</script>
-</body></html>`;
-  return { html, nonce };
+`,
+  };
 }
 
 /** Shown by GET /api/oauth/authorize without a session: sign in, then reload. */
-export function signInPage(baseUrl: string): { html: string; nonce: string } {
-  const nonce = randomBytes(16).toString('base64');
-  const html = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign in first</title>
-<style nonce="${nonce}">body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem}</style></head>
-<body><h1>Sign in first</h1>
-<p>An assistant asks to connect to your feature flags. Sign in to ${escapeHtml(baseUrl)} in this browser, then reload this page to choose what it may reach.</p>
-</body></html>`;
-  return { html, nonce };
-}
-
-function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+export function signInPage(baseUrl: string): PageOptions {
+  return {
+    status: 200,
+    title: 'Sign in first',
+    body: `<p>An assistant asks to connect to your feature flags. Sign in to ${escapeHtml(baseUrl)} in this browser, then reload this page to choose what it may reach.</p>`,
+  };
 }

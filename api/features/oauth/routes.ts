@@ -9,6 +9,7 @@ import { ipBucket } from '../../http/client-ip';
 import type { RateLimiter } from '../../http/rate-limit';
 import { defineRoute, HANDLED, KB, reply, type AnyRoute } from '../../http/route';
 import { idSchema } from '../projects/common';
+import { sendPage } from '../../http/html-page';
 import { consentPage, signInPage } from './consent-page';
 import {
   authorizationRequestSchema,
@@ -271,16 +272,4 @@ function readForm(req: Request, res: Response): Promise<Record<string, unknown>>
       reject(new InvalidRequestError('the form body could not be read'));
     }),
   );
-}
-
-function sendPage(res: Response, page: { html: string; nonce: string }) {
-  res.setHeader(
-    'Content-Security-Policy',
-    `default-src 'none'; script-src 'nonce-${page.nonce}'; style-src 'nonce-${page.nonce}'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
-  );
-  res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Referrer-Policy', 'no-referrer');
-  res.setHeader('Cache-Control', 'no-store');
-  res.status(200).type('html').send(page.html);
 }
