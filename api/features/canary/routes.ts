@@ -117,7 +117,7 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       params: FlagKeyParams,
       body: AdvanceBody,
       async handler(ctx) {
-        const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const actor = actorFromPrincipal(ctx.principal, ctx);
         return reply(200, await canaries.advance(actor, ctx.granted[0], refOf(ctx.params.key, ctx.body), ctx.body.force), PRIVATE_NO_STORE);
       },
     }),
@@ -132,7 +132,7 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       params: FlagKeyParams,
       body: AbortBody,
       async handler(ctx) {
-        const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const actor = actorFromPrincipal(ctx.principal, ctx);
         return reply(200, await canaries.abort(actor, refOf(ctx.params.key, ctx.body), ctx.body.reason), PRIVATE_NO_STORE);
       },
     }),

@@ -133,7 +133,7 @@ export function experimentRoutes(deps: { experiments: BanditService; projectOf: 
       body: CreateBody,
       bodyLimit: SMALL_BODY,
       async handler(ctx) {
-        const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const actor = actorFromPrincipal(ctx.principal, ctx);
         return reply(201, await experiments.create(actor, ctx.body), PRIVATE_NO_STORE);
       },
     }),
@@ -161,7 +161,7 @@ export function experimentRoutes(deps: { experiments: BanditService; projectOf: 
       params: ExperimentParams,
       bodyLimit: SMALL_BODY,
       async handler(ctx) {
-        const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const actor = actorFromPrincipal(ctx.principal, ctx);
         return reply(200, await experiments.reallocate(actor, ctx.params.id), PRIVATE_NO_STORE);
       },
     }),
@@ -192,7 +192,7 @@ export function experimentRoutes(deps: { experiments: BanditService; projectOf: 
       body: StopBody,
       bodyLimit: SMALL_BODY,
       async handler(ctx) {
-        const actor = actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+        const actor = actorFromPrincipal(ctx.principal, ctx);
         return reply(200, await experiments.stop(actor, ctx.params.id, ctx.body.reason), PRIVATE_NO_STORE);
       },
     }),

@@ -84,7 +84,7 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
       const serviceId = serviceIdOf(item);
       return serviceId !== undefined && demo.isDemoService(serviceId);
     });
-  const actorOf = (ctx: BulkContext): AuditActor => actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+  const actorOf = (ctx: BulkContext): AuditActor => actorFromPrincipal(ctx.principal, ctx);
 
   function requireItemLimit(items: unknown[]) {
     if (items.length > BULK_MAX_ITEMS && !everyItemOnDemo(items)) {

@@ -134,7 +134,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
   };
 
   const client = (ctx: { principal: Principal; ip: string; userAgent: string }) =>
-    actorFromPrincipal(ctx.principal, { ip: ctx.ip, userAgent: ctx.userAgent });
+    actorFromPrincipal(ctx.principal, ctx);
 
   return [
     defineRoute({
