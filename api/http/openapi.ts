@@ -30,6 +30,8 @@ const ERROR_STATUSES: Record<number, string> = {
 export class OpenApiCatalog {
   private readonly registry = new OpenAPIRegistry();
   private readonly seen = new Set<string>();
+  /** operationId -> the operation that has it. */
+  private readonly operationIds = new Map<string, string>();
   private cached?: object;
 
   constructor(private readonly info: { title: string; version: string }) {
@@ -42,6 +44,10 @@ export class OpenApiCatalog {
     const id = `${route.method} ${path}`;
     if (this.seen.has(id)) return;
     this.seen.add(id);
+    const operationId = operationIdOf(route.method, path);
+    const other = this.operationIds.get(operationId);
+    if (other !== undefined) throw new Error(`${id} and ${other} would share the operationId ${operationId}`);
+    this.operationIds.set(operationId, id);
     this.cached = undefined;
     const status = route.status ?? 200;
     const responses: Record<string, ResponseConfig> = {
@@ -55,6 +61,7 @@ export class OpenApiCatalog {
     this.registry.registerPath({
       method: route.method,
       path,
+      operationId,
       summary: route.summary,
       tags: route.tags,
       security: route.auth === 'public' ? [{}, { bearerAuth: [] }, { sessionCookie: [] }] : [{ bearerAuth: [] }, { sessionCookie: [] }],
@@ -75,6 +82,27 @@ export class OpenApiCatalog {
     });
     return this.cached;
   }
+}
+
+/**
+ * The operation's stable id, derived from its method and path so that every client generator
+ * names one method per operation and the name changes only with the route:
+ * `get /api/flags/{key}/versions` -> `getFlagsByKeyVersions`.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\//, '/')
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => {
+      const param = /^\{(.+)\}$/.exec(segment);
+      return (param ? `by-${param[1]}` : segment)
+        .split(/[^A-Za-z0-9]+/)
+        .filter(Boolean)
+        .map((word) => word[0].toUpperCase() + word.slice(1))
+        .join('');
+    });
+  return method + words.join('');
 }
 
 function asObject(schema: ZodTypeAny | undefined): z.AnyZodObject | undefined {
