@@ -6,7 +6,7 @@ import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 const IO_BUILTINS = ['fs', 'fs/promises', 'net', 'http', 'https', 'http2', 'tls', 'dgram', 'dns', 'dns/promises', 'child_process', 'cluster', 'worker_threads', 'os', 'readline'];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'api/gen/**', 'node_modules/**', 'data/**', 'coverage/**', '*.js', '*.mjs'] },
+  { ignores: ['dist/**', 'api/gen/**', 'web/src/api/schema.d.ts', 'node_modules/**', 'data/**', 'coverage/**', '*.js', '*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -24,6 +24,15 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { disallowTypeAnnotations: false }],
       // Circles between modules that load each other (import-x does not follow `import type`).
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+    },
+  },
+  {
+    // The web console (web/, built by Vite): browser code with JSX; imports resolve .tsx too.
+    files: ['web/**/*.{ts,tsx}'],
+    settings: {
+      'import-x/extensions': ['.ts', '.tsx', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.tsx', '.js', '.json'] })],
     },
   },
   {

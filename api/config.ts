@@ -118,6 +118,15 @@ const envSchema = z.object({
 
   /** Public address of the data plane, handed to SDKs by /api/sdk-config (default: the request's origin). */
   PUBLIC_DATA_URL: z.string().url().optional(),
+  /**
+   * Origins the web console may connect to besides its own (its Content-Security-Policy
+   * connect-src), comma-separated; PUBLIC_DATA_URL's origin is always added.
+   */
+  CONSOLE_CONNECT_SRC: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.string().url().transform((url) => new URL(url).origin))),
   /** Evaluation snapshots compare themselves with Postgres this often (repairs lost bus messages). */
   EVAL_SNAPSHOT_RECONCILE_MS: z.coerce.number().int().min(0).default(30_000),
   /** Hot-path rate-limit counters are added to the shared cache this often. */

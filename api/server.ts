@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from 'express';
 import { openAnalytics, type Analytics } from '../analytics/client';
 import { applyAnalyticsRetention, migrateAnalytics, ownsAnalyticsSchema } from '../analytics/migrate';
 import type { WorkerHandle } from '../activities/worker';
@@ -18,6 +19,7 @@ import { AuthThrottle, SendThrottle } from './features/accounts/throttle';
 import { AuditWriter } from './features/audit/writer';
 import { cliLoginRoutes } from './features/cli-login/routes';
 import { cohortFeatureRoutes } from './features/cohorts/wiring';
+import { consoleSite } from './features/console/site';
 import { healthRoutes } from './features/health/routes';
 import { createOAuthFeature } from './features/oauth/wiring';
 import { mcpRoutes } from './features/mcp/routes';
@@ -98,6 +100,8 @@ export interface Platform {
   evaluation?: EvaluationFeature;
   /** Handlers that see a listener's requests before Express (the evaluation lean path); false = not mine. */
   front: Partial<Record<'control' | 'data' | 'ingest', FrontHandler>>;
+  /** The web console (dist/web) on the control plane; absent when it is not built or not a control process. */
+  consoleSite?: RequestHandler;
   onShutdown(hook: ShutdownHook): void;
   /** Runs before listeners drain (end long-lived streams so draining does not wait for their clients). */
   onDrain(hook: ShutdownHook): void;
@@ -292,6 +296,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       routes: { control, data, ingest },
       evaluation,
       front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
+      // The web console (issue 18, api/features/console): its CSP lets it reach the public data plane.
+      consoleSite: config.ROLES.includes('control')
+        ? consoleSite({ dir: projectPath('dist', 'web'), connectSrc: [...(config.PUBLIC_DATA_URL ? [new URL(config.PUBLIC_DATA_URL).origin] : []), ...config.CONSOLE_CONNECT_SRC], logger })
+        : undefined,
       onShutdown,
       onDrain: (hook: ShutdownHook) => drainHooks.push(hook),
       async beforeDrain() {
@@ -339,6 +347,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         access: platform.access,
         openapi: platform.openapi,
         routes: platform.routes[name],
+        site: name === 'control' ? platform.consoleSite : undefined,
       });
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;

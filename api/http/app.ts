@@ -25,6 +25,8 @@ export interface HttpAppOptions {
   access: ProjectAccess;
   openapi: OpenApiCatalog;
   routes: AnyRoute[];
+  /** Answers what no route took, before the 404 (the web console on the control plane). */
+  site?: express.RequestHandler;
 }
 
 /** One Express app per listener; all three share this middleware chain and error envelope. */
@@ -75,6 +77,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
     },
   });
   app.use(router);
+  if (opts.site) app.use(opts.site);
 
   app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
   app.use(errorHandler());

@@ -1,0 +1,195 @@
+/**
+ * The shell: header (organization and project switchers, the user, sign out), the navigation
+ * built from the routes table, and the current screen. Screen does what every page needs: the
+ * access rule, the document title, moving focus to the new page, and screen_viewed.
+ */
+import { Suspense, useEffect, type ReactNode } from 'react';
+import { Link, Redirect, Route, Switch, useLocation, useParams, useRoute, useSearch } from 'wouter';
+import { api, call } from './api/client';
+import { nextTarget } from './navigation';
+import { hrefOf, routes, type ConsoleRoute } from './routes';
+import { SessionProvider, useSession } from './session';
+import { screenViewed } from './telemetry';
+
+export function App() {
+  return (
+    <SessionProvider>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <Header />
+      <div className="layout">
+        <Nav />
+        <main id="main" tabIndex={-1}>
+          <Suspense fallback={<p role="status" className="muted">Loading…</p>}>
+            <Switch>
+              {routes.map((route) => (
+                <Route key={route.path} path={route.path}>
+                  <Screen route={route} />
+                </Route>
+              ))}
+              <Route path="/">
+                <Home />
+              </Route>
+              <Route>
+                <NotFound />
+              </Route>
+            </Switch>
+          </Suspense>
+        </main>
+      </div>
+    </SessionProvider>
+  );
+}
+
+/** The project in the address (`/projects/:projectId/...`), which the switcher and project links follow. */
+function useCurrentProjectId(): string | undefined {
+  const [exact, params] = useRoute<{ projectId: string }>('/projects/:projectId');
+  const [nested, nestedParams] = useRoute<{ projectId: string }>('/projects/:projectId/*');
+  return exact ? params.projectId : nested ? nestedParams.projectId : undefined;
+}
+
+function Screen({ route }: { route: ConsoleRoute }) {
+  const session = useSession();
+  const [location] = useLocation();
+  const search = useSearch();
+  const { projectId } = useParams<{ projectId?: string }>();
+  const Page = route.page;
+  const allowed = session.status === 'loading' ? undefined : route.access === 'public' || (route.access === 'user') === (session.status === 'signed-in');
+
+  useEffect(() => {
+    if (!allowed) return;
+    document.title = `${route.title} · Flagship`;
+    screenViewed(route.screen, projectId);
+    // Keyboard and screen-reader users start at the new page, not at the link they left.
+    document.getElementById('main')?.focus({ preventScroll: true });
+  }, [allowed, route, projectId]);
+
+  if (allowed === undefined) return <p role="status" className="muted">Loading…</p>;
+  if (!allowed) {
+    if (route.access === 'user') return <Redirect to={`/signin?next=${encodeURIComponent(location + (search ? `?${search}` : ''))}`} replace />;
+    return <Redirect to={nextTarget(search)} replace />;
+  }
+  return <Page />;
+}
+
+function Home() {
+  const session = useSession();
+  if (session.status === 'loading') return <p role="status" className="muted">Loading…</p>;
+  return <Redirect to={session.status === 'signed-in' ? '/projects' : '/signin'} replace />;
+}
+
+function NotFound() {
+  return (
+    <>
+      <h1>Page not found</h1>
+      <p>
+        There is no page here. <Link href="/">Go to the start</Link>.
+      </p>
+    </>
+  );
+}
+
+function Header() {
+  const session = useSession();
+  const [, navigate] = useLocation();
+  const projectId = useCurrentProjectId();
+
+  async function signOut() {
+    await call(api.POST('/api/auth/logout')).catch(() => undefined);
+    await session.reload();
+    navigate('/signin');
+  }
+
+  return (
+    <header className="topbar">
+      <Link href="/" className="brand">
+        Flagship
+      </Link>
+      {session.status === 'signed-in' && (
+        <>
+          <Switchers projectId={projectId} />
+          <div className="user">
+            <span className="muted" title={session.user?.email}>
+              {session.user?.name}
+            </span>
+            <button type="button" onClick={() => void signOut()}>
+              Sign out
+            </button>
+          </div>
+        </>
+      )}
+    </header>
+  );
+}
+
+function Switchers({ projectId }: { projectId?: string }) {
+  const session = useSession();
+  const [, navigate] = useLocation();
+  const current = session.projects.find((p) => p.id === projectId);
+  // The organization follows the project being looked at; otherwise the one last chosen.
+  const orgId = current?.orgId ?? session.orgId;
+  const inOrg = session.projects.filter((p) => p.orgId === orgId);
+  return (
+    <div className="switchers">
+      <label>
+        <span>Organization</span>
+        <select
+          value={orgId ?? ''}
+          onChange={(e) => {
+            session.selectOrg(e.target.value);
+            navigate('/projects');
+          }}
+        >
+          {session.orgs.map((org) => (
+            <option key={org.id} value={org.id}>
+              {org.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        <span>Project</span>
+        <select value={current?.id ?? ''} onChange={(e) => navigate(e.target.value ? `/projects/${encodeURIComponent(e.target.value)}` : '/projects')}>
+          <option value="">{inOrg.length ? 'All projects' : 'No projects yet'}</option>
+          {inOrg.map((project) => (
+            <option key={project.id} value={project.id}>
+              {project.name}
+            </option>
+          ))}
+        </select>
+      </label>
+    </div>
+  );
+}
+
+function Nav() {
+  const session = useSession();
+  const projectId = useCurrentProjectId();
+  const [location] = useLocation();
+  if (session.status !== 'signed-in') return null;
+  const links = routes
+    .filter((r) => r.nav && (r.nav.scope === 'global' || projectId))
+    .sort((a, b) => (a.nav!.scope === b.nav!.scope ? a.nav!.order - b.nav!.order : a.nav!.scope === 'global' ? -1 : 1));
+  const item = (route: ConsoleRoute): ReactNode => {
+    const href = hrefOf(route, projectId)!;
+    return (
+      <li key={route.path}>
+        <Link href={href} aria-current={location === href ? 'page' : undefined}>
+          {route.nav!.label}
+        </Link>
+      </li>
+    );
+  };
+  return (
+    <nav aria-label="Console">
+      <ul>{links.filter((r) => r.nav!.scope === 'global').map(item)}</ul>
+      {projectId && (
+        <>
+          <h2 className="nav-heading">Project</h2>
+          <ul>{links.filter((r) => r.nav!.scope === 'project').map(item)}</ul>
+        </>
+      )}
+    </nav>
+  );
+}

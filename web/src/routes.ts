@@ -1,0 +1,50 @@
+/**
+ * Every screen of the console, in one table: the router, the navigation, the page title and the
+ * screen_viewed telemetry all read it. A new page is one entry here and one module under pages/
+ * (web/README.md). Pages load on demand (React.lazy), so the first load stays small.
+ */
+import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
+
+export interface ConsoleRoute {
+  /** A wouter pattern (`/projects/:projectId/flags`); `:projectId` makes it a project page. */
+  path: string;
+  /** Stable screen name for telemetry (screen_viewed) and tests; never contains ids. */
+  screen: string;
+  /** The document title (and usually the page's heading). */
+  title: string;
+  /** public: anyone; signed-out: only without a session (sign-in); user: a signed-in user. */
+  access: 'public' | 'signed-out' | 'user';
+  page: LazyExoticComponent<ComponentType>;
+  /** In the navigation: global links always, project links when a project is selected. */
+  nav?: { label: string; scope: 'global' | 'project'; order: number };
+}
+
+export const routes: ConsoleRoute[] = [
+  { path: '/signin', screen: 'sign_in', title: 'Sign in', access: 'signed-out', page: lazy(() => import('./pages/sign-in')) },
+  { path: '/signup', screen: 'sign_up', title: 'Create an account', access: 'signed-out', page: lazy(() => import('./pages/sign-up')) },
+  // Linked from mails (api/features/accounts, api/features/invitations): the paths are fixed.
+  { path: '/verify-email', screen: 'verify_email', title: 'Verify your e-mail address', access: 'public', page: lazy(() => import('./pages/verify-email')) },
+  { path: '/invitations/accept', screen: 'accept_invitation', title: 'Accept an invitation', access: 'public', page: lazy(() => import('./pages/accept-invitation')) },
+  {
+    path: '/projects',
+    screen: 'projects',
+    title: 'Projects',
+    access: 'user',
+    page: lazy(() => import('./pages/projects')),
+    nav: { label: 'Projects', scope: 'global', order: 10 },
+  },
+  {
+    path: '/projects/:projectId',
+    screen: 'project_home',
+    title: 'Project overview',
+    access: 'user',
+    page: lazy(() => import('./pages/project-home')),
+    nav: { label: 'Overview', scope: 'project', order: 10 },
+  },
+];
+
+/** A route's path with the current project filled in (for project-scoped links). */
+export function hrefOf(route: ConsoleRoute, projectId: string | undefined): string | undefined {
+  if (!route.path.includes(':projectId')) return route.path;
+  return projectId ? route.path.replace(':projectId', encodeURIComponent(projectId)) : undefined;
+}
