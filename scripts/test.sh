@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: provisions and starts Postgres, Redis and Temporal if
-# absent, then typecheck, lint, unit + integration tests (jest) against the real servers,
+# absent (and chromium for the browser tests), then typecheck, lint, the build (API and web
+# console), unit + integration + browser tests (jest) against the real servers,
 # a smoke run of the embedded profile, and Schemathesis against the running API. Arguments go
 # to jest and skip the smoke run and Schemathesis (`npm test -- test/accounts`).
 #
@@ -17,6 +18,8 @@ summarized=0
 logs="${TEST_LOG_DIR:-${TMPDIR:-/tmp}/flags-test-logs/$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 mkdir -p "$logs"
 export SCHEMATHESIS_LOG="$logs/schemathesis.log"
+# Artifacts of the run (the browser tests' screenshots go to $TEST_LOG_DIR/screenshots).
+export TEST_LOG_DIR="$logs"
 
 mark_ok() { passed=$((passed + 1)); echo "-- $1: ok"; }
 mark_failed() { failed=$((failed + 1)); echo "-- $1: FAILED${2:+ ($2)}"; }
@@ -58,6 +61,11 @@ if infra_env="$(bash scripts/test-infra.sh env)"; then
 else
   mark_failed "servers" "scripts/test-infra.sh up"
   servers=failed
+fi
+
+# The browser tests (test/browser) drive Debian's chromium through playwright-core.
+if ! command -v chromium >/dev/null; then
+  step chromium bash -c 'source scripts/provision.sh && need_command chromium chromium'
 fi
 
 step typecheck npm run --silent typecheck

@@ -23,7 +23,7 @@ interface AdminEvent {
   occurredAt: number;
   platform: string;
   apiOrigin: string;
-  properties: string;
+  properties: Record<string, string | number | boolean>;
 }
 
 const queue: AdminEvent[] = [];
@@ -65,7 +65,8 @@ function record(event: string, properties: Record<string, string | number | bool
     occurredAt: Date.now(),
     platform: 'web',
     apiOrigin: location.origin,
-    properties: JSON.stringify(properties),
+    // Absent values left out: the server keeps properties as a JSON object.
+    properties: Object.fromEntries(Object.entries(properties).filter(([, v]) => v !== undefined)) as AdminEvent['properties'],
   });
   if (queue.length >= MAX_BATCH) flush();
   else timer ??= setTimeout(flush, FLUSH_MS);

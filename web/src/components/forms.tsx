@@ -60,11 +60,15 @@ export function Field({ label, name, error, hint, ...input }: FieldProps) {
   );
 }
 
-/** The error of the last submission, as the server worded it. */
-export function FormError({ error }: { error?: ApiError }) {
+/**
+ * The error of the last submission, as the server worded it; when every problem it lists is
+ * shown beside one of `fields`, only a pointer to them (not the same words twice).
+ */
+export function FormError({ error, fields = [] }: { error?: ApiError; fields?: string[] }) {
+  const allBesideFields = !!error?.details.length && error.details.every((d) => fields.some((f) => error.fieldError(f) === d.message));
   return (
     <div role="alert" className={error ? 'form-error' : undefined}>
-      {error?.message}
+      {error && (allBesideFields ? 'Check the marked fields.' : error.message)}
     </div>
   );
 }

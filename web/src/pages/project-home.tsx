@@ -55,7 +55,7 @@ export default function ProjectHome() {
         <h2 id="create-service">Create a service</h2>
         <form onSubmit={onSubmit} noValidate className="inline-form">
           <Field label="Service name" name="name" required maxLength={200} error={error} />
-          <FormError error={error} />
+          <FormError error={error} fields={['name']} />
           <SubmitButton busy={busy}>Create service</SubmitButton>
         </form>
       </section>

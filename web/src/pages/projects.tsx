@@ -42,7 +42,7 @@ export default function Projects() {
           <form onSubmit={onSubmit} noValidate className="inline-form">
             <Field label="Project name" name="name" required maxLength={200} error={error} />
             <Field label="Description" name="description" error={error} />
-            <FormError error={error} />
+            <FormError error={error} fields={['name', 'description']} />
             <SubmitButton busy={busy}>Create project</SubmitButton>
           </form>
         </section>

@@ -19,7 +19,7 @@ export default function SignIn() {
       <form onSubmit={onSubmit} noValidate>
         <Field label="E-mail" name="email" type="email" autoComplete="username" required error={error} />
         <Field label="Password" name="password" type="password" autoComplete="current-password" required error={error} />
-        <FormError error={error} />
+        <FormError error={error} fields={['email', 'password']} />
         <SubmitButton busy={busy}>Sign in</SubmitButton>
       </form>
       <p>

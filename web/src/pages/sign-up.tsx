@@ -21,7 +21,7 @@ export default function SignUp() {
         <Field label="Name" name="name" autoComplete="name" required error={error} />
         <Field label="E-mail" name="email" type="email" autoComplete="email" required error={error} />
         <Field label="Password" name="password" type="password" autoComplete="new-password" required minLength={10} error={error} hint="At least 10 characters." />
-        <FormError error={error} />
+        <FormError error={error} fields={['name', 'email', 'password']} />
         <SubmitButton busy={busy}>Create account</SubmitButton>
       </form>
       <p>

@@ -1,0 +1,92 @@
+/**
+ * Browser tests of the web console: a real server (the test harness's platform, with the
+ * embedded profile's conveniences: the dev mailbox, cookies over plain http) serving the built
+ * console from dist/web, driven by playwright-core with Debian's chromium. One browser per test
+ * file; screenshots go to the test log directory as artifacts.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { projectPath } from '../../api/infra/paths';
+import { eventually, startTestApp, type TestApp } from '../support/harness';
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** scripts/test.sh sets TEST_LOG_DIR for the run; a direct jest run writes under /tmp. */
+export const ARTIFACT_DIR = path.join(process.env.TEST_LOG_DIR ?? path.join('/tmp', 'flags-test-logs', 'browser'), 'screenshots');
+
+export interface ConsoleHarness {
+  app: TestApp;
+  browser: Browser;
+  /** The control plane's origin, where the console is served. */
+  base: string;
+  /** A fresh browser context (its own cookies) with one page. */
+  newPage(): Promise<Page>;
+  stop(): Promise<void>;
+}
+
+/** The console must be built (npm run build; scripts/test.sh builds before jest). */
+export function requireBuiltConsole(): void {
+  if (!fs.existsSync(projectPath('dist', 'web', 'index.html'))) {
+    throw new Error('The web console is not built: run `npm run build` (or `npm run build:web`) before the browser tests.');
+  }
+}
+
+export async function startConsole(env: Record<string, string> = {}): Promise<ConsoleHarness> {
+  requireBuiltConsole();
+  if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`No chromium at ${CHROMIUM_PATH}: apt-get install -y chromium (scripts/test.sh installs it)`);
+  const app = await startTestApp({ INSECURE_COOKIES: 'true', ...env });
+  let browser: Browser | undefined;
+  try {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM_PATH,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-background-networking'],
+    });
+  } catch (error) {
+    await app.stop();
+    throw error;
+  }
+  const contexts: { close(): Promise<void> }[] = [];
+  return {
+    app,
+    browser,
+    base: app.urls.control,
+    async newPage() {
+      const context = await browser!.newContext({ baseURL: app.urls.control, viewport: { width: 1280, height: 800 } });
+      contexts.push(context);
+      const page = await context.newPage();
+      page.setDefaultTimeout(10_000);
+      return page;
+    },
+    async stop() {
+      await Promise.all(contexts.map((c) => c.close().catch(() => undefined)));
+      await browser!.close().catch(() => undefined);
+      await app.stop();
+    },
+  };
+}
+
+/** Saves a full-page screenshot as a test artifact; returns its path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  fs.mkdirSync(ARTIFACT_DIR, { recursive: true });
+  const file = path.join(ARTIFACT_DIR, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+/** The newest mail to an address whose text has `pathname` (mail goes out through a workflow: polled). */
+export async function mailLink(app: TestApp, email: string, pathname: string): Promise<string> {
+  return eventually(async () => {
+    const res = await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(email)}`);
+    const mail = (res.body?.messages as { text: string }[] | undefined)?.find((m) => m.text.includes(pathname));
+    return mail ? linkIn(mail.text, pathname) : undefined;
+  });
+}
+
+/** The path and query of the first link to `pathname` in a mail (the mail names PUBLIC_BASE_URL, not the test port). */
+export function linkIn(body: string, pathname: string): string {
+  const match = new RegExp(`https?://[^\\s/]+(${pathname.replace(/[/?]/g, '\\$&')}\\?[^\\s]+)`).exec(body);
+  if (!match) throw new Error(`no ${pathname} link in: ${body}`);
+  return match[1];
+}
