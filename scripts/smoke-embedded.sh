@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke run of the embedded profile exactly as the README starts it: no backend URLs, a fresh
-# DATA_DIR; checks /api/health within 90 s, signup -> login -> /api/users/me, then SIGTERM
-# and a clean exit within 10 s.
+# DATA_DIR; checks /api/health within 90 s, signup -> login -> /api/users/me, the web console
+# at /, then SIGTERM and a clean exit within 10 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +42,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -c "$jar" -H 'content-type: applic
 me=$(curl -sf -b "$jar" "$base/api/users/me") || fail "/api/users/me failed"
 echo "$me" | grep -q "\"email\":\"$email\"" || fail "/api/users/me returned $me"
 echo "smoke: signup -> login -> /api/users/me ok"
+
+# The web console (npm run build built it into dist/web) is served at / and its client routes.
+for path in / /verify-email?token=x; do
+  curl -sf -H 'accept: text/html' "$base$path" | grep -q '<div id="root">' || fail "the console is not served at $path"
+done
+echo "smoke: the web console is served"
 
 t0=$(date +%s%N)
 kill -TERM "$pid"
