@@ -12,14 +12,17 @@
  *                  GET /api/frontend?userId=... (only the toggles enabled for the context,
  *                  usually none at 10%: the smaller answer Unleash's web SDK asks for)
  *                  Edge runs offline on one tokio worker thread.
+ *   bulk-users     the same, each request for the next of 100,000 users: no two requests in a
+ *                  flush window alike, so ours records a row per flag of each (worst case of
+ *                  the recorder's folding, api/features/evaluation/recorder.ts)
  *
  * Ours is the embedded profile (bench/eval-server.ts, what `npm start` runs plus two bare routes),
  * evaluation events recorded into the in-process chDB unless BENCH_EVENTS=off.
  *
  * The peers are built from their public sources for the measurement only and never committed;
  * point at the binaries with FLAGD_BIN and UNLEASH_EDGE_BIN (docs/benchmarks.md says how to build
- * them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single, bulk or
- * bulk-enabled runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
+ * them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single, bulk,
+ * bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to our server's node.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -40,15 +43,19 @@ const EDGE_PORT = 13063;
 const EDGE_TOKEN = '*:production.benchsecret';
 const TARGETING_KEY = 'user-1234';
 const BULK_KEYS = ['bulk-0', 'bulk-1', 'bulk-2', 'bulk-3', 'bulk-4'];
+/** bulk-users: each request is for the next of this many users, round robin. */
+const USERS = 100_000;
 
 interface Target {
   name: string;
   request: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string };
+  /** The request for the n-th user of USERS, when each request is another user's. */
+  forUser?: (n: number) => { path?: string; body?: string };
 }
 
 interface Comparison {
   /** What BENCH_ONLY names it by. */
-  name: 'single' | 'bulk' | 'bulk-enabled';
+  name: 'single' | 'bulk' | 'bulk-enabled' | 'bulk-users';
   request: string;
   peer: Target | undefined;
   ours: Target;
@@ -150,11 +157,15 @@ async function setUpOurs(urls: { control: string; data: string }) {
     if (answer.flags?.length === BULK_KEYS.length) break;
     await new Promise((r) => setTimeout(r, 25));
   }
-  return { singleTarget, bulkTarget };
+  const bulkUsersTarget: Target = { ...bulkTarget, forUser: (n) => ({ body: JSON.stringify({ context: { targetingKey: `user-${n}` } }) }) };
+  return { singleTarget, bulkTarget, bulkUsersTarget };
 }
 
 async function peak(target: Target): Promise<{ rps: number; errors: number }> {
-  const opts = { ...target.request, connections: CONNECTIONS };
+  let n = 0;
+  const { forUser } = target;
+  const perUser = forUser && { requests: [{ setupRequest: (req: object) => ({ ...req, ...forUser(n++ % USERS) }) }] };
+  const opts = { ...target.request, ...perUser, connections: CONNECTIONS };
   await autocannon({ ...opts, duration: 1 });
   const result = await autocannon({ ...opts, duration: DURATION });
   return { rps: result.requests.average, errors: result.errors + result.non2xx };
@@ -171,7 +182,7 @@ async function main() {
   let edge: ChildProcess | undefined;
   const ours = await startEvalServer({ pinned, nodeArgs: process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) });
   try {
-    const { singleTarget, bulkTarget } = await setUpOurs(ours.urls);
+    const { singleTarget, bulkTarget, bulkUsersTarget } = await setUpOurs(ours.urls);
     let flagdTarget: Target | undefined;
     if (FLAGD_BIN) {
       writeFileSync(path.join(dir, 'flags.json'), flagdConfig());
@@ -194,6 +205,7 @@ async function main() {
     }
     let edgeTarget: Target | undefined;
     let edgeEnabledTarget: Target | undefined;
+    let edgeUsersTarget: Target | undefined;
     if (UNLEASH_EDGE_BIN) {
       writeFileSync(path.join(dir, 'features.json'), edgeFeatures());
       const url = `http://127.0.0.1:${EDGE_PORT}/api/frontend?userId=${TARGETING_KEY}`;
@@ -206,11 +218,13 @@ async function main() {
       );
       edgeTarget = { name: 'Unleash Edge /api/frontend/all', request: { url: url.replace('/api/frontend?', '/api/frontend/all?'), method: 'GET', headers: { authorization: EDGE_TOKEN } } };
       edgeEnabledTarget = { name: 'Unleash Edge /api/frontend', request: { url, method: 'GET', headers: { authorization: EDGE_TOKEN } } };
+      edgeUsersTarget = { ...edgeTarget, forUser: (n) => ({ path: `/api/frontend/all?userId=user-${n}` }) };
     }
     const all: Comparison[] = [
       { name: 'single', request: 'one boolean flag, 10% rollout, OFREP single', peer: flagdTarget, ours: singleTarget },
       { name: 'bulk', request: `all ${BULK_KEYS.length} flags of a service for one context`, peer: edgeTarget, ours: bulkTarget },
       { name: 'bulk-enabled', request: `all ${BULK_KEYS.length} flags, the peer listing only those enabled for the context`, peer: edgeEnabledTarget, ours: bulkTarget },
+      { name: 'bulk-users', request: `all ${BULK_KEYS.length} flags, each request another of ${fmt(USERS)} users`, peer: edgeUsersTarget, ours: bulkUsersTarget },
     ];
     const comparisons = all.filter((c) => !ONLY || ONLY.includes(c.name));
     console.log(

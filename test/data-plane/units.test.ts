@@ -5,7 +5,7 @@ import { openAnalytics, type Analytics } from '../../analytics/client';
 import { migrateAnalytics } from '../../analytics/migrate';
 import { ContextRing } from '../../api/features/evaluation/contexts';
 import { LocalRateLimiter } from '../../api/features/evaluation/local-rate-limiter';
-import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent } from '../../api/features/evaluation/recorder';
+import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent, type EvaluationRequest } from '../../api/features/evaluation/recorder';
 import { createCache } from '../../api/infra/cache';
 import { createLogger } from '../../api/infra/logger';
 import { tsvTime } from '../../analytics/writer';
@@ -29,6 +29,23 @@ function event(i: number, flagKey = 'f'): EvaluationEvent {
     rolloutSide: undefined,
     targetingKey: `user-${i % 3}`,
     source: 'rest',
+  };
+}
+
+function request(overrides: Partial<EvaluationRequest> = {}): EvaluationRequest {
+  return {
+    timestamp: 1_700_000_000_000,
+    projectId: 'p',
+    serviceId: 's',
+    environment: 'production',
+    source: 'ofrep',
+    targetingKey: 'user-1',
+    latencyMs: 0.123,
+    results: [
+      { flagKey: 'a', value: true, reason: 'TARGETING_MATCH', ruleId: 'r1', rolloutSide: 'in', rolloutRuleId: 'r1' },
+      { flagKey: 'b', value: 'blue', reason: 'VARIANT', variant: 'blue' },
+    ],
+    ...overrides,
   };
 }
 
@@ -211,6 +228,78 @@ describe('ContextRing', () => {
   });
 });
 
+describe('EvaluationRecorder folding alike requests', () => {
+  const options = { logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 };
+
+  it('writes alike requests as one row per flag with their count, stamped with the first one', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options });
+    for (let i = 0; i < 10; i++) recorder.recordRequest(request({ timestamp: 1_700_000_000_000 + i, latencyMs: 0.121 + i / 10_000 }));
+    await recorder.flush();
+    expect(batches.flat()).toEqual([
+      expect.objectContaining({ flag_key: 'a', evaluations: '10', latency_ms: '0.12', value: 'true', rule_id: 'r1', rollout_side: 'in', timestamp: tsvTime(1_700_000_000_000), targeting_key_hash: hashTargetingKey('user-1') }),
+      expect.objectContaining({ flag_key: 'b', evaluations: '10', latency_ms: '0.12', value: '"blue"', variant: 'blue', reason: 'VARIANT' }),
+    ]);
+    expect(recorder.stats()).toMatchObject({ requests: 10, folded: 2, written: 2 });
+  });
+
+  it('keeps apart requests that differ in anything but time: key, result, latency, protocol, environment', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options });
+    const base = request();
+    const variants = [
+      base,
+      request({ targetingKey: 'user-2' }),
+      request({ targetingKey: undefined }),
+      request({ latencyMs: 0.5 }),
+      request({ source: 'rest' }),
+      request({ environment: 'staging' }),
+      request({ results: [{ ...base.results[0], value: false }, base.results[1]] }),
+      request({ results: [{ ...base.results[0], rolloutSide: 'out', reason: 'DEFAULT', value: false }, base.results[1]] }),
+      request({ results: [base.results[0], { ...base.results[1], value: '"blue"' }] }),
+      request({ results: [base.results[0]] }),
+    ];
+    for (const r of variants) recorder.recordRequest(r);
+    recorder.recordRequest(request());
+    await recorder.flush();
+    const rows = batches.flat();
+    expect(rows).toHaveLength(variants.reduce((n, r) => n + r.results.length, 0));
+    expect(rows.filter((r) => r.evaluations === '2')).toHaveLength(2);
+  });
+
+  it('cannot be made to fold different requests together by separators in the targeting key or value', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options });
+    const one = { flagKey: 'a', value: 'x\u0001', reason: 'ERROR' as const, errorCode: 'TYPE_MISMATCH' as const };
+    recorder.recordRequest(request({ targetingKey: 'k\u00011:k', results: [one] }));
+    recorder.recordRequest(request({ targetingKey: 'k', results: [one] }));
+    recorder.recordRequest(request({ targetingKey: 'k', results: [{ ...one, value: 'x' }] }));
+    await recorder.flush();
+    expect(batches.flat().map((r) => r.evaluations)).toEqual(['1', '1', '1']);
+  });
+
+  it('hands its folded requests to the writer when they reach maxGroups, so memory stays bounded', () => {
+    const { analytics } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options, maxGroups: 3 });
+    for (let i = 0; i < 2; i++) recorder.recordRequest(request({ targetingKey: `user-${i}` }));
+    expect(recorder.stats()).toMatchObject({ buffered: 4, folded: 0 });
+    recorder.recordRequest(request({ targetingKey: 'user-2' }));
+    expect(recorder.stats()).toMatchObject({ buffered: 6, folded: 6 });
+    recorder.recordRequest(request({ targetingKey: 'user-3' }));
+    expect(recorder.stats()).toMatchObject({ buffered: 8, folded: 6 });
+  });
+
+  it('forgets a flag’s folded requests on discard and keeps the other flags of the same requests', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options });
+    recorder.recordRequest(request());
+    recorder.recordRequest(request());
+    recorder.discard({ projectIds: new Set(['p']), flagKey: 'a' });
+    await recorder.flush();
+    expect(batches.flat().map((r) => [r.flag_key, r.evaluations])).toEqual([['b', '2']]);
+  });
+});
+
 describe('EvaluationRecorder into chDB', () => {
   it('waits for a schema its owner has not created yet, without spending attempts or dropping events', async () => {
     // A data plane's writer: it never creates tables, the control plane (here migrateAnalytics) does.
@@ -228,6 +317,34 @@ describe('EvaluationRecorder into chDB', () => {
       await flushed;
       expect(recorder.stats()).toMatchObject({ healthy: true, written: 1, dropped: 0, failedBatches: 0 });
       await recorder.close();
+    } finally {
+      await analytics.client.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => undefined);
+      await analytics.close();
+    }
+  });
+
+  it('rolls folded rows up by their weight: counts, latency sums and percentiles as if written one by one', async () => {
+    const database = `recorder_weights_${process.pid}`;
+    const analytics = await openAnalytics({ database, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    try {
+      await migrateAnalytics(analytics);
+      const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });
+      const minute = Math.floor(Date.now() / 60_000) * 60_000;
+      for (let i = 0; i < 90; i++) recorder.recordRequest(request({ timestamp: minute + i, latencyMs: 1 }));
+      for (let i = 0; i < 10; i++) recorder.recordRequest(request({ timestamp: minute + 100 + i, latencyMs: 50 }));
+      await recorder.close();
+      const rs = await analytics.client.query({
+        query: `SELECT sum(evaluations) AS n, sum(latency_sum) AS latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(latency_histogram) AS q
+                FROM evaluation_minutes WHERE flag_key = 'a' AND minute = toDateTime({minute:UInt32})`,
+        query_params: { minute: minute / 1000 },
+        format: 'JSONEachRow',
+      });
+      const [row] = (await rs.json()) as { n: string; latency: number; q: number[] }[];
+      expect(Number(row.n)).toBe(100);
+      expect(Number(row.latency)).toBeCloseTo(90 * 1 + 10 * 50, 3);
+      expect(row.q.map(Number)).toEqual([1, 50, 50]);
+      const raw = await analytics.client.query({ query: `SELECT count() AS rows FROM evaluation_events WHERE flag_key = 'a'`, format: 'JSONEachRow' });
+      expect((await raw.json()).map((r) => Number((r as { rows: unknown }).rows))).toEqual([2]);
     } finally {
       await analytics.client.command({ query: `DROP DATABASE IF EXISTS ${database}` }).catch(() => undefined);
       await analytics.close();

@@ -41,7 +41,7 @@ const QUERIES: Record<ExportDataType, { count: string; rows: string }> = {
   evaluations: {
     count: `SELECT count() AS n FROM evaluation_events WHERE project_id = {projectId:String} AND ${rawInWindow('timestamp')}`,
     rows: `SELECT toUnixTimestamp64Milli(timestamp) AS ms, service_id, environment, flag_key, reason, variant, value, latency_ms,
-                  error_code, rule_id, rollout_side, targeting_key_hash, source
+                  evaluations, error_code, rule_id, rollout_side, targeting_key_hash, source
            FROM evaluation_events WHERE project_id = {projectId:String} AND ${rawInWindow('timestamp')}
            ORDER BY timestamp, service_id, flag_key LIMIT {limit:UInt32}`,
   },
@@ -65,6 +65,7 @@ const toExported: Record<ExportDataType, (r: Row) => Record<string, unknown>> = 
     variant: r.variant,
     value: parseJsonOr(String(r.value), null),
     latencyMs: Number(r.latency_ms),
+    evaluations: Number(r.evaluations),
     errorCode: r.error_code,
     ruleId: r.rule_id,
     rolloutSide: r.rollout_side,

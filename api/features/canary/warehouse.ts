@@ -4,8 +4,8 @@ import type { CohortSummary } from '../release-safety/gates';
 /**
  * The gate's inputs from the warehouse (CONTRACT 8 and 9; docs/canary.md lists exactly what
  * counts). For one rule of one flag in one service and environment, over [fromMs, toMs]:
- *   - exposures: evaluation_events rows of that rule with rollout_side 'in' (treatment) or
- *     'out' (control);
+ *   - exposures: evaluations of that rule (sum of evaluation_events.evaluations) with
+ *     rollout_side 'in' (treatment) or 'out' (control);
  *   - errors: those evaluations that failed (error_code != ''), plus `error` outcome events (track
  *     and SDK telemetry alike) attributed to the side;
  *   - latency: `latency` outcome events with a value, attributed the same way.
@@ -60,7 +60,7 @@ export class CanaryWarehouse {
     const params = { ...scope, conditionsAlwaysHold: scope.conditionsAlwaysHold ? 1 : 0, fromMs, toMs };
     const [exposures, outcomes] = await Promise.all([
       this.select<ExposureRow>(
-        `SELECT rollout_side AS side, count() AS exposures, countIf(error_code != '') AS errors
+        `SELECT rollout_side AS side, sum(evaluations) AS exposures, sumIf(evaluations, error_code != '') AS errors
          FROM evaluation_events WHERE ${SCOPE} AND ${RULE_SIDES} AND ${WINDOW('timestamp')}
          GROUP BY side`,
         params,

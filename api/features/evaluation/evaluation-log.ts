@@ -40,7 +40,8 @@ interface Row {
 const DELETE_TABLES = ['evaluation_events', 'evaluation_minutes'] as const;
 
 /**
- * Reads and clears evaluation events in ClickHouse (GET and DELETE /api/evaluations). Both first
+ * Reads and clears evaluation events in ClickHouse (GET and DELETE /api/evaluations): one entry
+ * per evaluation, a folded row (recorder.ts) read as as many entries as it stands for. Both first
  * deal with this instance's unwritten buffer: a read flushes it (the caller sees its own
  * evaluations), a clear discards the matching buffered events so they cannot reappear.
  */
@@ -70,7 +71,7 @@ export class EvaluationLog {
     const rs = await this.analytics.client.query({
       query: `SELECT toUnixTimestamp64Milli(timestamp) AS ms, flag_key, service_id, environment, reason,
                      variant, value, latency_ms, error_code, targeting_key_hash, source
-              FROM evaluation_events
+              FROM evaluation_events ARRAY JOIN range(least(evaluations, {limit:UInt32})) AS _
               WHERE ${where.join(' AND ')}
               ORDER BY timestamp DESC
               LIMIT {limit:UInt32}`,
@@ -94,7 +95,7 @@ export class EvaluationLog {
       params.serviceId = filter.serviceId;
     }
     const rs = await this.analytics.client.query({
-      query: `SELECT count() AS n FROM evaluation_events WHERE ${where.join(' AND ')}`,
+      query: `SELECT sum(evaluations) AS n FROM evaluation_events WHERE ${where.join(' AND ')}`,
       query_params: params,
       format: 'JSONEachRow',
     });

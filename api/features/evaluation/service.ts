@@ -117,25 +117,16 @@ export class EvaluationService {
     const rawKey = typeof context === 'object' && context !== null ? context.targetingKey : undefined;
     const targetingKey = typeof rawKey === 'string' && rawKey.length > 0 ? rawKey : undefined;
     const { service } = grant;
-    for (let i = 0; i < results.length; i++) {
-      const r = results[i];
-      this.deps.recorder.record({
-        timestamp: now,
-        projectId: service.projectId,
-        serviceId: service.id,
-        environment: env.environment,
-        flagKey: r.flagKey,
-        reason: r.reason,
-        variant: r.variant,
-        value: r.value,
-        latencyMs,
-        errorCode: r.errorCode,
-        ruleId: r.rolloutRuleId ?? r.ruleId,
-        rolloutSide: r.rolloutSide,
-        targetingKey,
-        source: call.source,
-      });
-    }
+    this.deps.recorder.recordRequest({
+      timestamp: now,
+      projectId: service.projectId,
+      serviceId: service.id,
+      environment: env.environment,
+      source: call.source,
+      targetingKey,
+      latencyMs,
+      results,
+    });
     if (targetingKey !== undefined && results.length > 0) {
       const values: [string, unknown][] = [];
       for (let i = 0; i < results.length && i < 64; i++) values.push([results[i].flagKey, results[i].value]);

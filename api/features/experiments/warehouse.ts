@@ -71,7 +71,7 @@ export class BanditWarehouse {
   async errors(scope: ArmScope): Promise<ArmErrors[]> {
     const [served, reported] = await Promise.all([
       this.select<{ arm: string; requests: string; errors: string }>(
-        `SELECT variant AS arm, count() AS requests, countIf(error_code != '') AS errors FROM evaluation_events WHERE ${SERVED} GROUP BY arm`,
+        `SELECT variant AS arm, sum(evaluations) AS requests, sumIf(evaluations, error_code != '') AS errors FROM evaluation_events WHERE ${SERVED} GROUP BY arm`,
         { ...scope },
       ),
       this.select<{ arm: string; errors: string }>(

@@ -3,8 +3,8 @@ import type { MinuteWindow } from './window';
 
 /**
  * The ClickHouse reads of the flag insights. Everything a window of whole minutes can answer
- * comes from the per-minute rollup evaluation_minutes (011: sum() of the counters,
- * quantilesTDigestMerge of the latency states, always grouped). The raw evaluation_events table is
+ * comes from the per-minute rollup evaluation_minutes (011 and 033: sum() of the counters,
+ * quantilesExactWeightedMerge of the latency histograms, always grouped). The raw evaluation_events table is
  * read only for what minutes cannot say: sliding windows that end now and the exact time of the
  * last evaluation (`realtime`), both a primary-key range of one flag's last minutes. Client errors
  * have no rollup; the spike alert counts raw client_errors rows of the last 65 minutes.
@@ -59,7 +59,7 @@ const FLAG_FILTER =
 const IN_WINDOW = 'minute >= toDateTime({startS:UInt32}) AND minute < toDateTime({endS:UInt32})';
 // Aliases differ from the columns: an alias named like a column would replace it inside the other aggregates.
 const STATS_COLUMNS = `sum(evaluations) AS total_evaluations, sumIf(evaluations, error_code != '') AS total_errors,
-  sum(latency_sum) AS total_latency, quantilesTDigestMerge(0.5, 0.95, 0.99)(latency_quantiles) AS q`;
+  sum(latency_sum) AS total_latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(latency_histogram) AS q`;
 
 interface StatsRow {
   total_evaluations: string | number;
@@ -90,10 +90,10 @@ export class EvaluationWarehouse {
   async flagSeries(scope: FlagScope, window: MinuteWindow, bucketMinutes: number): Promise<{ total: EvaluationStats; buckets: Map<number, EvaluationStats> }> {
     // The totals row is the empty grouping set, whose bucket reads 0 (no real bucket starts in 1970).
     const rows = await this.select<StatsRow & { bucket: string | number }>(
-      `SELECT bucket, sum(n) AS total_evaluations, sum(e) AS total_errors, sum(l) AS total_latency, quantilesTDigestMerge(0.5, 0.95, 0.99)(st) AS q
+      `SELECT bucket, sum(n) AS total_evaluations, sum(e) AS total_errors, sum(l) AS total_latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(st) AS q
        FROM (
          SELECT toUInt32(minute) - (toUInt32(minute) - {startS:UInt32}) % {bucketS:UInt32} AS bucket, sum(evaluations) AS n,
-                sumIf(evaluations, error_code != '') AS e, sum(latency_sum) AS l, quantilesTDigestMergeState(0.5, 0.95, 0.99)(latency_quantiles) AS st
+                sumIf(evaluations, error_code != '') AS e, sum(latency_sum) AS l, quantilesExactWeightedMergeState(0.5, 0.95, 0.99)(latency_histogram) AS st
          FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW} GROUP BY bucket
        )
        GROUP BY GROUPING SETS ((bucket), ())`,
@@ -128,11 +128,11 @@ export class EvaluationWarehouse {
     const params = { ...scope, nowMs, m1: nowMs - 60_000, m5: nowMs - 300_000, m10: nowMs - 600_000, sinceMs };
     const [[counts], [last]] = await Promise.all([
       this.select<{ last1: string; last5: string; prev5: string; errors1: string; top: string[] }>(
-        `SELECT countIf(timestamp > fromUnixTimestamp64Milli({m1:Int64})) AS last1,
-                countIf(timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS last5,
-                countIf(timestamp <= fromUnixTimestamp64Milli({m5:Int64})) AS prev5,
-                countIf(timestamp > fromUnixTimestamp64Milli({m1:Int64}) AND error_code != '') AS errors1,
-                topKIf(1)(reason, timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS top
+        `SELECT sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m1:Int64})) AS last1,
+                sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS last5,
+                sumIf(evaluations, timestamp <= fromUnixTimestamp64Milli({m5:Int64})) AS prev5,
+                sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m1:Int64}) AND error_code != '') AS errors1,
+                topKWeightedIf(1)(reason, evaluations, timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS top
          FROM evaluation_events
          WHERE ${FLAG_FILTER} AND timestamp > fromUnixTimestamp64Milli({m10:Int64}) AND timestamp <= fromUnixTimestamp64Milli({nowMs:Int64})`,
         params,

@@ -37,7 +37,7 @@ export async function flagVariants(analytics: Analytics, scope: OutcomeScope, w:
   const [evaluated, converted] = await Promise.all([
     selectRows<{ value: string; evaluations: string; q: [number, number, number] }>(
       analytics,
-      `SELECT value, sum(evaluations) AS evaluations, quantilesTDigestMerge(0.5, 0.95, 0.99)(latency_quantiles) AS q
+      `SELECT value, sum(evaluations) AS evaluations, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(latency_histogram) AS q
        FROM evaluation_minutes
        WHERE project_id = {projectId:String} AND environment = {environment:String} ${service}
          AND flag_key = {flagKey:String} AND ${minutesInWindow('minute')}
