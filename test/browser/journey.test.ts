@@ -36,6 +36,7 @@ describe('the first journey in the console', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     await heading(/^Projects/).waitFor();
     expectPage(new URL(page.url()).pathname).toBe('/projects');
+    await page.getByRole('region', { name: 'E-mail verification' }).waitFor();
   });
 
   it('verifies the e-mail address through the mailed /verify-email link', async () => {
@@ -45,6 +46,7 @@ describe('the first journey in the console', () => {
     await screenshot(page, 'verify-email');
     await page.getByRole('link', { name: 'Continue to the console' }).click();
     await heading(/^Projects/).waitFor();
+    await page.getByRole('region', { name: 'E-mail verification' }).waitFor({ state: 'detached' });
   });
 
   it('creates a project, then a service in it', async () => {

@@ -3,9 +3,9 @@
  * built from the routes table, and the current screen. Screen does what every page needs: the
  * access rule, the document title, moving focus to the new page, and screen_viewed.
  */
-import { Suspense, useEffect, type ReactNode } from 'react';
+import { Suspense, useEffect, useState, type ReactNode } from 'react';
 import { Link, Redirect, Route, Switch, useLocation, useParams, useRoute, useSearch } from 'wouter';
-import { api, call } from './api/client';
+import { api, ApiError, call } from './api/client';
 import { nextTarget } from './navigation';
 import { hrefOf, routes, type ConsoleRoute } from './routes';
 import { SessionProvider, useSession } from './session';
@@ -18,6 +18,7 @@ export function App() {
         Skip to content
       </a>
       <Header />
+      <VerifyReminder />
       <div className="layout">
         <Nav />
         <main id="main" tabIndex={-1}>
@@ -61,8 +62,9 @@ function Screen({ route }: { route: ConsoleRoute }) {
     if (!allowed) return;
     document.title = `${route.title} · Flagship`;
     screenViewed(route.screen, projectId);
-    // Keyboard and screen-reader users start at the new page, not at the link they left.
-    document.getElementById('main')?.focus({ preventScroll: true });
+    // After a navigation in the app, keyboard and screen-reader users start at the new page, not
+    // at the link they left; a page just loaded keeps the browser's start (the skip link first).
+    if (navigatedInApp()) document.getElementById('main')?.focus({ preventScroll: true });
   }, [allowed, route, projectId]);
 
   if (allowed === undefined) return <p role="status" className="muted">Loading…</p>;
@@ -71,6 +73,13 @@ function Screen({ route }: { route: ConsoleRoute }) {
     return <Redirect to={nextTarget(search)} replace />;
   }
   return <Page />;
+}
+
+const loadedAt = location.pathname + location.search;
+let navigated = false;
+function navigatedInApp(): boolean {
+  navigated ||= location.pathname + location.search !== loadedAt;
+  return navigated;
 }
 
 function Home() {
@@ -120,6 +129,30 @@ function Header() {
         </>
       )}
     </header>
+  );
+}
+
+/** Until the address is verified (invitations and some actions need it): a way to get a new mail. */
+function VerifyReminder() {
+  const session = useSession();
+  const [sent, setSent] = useState<string | undefined>();
+  if (session.status !== 'signed-in' || session.user?.emailVerified) return null;
+  async function resend() {
+    try {
+      await call(api.POST('/api/auth/resend-verification'));
+      setSent(`A new verification mail is on its way to ${session.user?.email}.`);
+    } catch (error) {
+      setSent(error instanceof ApiError ? error.message : String(error));
+    }
+  }
+  return (
+    <div className="banner" role="region" aria-label="E-mail verification">
+      <span>Your e-mail address is not verified yet: open the link in the mail we sent.</span>{' '}
+      <button type="button" onClick={() => void resend()}>
+        Send the mail again
+      </button>{' '}
+      <span role="status">{sent}</span>
+    </div>
   );
 }
 

@@ -8,7 +8,17 @@ import { api, call, onUnauthorized, type paths } from './api/client';
 import { setTelemetryUser } from './telemetry';
 
 type Json<P extends keyof paths, M extends 'get'> = paths[P][M] extends { responses: { 200: { content: { 'application/json': infer T } } } } ? T : never;
-export type Org = Json<'/api/orgs', 'get'>['orgs'][number];
+type MemberOrg = Json<'/api/orgs', 'get'>['orgs'][number];
+/**
+ * An organization in the switcher: one the user belongs to (with their role), or one they only
+ * reach through a project shared with them (an invitation to a project is not to its
+ * organization, whose name they cannot read): no role.
+ */
+export interface Org {
+  id: string;
+  name: string;
+  role?: MemberOrg['role'];
+}
 export type Project = Json<'/api/projects', 'get'>['projects'][number];
 
 export interface Session {
@@ -48,7 +58,9 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       return;
     }
     const [{ orgs }, { projects }] = await Promise.all([call(api.GET('/api/orgs')), call(api.GET('/api/projects'))]);
-    setState({ status: 'signed-in', user, orgs, projects });
+    const shared = [...new Set(projects.map((p) => p.orgId))].filter((id) => !orgs.some((o) => o.id === id));
+    const sharedOrgs = shared.map((id, i) => ({ id, name: shared.length > 1 ? `Shared with you (${i + 1})` : 'Shared with you' }));
+    setState({ status: 'signed-in', user, orgs: [...orgs.map(({ id, name, role }) => ({ id, name, role })), ...sharedOrgs], projects });
   }, []);
 
   useEffect(() => {
@@ -58,7 +70,8 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, [reload]);
 
   const value = useMemo<Session>(() => {
-    const orgId = state.orgs.some((o) => o.id === chosenOrg) ? chosenOrg : state.orgs[0]?.id;
+    // Without a (still valid) choice: the first organization that has projects.
+    const orgId = state.orgs.some((o) => o.id === chosenOrg) ? chosenOrg : (state.orgs.find((o) => state.projects.some((p) => p.orgId === o.id)) ?? state.orgs[0])?.id;
     return {
       ...state,
       orgId,
