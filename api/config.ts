@@ -136,6 +136,12 @@ const envSchema = z.object({
   EVAL_EVENTS_FLUSH_MS: positiveInt.default(5_000),
   EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(300_000),
   /**
+   * Alike evaluation requests (same targeting key and results) within this window are written as
+   * one row per flag with their count (api/features/evaluation/recorder.ts). Short, so what waits
+   * is young garbage, not objects the collector must trace in the old generation.
+   */
+  EVAL_EVENTS_FOLD_MS: positiveInt.default(250),
+  /**
    * Every other analytics table (outcome events, SDK telemetry, web vitals, client errors, browser
    * and admin events), each with its own buffer: rows per insert, longest wait, rows held in
    * memory (beyond it ingestion answers 503).

@@ -1,10 +1,10 @@
 -- Alike evaluation requests folded into one row per flag (api/features/evaluation/recorder.ts):
 -- same service, environment, protocol, targeting key, results, and server latency to two
--- significant digits, between two flushes of one instance. `evaluations` is how many evaluations
+-- significant digits, within a quarter of a second of one instance (EVAL_EVENTS_FOLD_MS). `evaluations` is how many evaluations
 -- the row stands for (1 for rows written before this migration), stamped with the first one's
 -- time; every reader of evaluation_events counts sum(evaluations), never count().
 ALTER TABLE evaluation_events ADD COLUMN IF NOT EXISTS evaluations UInt32 DEFAULT 1 AFTER latency_ms;
-ALTER TABLE evaluation_events COMMENT COLUMN evaluations 'evaluations this row stands for: alike requests folded between two flushes';
+ALTER TABLE evaluation_events COMMENT COLUMN evaluations 'evaluations this row stands for: alike requests folded together';
 
 -- The rollup weighs each row by its evaluations: counts and latency sums multiply, and latency
 -- percentiles come from an exact weighted histogram of the latencies, which the recorder has cut

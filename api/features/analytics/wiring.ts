@@ -39,6 +39,7 @@ export function createAnalyticsWriter(deps: { config: Config; analytics: Analyti
     batchSize: config.EVAL_EVENTS_BATCH_SIZE,
     flushIntervalMs: config.EVAL_EVENTS_FLUSH_MS,
     maxBuffered: config.EVAL_EVENTS_MAX_BUFFERED,
+    foldMs: config.EVAL_EVENTS_FOLD_MS,
     maxAttempts: WRITER_ATTEMPTS,
     retryBaseMs: WRITER_RETRY_BASE_MS,
   });

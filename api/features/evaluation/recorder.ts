@@ -37,7 +37,9 @@ export interface EvaluationRequest {
 }
 
 export type RecorderOptions = TableWriterOptions & {
-  /** Distinct requests held between two flushes; beyond it they are handed to the writer at once. */
+  /** How long alike requests are folded together before they are handed to the writer as rows. */
+  foldMs?: number;
+  /** Distinct requests held at once; beyond it they are handed to the writer at once. */
   maxGroups?: number;
 };
 export type RecorderStats = TableWriterStats & {
@@ -47,7 +49,9 @@ export type RecorderStats = TableWriterStats & {
 };
 
 const HASHES_KEPT = 50_000;
-const DEFAULT_MAX_GROUPS = 50_000;
+/** EVAL_EVENTS_FOLD_MS's default (api/config.ts says why it is short). */
+const DEFAULT_FOLD_MS = 250;
+const DEFAULT_MAX_GROUPS = 20_000;
 
 /** Which buffered events DELETE /api/evaluations removes before they are written. */
 export interface DiscardFilter {
@@ -85,7 +89,7 @@ function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
  * The evaluation event writer (DESIGN data flow 3): the shared batched writer
  * (analytics/writer.ts) on `evaluation_events`, plus two things of its own.
  *
- * Requests alike are folded together until the next flush (`recordRequest`): same service,
+ * Requests alike are folded together for `foldMs` (`recordRequest`): same service,
  * environment, protocol, targeting key, server latency to two significant digits, and the same
  * result for every flag. They become one row per flag with their count in `evaluations`, stamped
  * with the first one's time. An SDK polling for its user, or a page loading all flags for each
@@ -100,12 +104,15 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   /** Rows the folded requests will become. */
   private groupRows = 0;
   private readonly maxGroups: number;
+  private readonly foldMs: number;
+  private sealTimer: NodeJS.Timeout | undefined;
   private requests = 0;
   private folded = 0;
 
   constructor(opts: RecorderOptions) {
     super(evaluationEventsFormat(), opts);
     this.maxGroups = opts.maxGroups ?? DEFAULT_MAX_GROUPS;
+    this.foldMs = opts.foldMs ?? DEFAULT_FOLD_MS;
   }
 
   /** Never blocks and never throws; the request's results must not change afterwards. */
@@ -122,6 +129,7 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.groups.set(key, { first: request, latencyMs: Number(latency), evaluations: 1 });
     this.groupRows += request.results.length;
     if (this.groups.size >= this.maxGroups) this.seal();
+    else if (this.sealTimer === undefined) this.sealTimer = setTimeout(this.sealOnTime, this.foldMs).unref();
   }
 
   override flush(): Promise<void> {
@@ -151,8 +159,15 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     });
   }
 
+  private readonly sealOnTime = () => {
+    this.sealTimer = undefined;
+    this.seal();
+  };
+
   /** Hands the folded requests to the writer as rows, one per flag of each. */
   private seal(): void {
+    clearTimeout(this.sealTimer);
+    this.sealTimer = undefined;
     if (this.groups.size === 0) return;
     const groups = this.groups;
     this.groups = new Map();
