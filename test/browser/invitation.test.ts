@@ -1,6 +1,18 @@
 import type { Page } from 'playwright-core';
 import { mailLink, screenshot, startConsole, type ConsoleHarness } from './support';
 
+// page.evaluate bodies run in the browser; the tests' tsconfig has no DOM lib, so the few names they use are declared here.
+interface PageElement {
+  id: string;
+  textContent: string | null;
+}
+declare const document: {
+  activeElement: PageElement | null;
+  querySelector(selector: string): PageElement | null;
+  documentElement: { scrollWidth: number; clientWidth: number };
+};
+declare function getComputedStyle(element: PageElement): { outlineStyle: string };
+
 let h: ConsoleHarness;
 let page: Page;
 beforeAll(async () => {
@@ -8,7 +20,10 @@ beforeAll(async () => {
   page = await h.newPage();
 }, 60_000);
 afterAll(async () => {
+  const problems = h?.pageProblems ?? [];
   await h?.stop();
+  // No uncaught error and no Content-Security-Policy violation on any page the tests opened.
+  expect(problems).toEqual([]);
 });
 
 const heading = (name: string | RegExp) => page.getByRole('heading', { level: 1, name });
@@ -60,7 +75,7 @@ describe('an invitation accepted in the console', () => {
     await page.goto('/signin');
     await heading('Sign in').waitFor();
     const focused = () => page.evaluate(() => {
-      const el = document.activeElement as HTMLElement | null;
+      const el = document.activeElement;
       const label = el?.id ? document.querySelector(`label[for="${el.id}"]`)?.textContent : undefined;
       return { name: label ?? el?.textContent ?? '', outline: el ? getComputedStyle(el).outlineStyle : '' };
     });

@@ -1,4 +1,3 @@
-import { expect as expectPage } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import { mailLink, screenshot, startConsole, type ConsoleHarness } from './support';
 
@@ -9,7 +8,10 @@ beforeAll(async () => {
   page = await h.newPage();
 }, 60_000);
 afterAll(async () => {
+  const problems = h?.pageProblems ?? [];
   await h?.stop();
+  // No uncaught error and no Content-Security-Policy violation on any page the tests opened.
+  expect(problems).toEqual([]);
 });
 
 const heading = (name: string | RegExp) => page.getByRole('heading', { level: 1, name });
@@ -30,12 +32,12 @@ describe('the first journey in the console', () => {
     await page.getByRole('button', { name: 'Create account' }).click();
     // The API's validation message shows beside the field.
     await page.getByText('must be at least 10 characters', { exact: true }).waitFor();
-    expectPage(await page.getByLabel('Password').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByLabel('Password').getAttribute('aria-invalid')).toBe('true');
     await screenshot(page, 'sign-up-error');
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
     await heading(/^Projects/).waitFor();
-    expectPage(new URL(page.url()).pathname).toBe('/projects');
+    expect(new URL(page.url()).pathname).toBe('/projects');
     await page.getByRole('region', { name: 'E-mail verification' }).waitFor();
   });
 
@@ -53,9 +55,9 @@ describe('the first journey in the console', () => {
     await page.getByLabel('Project name').fill('Journey Shop');
     await page.getByRole('button', { name: 'Create project' }).click();
     await heading('Journey Shop').waitFor();
-    expectPage(page.url()).toMatch(/\/projects\/[^/]+$/);
+    expect(page.url()).toMatch(/\/projects\/[^/]+$/);
     // The header's switchers follow the project.
-    expectPage(await page.getByRole('combobox', { name: 'Project' }).locator('option:checked').textContent()).toBe('Journey Shop');
+    expect(await page.getByRole('combobox', { name: 'Project' }).locator('option:checked').textContent()).toBe('Journey Shop');
     await page.getByLabel('Service name').fill('Checkout API');
     await page.getByRole('button', { name: 'Create service' }).click();
     await page.getByRole('cell', { name: 'Checkout API' }).waitFor();
@@ -69,13 +71,13 @@ describe('the first journey in the console', () => {
     // Batches leave within 5 s of their first event.
     const sent = page.waitForResponse((res) => new URL(res.url()).pathname === '/ingest/admin-events', { timeout: 10_000 });
     const answer = await sent;
-    expectPage(answer.status()).toBe(202);
+    expect(answer.status()).toBe(202);
     const body = (await answer.json()) as { accepted: number; errors: unknown[] };
-    expectPage(body.errors).toEqual([]);
-    expectPage(body.accepted).toBeGreaterThan(0);
+    expect(body.errors).toEqual([]);
+    expect(body.accepted).toBeGreaterThan(0);
     const events = JSON.parse(answer.request().postData() ?? '[]') as { event: string; properties: { screen?: string } }[];
-    expectPage(events.map((e) => e.event)).toContain('screen_viewed');
-    expectPage(events.map((e) => e.properties.screen)).toContain('projects');
+    expect(events.map((e) => e.event)).toContain('screen_viewed');
+    expect(events.map((e) => e.properties.screen)).toContain('projects');
   });
 
   it('signs out, is sent to sign in from a signed-in page, and signs in again', async () => {
@@ -83,7 +85,7 @@ describe('the first journey in the console', () => {
     await heading('Sign in').waitFor();
     await page.goto('/projects');
     await heading('Sign in').waitFor();
-    expectPage(new URL(page.url()).searchParams.get('next')).toBe('/projects');
+    expect(new URL(page.url()).searchParams.get('next')).toBe('/projects');
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Password').fill('wrong password here');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -92,5 +94,20 @@ describe('the first journey in the console', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await heading(/^Projects/).waitFor();
     await page.getByRole('link', { name: 'Journey Shop' }).waitFor();
+  });
+
+  it('sends the user to sign in when the session ends elsewhere (a 401), and back afterwards', async () => {
+    const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const csrf = (await h.app.request('GET', '/api/csrf-token', { cookie })).body.token as string;
+    expect((await h.app.request('POST', '/api/auth/logout', { cookie, csrf })).status).toBe(204);
+    await page.getByRole('link', { name: 'Journey Shop' }).click();
+    await heading('Sign in').waitFor();
+    const next = new URL(page.url()).searchParams.get('next');
+    expect(next).toMatch(/^\/projects\/[^/]+$/);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading('Journey Shop').waitFor();
+    expect(new URL(page.url()).pathname).toBe(next);
   });
 });

@@ -22,6 +22,8 @@ export interface ConsoleHarness {
   base: string;
   /** A fresh browser context (its own cookies) with one page. */
   newPage(): Promise<Page>;
+  /** Uncaught page errors and Content-Security-Policy violations so far, in every page: should stay empty. */
+  pageProblems: string[];
   stop(): Promise<void>;
 }
 
@@ -48,15 +50,22 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
     throw error;
   }
   const contexts: { close(): Promise<void> }[] = [];
+  const pageProblems: string[] = [];
   return {
     app,
     browser,
     base: app.urls.control,
+    pageProblems,
     async newPage() {
       const context = await browser!.newContext({ baseURL: app.urls.control, viewport: { width: 1280, height: 800 } });
       contexts.push(context);
       const page = await context.newPage();
       page.setDefaultTimeout(10_000);
+      page.on('pageerror', (error) => pageProblems.push(`uncaught: ${error.message}`));
+      // Failed requests (the 401 of an anonymous /api/users/me) are expected; policy violations never.
+      page.on('console', (message) => {
+        if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) pageProblems.push(message.text());
+      });
       return page;
     },
     async stop() {

@@ -30,8 +30,9 @@ const queue: AdminEvent[] = [];
 let timer: ReturnType<typeof setTimeout> | undefined;
 let userId: string | undefined;
 
+/** getRandomValues, not randomUUID: the console may be opened over plain http (no secure context). */
 function randomId(): string {
-  return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** One id per tab (sessionStorage) and one per browser (localStorage); storage may be refused. */
