@@ -53,6 +53,12 @@ describe('the console served by the control plane', () => {
     const missing = await app.request('GET', '/assets/index-missing.js', { headers: HTML });
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ error: expect.any(String), message: expect.any(String) });
+    // Nothing outside the built assets is reachable through them.
+    for (const path of ['/assets/..%2f..%2f..%2fpackage.json', '/assets/%2e%2e/%2e%2e/%2e%2e/package.json', '/assets/']) {
+      const res = await app.request('GET', path);
+      expect([path, [400, 403, 404].includes(res.status)]).toEqual([path, true]);
+      expect(res.text).not.toContain('"devDependencies"');
+    }
   });
 
   it.each(['/projects', '/projects/prj_123/flags', '/verify-email?token=abc', '/invitations/accept?token=abc', '/signin?next=%2Fprojects'])(

@@ -25,6 +25,10 @@ export interface ConsoleSiteOptions {
  * `/invitations/accept` links), under a strict Content-Security-Policy. Runs after the API's
  * routes, so it only ever sees paths no route took. Undefined when the console is not built
  * (`npm run dev` from source): the API then works without it.
+ *
+ * Abuse: anyone may fetch it (it is public files), GET and HEAD only, no body read, counted in
+ * the listener's per-IP rate limit like every request; serve-static refuses paths that leave
+ * assets/ and dotfiles, and index.html is one buffer read at startup (no per-request disk I/O).
  */
 export function consoleSite(opts: ConsoleSiteOptions): RequestHandler | undefined {
   const indexPath = path.join(opts.dir, 'index.html');
