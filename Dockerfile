@@ -7,6 +7,7 @@ COPY package.json package-lock.json ./
 COPY patches ./patches
 RUN npm install --no-audit --no-fund
 COPY . .
+# The build compiles the API, bundles the workflows and builds the web console into dist/web.
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
