@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { projectPath } from '../../api/infra/paths';
 import { startTestApp, type TestApp } from '../support/harness';
 import { requireBuiltConsole } from './support';
 
@@ -59,6 +62,15 @@ describe('the console served by the control plane', () => {
       expect([path, [400, 403, 404].includes(res.status)]).toEqual([path, true]);
       expect(res.text).not.toContain('"devDependencies"');
     }
+  });
+
+  it('keeps the first load under 300 KB of gzipped JavaScript (issue 18): the entry, what it preloads, the largest page', async () => {
+    const index = await app.request('GET', '/', { headers: HTML });
+    const initial = [...index.text.matchAll(/(?:src|href)="(\/assets\/[^"]+\.js)"/g)].map((m) => m[1].slice('/assets/'.length));
+    const gzipped = (file: string) => gzipSync(fs.readFileSync(projectPath('dist', 'web', 'assets', file))).length;
+    const pages = fs.readdirSync(projectPath('dist', 'web', 'assets')).filter((f) => f.endsWith('.js') && !initial.includes(f));
+    const total = initial.reduce((sum, f) => sum + gzipped(f), 0) + Math.max(0, ...pages.map(gzipped));
+    expect(total).toBeLessThan(300 * 1024);
   });
 
   it.each(['/projects', '/projects/prj_123/flags', '/verify-email?token=abc', '/invitations/accept?token=abc', '/signin?next=%2Fprojects'])(
