@@ -72,7 +72,9 @@ const sessionMiddleware: Middleware = {
   },
   onResponse({ request, response }) {
     const path = new URL(request.url).pathname;
-    if (SESSION_CHANGES.test(path)) csrfToken = undefined;
+    // A refused mutation may carry a token of an older session (signed in again in another tab):
+    // the next attempt fetches a fresh one.
+    if (SESSION_CHANGES.test(path) || (response.status === 403 && MUTATING.has(request.method))) csrfToken = undefined;
     // The shell asks /api/users/me to learn whether anyone is signed in: that 401 is an answer.
     if (response.status === 401 && path !== '/api/users/me') unauthorized?.();
     return response;
