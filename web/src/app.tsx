@@ -156,9 +156,17 @@ function VerifyReminder() {
   );
 }
 
+/** The same screen of another project (`/projects/A/flags` -> `/projects/B/flags`); its overview otherwise. */
+function switchedProjectPath(location: string, projectId: string): string {
+  const rest = /^\/projects\/[^/]+(\/[^?]*)?/.exec(location)?.[1] ?? '';
+  // Deeper than a project page (one flag, one canary) names things of the old project: stop at its list.
+  const screen = rest.split('/').slice(0, 2).join('/');
+  return `/projects/${encodeURIComponent(projectId)}${screen}`;
+}
+
 function Switchers({ projectId }: { projectId?: string }) {
   const session = useSession();
-  const [, navigate] = useLocation();
+  const [location, navigate] = useLocation();
   const current = session.projects.find((p) => p.id === projectId);
   // The organization follows the project being looked at; otherwise the one last chosen.
   const orgId = current?.orgId ?? session.orgId;
@@ -183,7 +191,7 @@ function Switchers({ projectId }: { projectId?: string }) {
       </label>
       <label>
         <span>Project</span>
-        <select value={current?.id ?? ''} onChange={(e) => navigate(e.target.value ? `/projects/${encodeURIComponent(e.target.value)}` : '/projects')}>
+        <select value={current?.id ?? ''} onChange={(e) => navigate(e.target.value ? switchedProjectPath(location, e.target.value) : '/projects')}>
           <option value="">{inOrg.length ? 'All projects' : 'No projects yet'}</option>
           {inOrg.map((project) => (
             <option key={project.id} value={project.id}>
