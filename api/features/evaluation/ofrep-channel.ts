@@ -43,26 +43,45 @@ export function channelWindow(nowMs = Date.now()): number {
   return Math.floor(nowMs / 1000 / CHANNEL_WINDOW_SECONDS);
 }
 
+function channelKey(claims: ChannelClaims, window: number): string {
+  return `${claims.tokenId}\u0000${claims.serviceId}\u0000${claims.environment}\u0000${window}`;
+}
+
 export class ChannelTokens {
   /** Signed tokens of the current windows, so a window's bulk answers sign once per (API token, service, environment). */
   private readonly issued = new Map<string, Promise<string>>();
+  /** The same tokens once signed: most bulk answers of a window find theirs here and need no promise. */
+  private readonly signed = new Map<string, string>();
 
   constructor(
     private readonly jwt: JwtCodec,
     private readonly audience: string,
   ) {}
 
+  /** The window's token when it is signed already; undefined until `issue` has signed it. */
+  issuedNow(claims: ChannelClaims, window: number): string | undefined {
+    return this.signed.get(channelKey(claims, window));
+  }
+
   issue(claims: ChannelClaims, window: number): Promise<string> {
-    const key = `${claims.tokenId}\u0000${claims.serviceId}\u0000${claims.environment}\u0000${window}`;
+    const key = channelKey(claims, window);
     const known = this.issued.get(key);
     if (known !== undefined) return known;
     const iat = window * CHANNEL_WINDOW_SECONDS;
     const payload = { sub: claims.tokenId, tkt: claims.tokenType, prj: claims.projectId, svc: claims.serviceId, env: claims.environment, scope: CHANNEL_SCOPE };
-    const signed = this.jwt.signOther(this.audience, payload, iat, iat + CHANNEL_TTL_SECONDS);
-    if (this.issued.size >= ISSUED_KEPT) this.issued.clear();
-    this.issued.set(key, signed);
-    signed.catch(() => this.issued.delete(key));
-    return signed;
+    const signing = this.jwt.signOther(this.audience, payload, iat, iat + CHANNEL_TTL_SECONDS);
+    if (this.issued.size >= ISSUED_KEPT) {
+      this.issued.clear();
+      this.signed.clear();
+    }
+    this.issued.set(key, signing);
+    signing.then(
+      (token) => {
+        if (this.issued.get(key) === signing) this.signed.set(key, token);
+      },
+      () => this.issued.delete(key),
+    );
+    return signing;
   }
 
   /** The claims of a valid, unexpired channel token, or null. */

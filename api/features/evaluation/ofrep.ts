@@ -152,10 +152,17 @@ function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context:
     ex.send(200, JSON.stringify({ flags }), extra);
     return undefined;
   }
-  return deps.channels.issue(channel, window).then((token) => {
+  const answer = (token: string) => {
     const url = eventStreamUrl(base, { serviceId: channel.serviceId, environment: channel.environment, channel: token, etag: flagConfigOf(snapshot).etag });
     ex.send(200, JSON.stringify({ flags, eventStreams: [{ type: 'sse', url, inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC }] }), extra);
-  });
+  };
+  // Signed once per window and API token: the rest of the window's answers go out without a promise.
+  const token = deps.channels.issuedNow(channel, window);
+  if (token !== undefined) {
+    answer(token);
+    return undefined;
+  }
+  return deps.channels.issue(channel, window).then(answer);
 }
 
 /**
