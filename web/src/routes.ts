@@ -41,6 +41,17 @@ export const routes: ConsoleRoute[] = [
     page: lazy(() => import('./pages/project-home')),
     nav: { label: 'Overview', scope: 'project', order: 10 },
   },
+  // Flag history, audit and explain (issue 18 point 2); flag pages link here with ?serviceId=&environment=.
+  { path: '/projects/:projectId/flags/:flagKey/history', screen: 'flag_history', title: 'Flag history', access: 'user', page: lazy(() => import('./pages/history/flag-history')) },
+  { path: '/projects/:projectId/flags/:flagKey/explain', screen: 'flag_explain', title: 'Explain a flag', access: 'user', page: lazy(() => import('./pages/history/explain')) },
+  {
+    path: '/projects/:projectId/audit',
+    screen: 'audit',
+    title: 'Audit trail',
+    access: 'user',
+    page: lazy(() => import('./pages/history/audit')),
+    nav: { label: 'Audit', scope: 'project', order: 60 },
+  },
 ];
 
 /** A route's path with the current project filled in (for project-scoped links). */

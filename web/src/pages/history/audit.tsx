@@ -1,0 +1,249 @@
+import { Fragment, useId, useState, type FormEvent } from 'react';
+import { Link, useLocation, useParams, useSearch } from 'wouter';
+import { api, call, type paths } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { LoadState } from '../../components/status';
+import { diffJson } from '../../components/history/diff';
+import { DiffView } from '../../components/history/diff-view';
+import { scopeQuery, ENVIRONMENTS, type Environment } from '../../components/history/flag-scope';
+import { Pager } from '../../components/history/pager';
+import { JsonValue, When } from '../../components/history/value';
+
+type AuditEntry = paths['/api/audit']['get']['responses'][200]['content']['application/json']['logs'][number];
+
+const PAGE_SIZE = 25;
+/** The filters the API takes (GET /api/audit), kept in the address so a filtered view can be reloaded, shared and gone back to. */
+const FILTERS = ['action', 'resourceType', 'resourceId', 'userId', 'startDate', 'endDate'] as const;
+type Filter = (typeof FILTERS)[number];
+/** Actions the API records, offered as suggestions (the field takes any action name). */
+const KNOWN_ACTIONS = ['flag.create', 'flag.update', 'flag.toggle', 'flag.delete', 'project.create', 'project.update', 'service.create', 'service.update', 'service.delete', 'member.add', 'invitation.create', 'token.create', 'webhook.create', 'webhook.update', 'webhook.delete', 'trigger.create', 'trigger.revoke', 'experiment.arm_cut'];
+const KNOWN_TYPES = ['flag', 'project', 'service', 'member', 'invitation', 'token', 'webhook', 'trigger', 'experiment'];
+
+/** Bookkeeping fields that change on every write: they would only add noise to an entry's diff. */
+function withoutBookkeeping(record: Record<string, unknown> | null): Record<string, unknown> | undefined {
+  if (!record) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { version, updatedAt, ...rest } = record;
+  return rest;
+}
+
+/** A project's audit trail (spec 4.9), newest first, filtered by action, resource, member and dates, paged. */
+export default function Audit() {
+  const { projectId } = useParams<{ projectId: string }>();
+  const search = new URLSearchParams(useSearch());
+  const [location, navigate] = useLocation();
+  const filters = Object.fromEntries(FILTERS.flatMap((name) => (search.get(name) ? [[name, search.get(name)!]] : []))) as Partial<Record<Filter, string>>;
+  const offset = Math.max(0, Number(search.get('offset')) || 0);
+  const key = JSON.stringify(filters);
+
+  const logs = useApi(() => call(api.GET('/api/audit', { params: { query: { projectId, ...filters, limit: PAGE_SIZE, offset } } })), [projectId, key, offset]);
+  const members = useApi(() => call(api.GET('/api/projects/{id}/members', { params: { path: { id: projectId } } })), [projectId]);
+
+  function go(next: Partial<Record<Filter, string>>, nextOffset = 0) {
+    const query = new URLSearchParams(Object.entries(next).filter(([, v]) => v) as [string, string][]);
+    if (nextOffset) query.set('offset', String(nextOffset));
+    const text = query.toString();
+    navigate(text ? `${location}?${text}` : location);
+  }
+
+  function onFilter(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const data = new FormData(event.currentTarget);
+    go(Object.fromEntries(FILTERS.map((name) => [name, String(data.get(name) ?? '').trim()])));
+  }
+
+  const id = useId();
+  const filtered = Object.keys(filters).length > 0;
+  return (
+    <>
+      <h1>Audit trail</h1>
+      <form key={key} className="filters" onSubmit={onFilter} aria-label="Filter the audit trail">
+        <div className="field">
+          <label htmlFor={`${id}-action`}>Action</label>
+          <input id={`${id}-action`} name="action" defaultValue={filters.action} list={`${id}-actions`} maxLength={100} placeholder="flag.update" />
+          <datalist id={`${id}-actions`}>
+            {KNOWN_ACTIONS.map((action) => (
+              <option key={action} value={action} />
+            ))}
+          </datalist>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-type`}>Resource type</label>
+          <input id={`${id}-type`} name="resourceType" defaultValue={filters.resourceType} list={`${id}-types`} maxLength={100} placeholder="flag" />
+          <datalist id={`${id}-types`}>
+            {KNOWN_TYPES.map((type) => (
+              <option key={type} value={type} />
+            ))}
+          </datalist>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-resource`}>Resource id</label>
+          <input id={`${id}-resource`} name="resourceId" defaultValue={filters.resourceId} maxLength={200} aria-describedby={`${id}-resource-hint`} />
+          <p id={`${id}-resource-hint`} className="hint">
+            Or use “Only this resource” on an entry.
+          </p>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-user`}>Member</label>
+          <select id={`${id}-user`} name="userId" defaultValue={filters.userId ?? ''} aria-describedby={`${id}-user-hint`}>
+            <option value="">Anyone</option>
+            {filters.userId && !members.data?.members.some((m) => m.userId === filters.userId) && <option value={filters.userId}>{filters.userId}</option>}
+            {members.data?.members.map((member) => (
+              <option key={member.userId} value={member.userId}>
+                {member.name} ({member.email})
+              </option>
+            ))}
+          </select>
+          <p id={`${id}-user-hint`} className="hint">
+            A member's own changes (not their API tokens').
+          </p>
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-from`}>From</label>
+          <input id={`${id}-from`} name="startDate" type="date" defaultValue={filters.startDate} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-to`}>To (inclusive)</label>
+          <input id={`${id}-to`} name="endDate" type="date" defaultValue={filters.endDate} />
+        </div>
+        <div className="filter-actions">
+          <button type="submit" className="primary">
+            Apply filters
+          </button>
+          {filtered && (
+            <button type="button" onClick={() => go({})}>
+              Clear filters
+            </button>
+          )}
+        </div>
+      </form>
+      <LoadState loading={logs.loading} error={logs.error}>
+        {logs.data && (
+          <>
+            <p className="muted" role="status">
+              {logs.data.total} entr{logs.data.total === 1 ? 'y' : 'ies'}
+              {filtered ? ' match the filters' : ''}, newest first.
+            </p>
+            {logs.data.logs.length > 0 && <AuditTable projectId={projectId} entries={logs.data.logs} onlyResource={(e) => go({ resourceType: e.resourceType, resourceId: e.resourceId })} />}
+            <Pager label="Audit trail pages" offset={offset} limit={PAGE_SIZE} shown={logs.data.logs.length} total={logs.data.total} onOffset={(next) => go(filters, next)} />
+          </>
+        )}
+      </LoadState>
+    </>
+  );
+}
+
+function AuditTable({ projectId, entries, onlyResource }: { projectId: string; entries: AuditEntry[]; onlyResource: (entry: AuditEntry) => void }) {
+  const [open, setOpen] = useState<ReadonlySet<string>>(new Set());
+  const toggle = (entryId: string) =>
+    setOpen((current) => {
+      const next = new Set(current);
+      if (!next.delete(entryId)) next.add(entryId);
+      return next;
+    });
+  return (
+    <div className="table-scroll">
+      <table className="audit">
+        <caption className="visually-hidden">Audit entries, newest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">Action</th>
+            <th scope="col">Resource</th>
+            <th scope="col">Changes</th>
+          </tr>
+        </thead>
+        <tbody>
+          {entries.map((entry) => {
+            const expanded = open.has(entry.id);
+            const detailsId = `audit-${entry.id}`;
+            return (
+              <Fragment key={entry.id}>
+                <tr>
+                  <td>
+                    <When at={entry.timestamp} />
+                  </td>
+                  <td>{entry.actor}</td>
+                  <td>
+                    <code>{entry.action}</code>
+                  </td>
+                  <td>
+                    <ResourceCell projectId={projectId} entry={entry} />
+                    <button type="button" className="link-button" onClick={() => onlyResource(entry)}>
+                      Only this resource<span className="visually-hidden">: {entry.resourceName ?? entry.resourceId}</span>
+                    </button>
+                  </td>
+                  <td>
+                    {changeSummary(entry)}
+                    <button type="button" className="link-button" aria-expanded={expanded} aria-controls={detailsId} onClick={() => toggle(entry.id)}>
+                      {expanded ? 'Hide' : 'Show'} details<span className="visually-hidden"> of {entry.action} at {new Date(entry.timestamp).toLocaleString()}</span>
+                    </button>
+                  </td>
+                </tr>
+                <tr id={detailsId} hidden={!expanded} className="audit-details">
+                  <td colSpan={5}>{expanded && <EntryDetails entry={entry} />}</td>
+                </tr>
+              </Fragment>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** A line on what an entry changed: which fields for an update; a whole creation or removal says so. */
+function changeSummary(entry: AuditEntry) {
+  if (!entry.before && entry.after) return 'Created';
+  if (entry.before && !entry.after) return 'Removed';
+  const fields = entry.changes.map((c) => c.field).filter((field) => field !== 'version' && field !== 'updatedAt');
+  return fields.length ? fields.join(', ') : <span className="muted">—</span>;
+}
+
+function ResourceCell({ projectId, entry }: { projectId: string; entry: AuditEntry }) {
+  const label = (
+    <>
+      {entry.resourceType} <code>{entry.resourceName ?? entry.resourceId}</code>
+    </>
+  );
+  const { serviceId, environment } = entry.metadata as { serviceId?: unknown; environment?: unknown };
+  // A flag's entry links to that copy's history (the entry's metadata names its service and environment).
+  if (entry.resourceType === 'flag' && entry.resourceName && typeof serviceId === 'string' && ENVIRONMENTS.includes(environment as Environment)) {
+    const href = `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(entry.resourceName)}/history?${scopeQuery(serviceId, environment as Environment)}`;
+    return (
+      <div>
+        <Link href={href}>{label}</Link> <span className="muted">({environment as string})</span>
+      </div>
+    );
+  }
+  return <div>{label}</div>;
+}
+
+function EntryDetails({ entry }: { entry: AuditEntry }) {
+  const changes = diffJson(withoutBookkeeping(entry.before), withoutBookkeeping(entry.after));
+  const metadata = Object.entries(entry.metadata);
+  return (
+    <div className="entry-details">
+      {entry.before || entry.after ? <DiffView changes={changes} caption={`Fields ${entry.action} changed`} /> : <p className="muted">No before/after recorded for this action.</p>}
+      {(metadata.length > 0 || entry.ipAddress) && (
+        <dl className="facts">
+          {metadata.map(([name, value]) => (
+            <Fragment key={name}>
+              <dt>{name}</dt>
+              <dd>
+                <JsonValue value={value} />
+              </dd>
+            </Fragment>
+          ))}
+          {entry.ipAddress && (
+            <>
+              <dt>IP address</dt>
+              <dd>{entry.ipAddress}</dd>
+            </>
+          )}
+        </dl>
+      )}
+    </div>
+  );
+}

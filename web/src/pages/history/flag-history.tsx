@@ -1,0 +1,241 @@
+import { useEffect, useId, useRef, useState } from 'react';
+import { Link, useParams } from 'wouter';
+import { api, ApiError, call, type paths } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { diffJson, type FieldChange } from '../../components/history/diff';
+import { DiffView } from '../../components/history/diff-view';
+import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
+import { Pager } from '../../components/history/pager';
+import { When } from '../../components/history/value';
+
+type FlagVersion = paths['/api/flags/{key}/history']['get']['responses'][200]['content']['application/json']['versions'][number];
+type FlagRecord = FlagVersion['snapshot'];
+
+const PAGE_SIZE = 20;
+
+/** A snapshot's content: identity and bookkeeping fields change on every write or never, and would only add noise. */
+function contentOf(snapshot: FlagRecord): Partial<FlagRecord> {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { id, projectId, serviceId, environment, key, version, createdAt, updatedAt, ...content } = snapshot;
+  return content;
+}
+
+/** The top-level fields a change touched (`targeting`, `name`), for a version's one-line summary. */
+function touchedFields(changes: FieldChange[]): string[] {
+  return [...new Set(changes.map((c) => c.path.split(/[.[]/)[0]))];
+}
+
+const CHANGE_WORDS: Record<FlagVersion['changeType'], string> = {
+  create: 'Created',
+  update: 'Updated',
+  toggle: 'Toggled',
+  delete: 'Deleted',
+  rollback: 'Rolled back',
+};
+
+/**
+ * A flag's versions (spec 4.3 history), newest first: who changed what and when, each version's
+ * field-level diff against the one before it, and rollback to any earlier version (a new version
+ * with that version's content) after a confirm step.
+ */
+export default function FlagHistory() {
+  const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  const { serviceId, environment } = useFlagScope();
+  const [offset, setOffset] = useState(0);
+  useEffect(() => setOffset(0), [serviceId, environment]);
+
+  // One more than a page: the version before the page's oldest, for that version's diff.
+  const history = useApi(
+    async () =>
+      serviceId
+        ? call(api.GET('/api/flags/{key}/history', { params: { path: { key: flagKey }, query: { serviceId, environment, limit: PAGE_SIZE + 1, offset } } }))
+        : undefined,
+    [flagKey, serviceId, environment, offset],
+  );
+  const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
+  const [confirming, setConfirming] = useState<number | undefined>();
+  const [rollingBack, setRollingBack] = useState(false);
+  const [outcome, setOutcome] = useState<{ ok: true; from: number; to: number } | { ok: false; error: ApiError } | undefined>();
+
+  const versions = history.data?.versions ?? [];
+  const shown = versions.slice(0, PAGE_SIZE);
+  const total = history.data?.total ?? 0;
+  const latest = offset === 0 ? shown[0]?.version : undefined;
+  const query = scopeQuery(serviceId, environment);
+
+  function toggle(version: number) {
+    setOpen((current) => {
+      const next = new Set(current);
+      if (!next.delete(version)) next.add(version);
+      return next;
+    });
+  }
+
+  async function rollback(version: number) {
+    setRollingBack(true);
+    try {
+      const flag = await call(api.POST('/api/flags/{key}/rollback/{version}', { params: { path: { key: flagKey, version }, query: { serviceId, environment } } }));
+      setOutcome({ ok: true, from: version, to: flag.version });
+      setConfirming(undefined);
+      setOffset(0);
+      await history.reload();
+    } catch (caught) {
+      setOutcome({ ok: false, error: caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)) });
+    } finally {
+      setRollingBack(false);
+    }
+  }
+
+  return (
+    <>
+      <h1>
+        History of <code>{flagKey}</code>
+      </h1>
+      <p className="page-links">
+        {serviceId && (
+          <>
+            <Link href={`/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(flagKey)}?${query}`}>Back to the flag</Link>
+            <Link href={`/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(flagKey)}/explain?${query}`}>Explain a context</Link>
+          </>
+        )}
+        <Link href={`/projects/${encodeURIComponent(projectId)}/audit?resourceType=flag`}>Audit trail of the project's flags</Link>
+      </p>
+      <FlagScopePicker projectId={projectId} />
+      <div role="status" className={outcome?.ok ? 'notice' : undefined}>
+        {outcome?.ok && `Rolled back to version ${outcome.from}: the flag is now at version ${outcome.to}, with version ${outcome.from}'s content.`}
+      </div>
+      {outcome && !outcome.ok && (
+        <p role="alert" className="form-error">
+          The rollback failed: {outcome.error.message}
+        </p>
+      )}
+      {!serviceId ? (
+        <p>Choose the service whose copy of this flag to show.</p>
+      ) : history.error ? (
+        <p role="alert" className="form-error">
+          {history.error.message}
+        </p>
+      ) : history.loading ? (
+        <p role="status" className="muted">
+          Loading…
+        </p>
+      ) : !shown.length ? (
+        <p>This flag has no versions in {environment}.</p>
+      ) : (
+        <>
+          <p className="muted">
+            {total} version{total === 1 ? '' : 's'} in {environment}, newest first.
+          </p>
+          <ol className="versions" aria-label="Versions">
+            {shown.map((entry, i) => (
+              <VersionItem
+                key={entry.id}
+                entry={entry}
+                previous={versions[i + 1]}
+                isLatest={entry.version === latest}
+                expanded={open.has(entry.version)}
+                onToggle={() => toggle(entry.version)}
+                confirming={confirming === entry.version}
+                onAskRollback={() => {
+                  setOutcome(undefined);
+                  setConfirming(entry.version);
+                }}
+                onCancelRollback={() => setConfirming(undefined)}
+                onRollback={() => void rollback(entry.version)}
+                rollingBack={rollingBack}
+              />
+            ))}
+          </ol>
+          <Pager label="Versions pages" offset={offset} limit={PAGE_SIZE} shown={shown.length} total={total} onOffset={setOffset} />
+        </>
+      )}
+    </>
+  );
+}
+
+interface VersionItemProps {
+  entry: FlagVersion;
+  /** The version before this one, when known (undefined for the first). */
+  previous?: FlagVersion;
+  isLatest: boolean;
+  expanded: boolean;
+  onToggle: () => void;
+  confirming: boolean;
+  onAskRollback: () => void;
+  onCancelRollback: () => void;
+  onRollback: () => void;
+  rollingBack: boolean;
+}
+
+function VersionItem({ entry, previous, isLatest, expanded, onToggle, confirming, onAskRollback, onCancelRollback, onRollback, rollingBack }: VersionItemProps) {
+  const id = useId();
+  const confirmButton = useRef<HTMLButtonElement>(null);
+  // A delete's snapshot is the flag before it: nothing of it remains afterwards.
+  // Without the version before (only the first has none), there is nothing to compare with.
+  const changes =
+    entry.changeType === 'delete'
+      ? diffJson(contentOf(entry.snapshot), undefined)
+      : previous || entry.changeType === 'create'
+        ? diffJson(previous && contentOf(previous.snapshot), contentOf(entry.snapshot))
+        : undefined;
+  const fields = changes ? touchedFields(changes) : [];
+  const heading = `Version ${entry.version}`;
+
+  useEffect(() => {
+    if (confirming) confirmButton.current?.focus();
+  }, [confirming]);
+
+  return (
+    <li className="version" aria-labelledby={`${id}-heading`}>
+      <h2 id={`${id}-heading`}>
+        {heading} <span className={`change-type change-${entry.changeType}`}>{CHANGE_WORDS[entry.changeType]}</span>
+        {isLatest && <span className="current-badge">Current</span>}
+      </h2>
+      <p className="muted">
+        By <strong>{entry.actor}</strong> · <When at={entry.createdAt} />
+      </p>
+      <p>
+        {entry.changeType === 'create'
+          ? 'The first version.'
+          : !changes
+            ? 'The version before this one is no longer kept.'
+            : fields.length
+              ? `Changed: ${fields.join(', ')}`
+              : 'No field changed.'}
+      </p>
+      <div className="actions">
+        {changes && (
+          <button type="button" aria-expanded={expanded} aria-controls={`${id}-diff`} onClick={onToggle}>
+            {expanded ? 'Hide' : 'Show'} changes in version {entry.version}
+          </button>
+        )}
+        {!isLatest && entry.changeType !== 'delete' && (
+          <button type="button" onClick={onAskRollback} disabled={confirming}>
+            Roll back to version {entry.version}
+          </button>
+        )}
+      </div>
+      {confirming && (
+        <div className="confirm" role="group" aria-labelledby={`${id}-confirm`}>
+          <p id={`${id}-confirm`}>
+            Roll back to version {entry.version}? The flag gets a new version with version {entry.version}'s content; evaluations change at once.
+          </p>
+          <button ref={confirmButton} type="button" className="primary" onClick={onRollback} disabled={rollingBack}>
+            {rollingBack ? 'Rolling back…' : `Confirm rollback to version ${entry.version}`}
+          </button>
+          <button type="button" onClick={onCancelRollback} disabled={rollingBack}>
+            Cancel
+          </button>
+        </div>
+      )}
+      <div id={`${id}-diff`} hidden={!expanded}>
+        {expanded && changes && (
+          <DiffView
+            changes={changes}
+            caption={entry.changeType === 'create' ? `${heading}: the flag as created` : `${heading} compared with version ${previous?.version ?? entry.version - 1}`}
+          />
+        )}
+      </div>
+    </li>
+  );
+}
