@@ -52,6 +52,8 @@ export const routes: ConsoleRoute[] = [
     page: lazy(() => import('./pages/history/audit')),
     nav: { label: 'Audit', scope: 'project', order: 60 },
   },
+  // The public demo grid (spec 4.2): anyone, signed in or not.
+  { path: '/demo', screen: 'demo', title: 'Demo', access: 'public', page: lazy(() => import('./pages/demo/demo-grid-page')), nav: { label: 'Demo', scope: 'global', order: 90 } },
 ];
 
 /** A route's path with the current project filled in (for project-scoped links). */
