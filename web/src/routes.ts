@@ -41,6 +41,18 @@ export const routes: ConsoleRoute[] = [
     page: lazy(() => import('./pages/project-home')),
     nav: { label: 'Overview', scope: 'project', order: 10 },
   },
+  {
+    path: '/projects/:projectId/flags',
+    screen: 'flags',
+    title: 'Flags',
+    access: 'user',
+    page: lazy(() => import('./pages/flags/list')),
+    nav: { label: 'Flags', scope: 'project', order: 20 },
+  },
+  // Before the detail route, which it would otherwise match (so a flag keyed "new" has no detail page in the console).
+  { path: '/projects/:projectId/flags/new', screen: 'flag_create', title: 'Create a flag', access: 'user', page: lazy(() => import('./pages/flags/new')) },
+  // Query serviceId and environment: a flag is one record per (service, environment, key).
+  { path: '/projects/:projectId/flags/:flagKey', screen: 'flag_detail', title: 'Flag', access: 'user', page: lazy(() => import('./pages/flags/detail')) },
   // Flag history, audit and explain (issue 18 point 2); flag pages link here with ?serviceId=&environment=.
   { path: '/projects/:projectId/flags/:flagKey/history', screen: 'flag_history', title: 'Flag history', access: 'user', page: lazy(() => import('./pages/history/flag-history')) },
   { path: '/projects/:projectId/flags/:flagKey/explain', screen: 'flag_explain', title: 'Explain a flag', access: 'user', page: lazy(() => import('./pages/history/explain')) },

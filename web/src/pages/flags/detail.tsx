@@ -1,0 +1,238 @@
+import { useEffect, useState } from 'react';
+import { Link, useLocation, useParams, useSearch } from 'wouter';
+import { api, ApiError, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { FlagEditor } from '../../components/flags/flag-editor';
+import { FlagSwitch } from '../../components/flags/flag-switch';
+import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
+import { WatchButton } from '../../components/flags/watch-button';
+import { LoadState } from '../../components/status';
+import { activation, flagViewed } from '../../telemetry';
+
+/**
+ * One flag: a flag is a record per (service, environment, key), so the page names the service
+ * in its address and shows the three environments as tabs, each its own record (created from
+ * another environment's copy when missing). The header toggles and watches; the body edits.
+ */
+export default function FlagDetail() {
+  const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  const query = new URLSearchParams(useSearch());
+  const serviceId = query.get('serviceId') ?? '';
+  const environment: Environment = isEnvironment(query.get('environment')) ? (query.get('environment') as Environment) : 'development';
+
+  useEffect(() => flagViewed(projectId, flagKey), [projectId, flagKey]);
+
+  if (!serviceId) return <ChooseService projectId={projectId} flagKey={flagKey} environment={environment} />;
+  return <FlagInService projectId={projectId} flagKey={flagKey} serviceId={serviceId} environment={environment} />;
+}
+
+/** The three environments' records of the flag (null where it does not exist). */
+async function loadEnvironments(flagKey: string, serviceId: string): Promise<Record<Environment, FlagRecord | null>> {
+  const records = await Promise.all(
+    ENVIRONMENTS.map((environment) =>
+      call(api.GET('/api/flags/{key}', { params: { path: { key: flagKey }, query: { serviceId, environment } } })).catch((error: unknown) => {
+        if (error instanceof ApiError && error.status === 404) return null;
+        throw error;
+      }),
+    ),
+  );
+  return Object.fromEntries(ENVIRONMENTS.map((env, i) => [env, records[i]])) as Record<Environment, FlagRecord | null>;
+}
+
+function FlagInService({ projectId, flagKey, serviceId, environment }: { projectId: string; flagKey: string; serviceId: string; environment: Environment }) {
+  const records = useApi(() => loadEnvironments(flagKey, serviceId), [flagKey, serviceId]);
+  // The record shown; replaced by what a toggle or save answers, so the next write sends the new version.
+  const [flag, setFlag] = useState<FlagRecord | null | undefined>();
+  const [generation, setGeneration] = useState(0);
+  useEffect(() => setFlag(records.data?.[environment]), [records.data, environment]);
+  const service = useApi(() => call(api.GET('/api/services/{id}', { params: { path: { id: serviceId } } })).catch(() => undefined), [serviceId]);
+
+  const href = (env: Environment, page = '') => flagHref(projectId, flagKey, serviceId, env, page);
+  return (
+    <>
+      <div className="fl-page-head">
+        <h1>
+          {flag?.name ?? flagKey} <code className="fl-flag-key">{flagKey}</code>
+        </h1>
+        {flag && (
+          <div className="fl-flag-head-actions">
+            <FlagSwitch
+              projectId={projectId}
+              flagKey={flagKey}
+              serviceId={serviceId}
+              environment={environment}
+              enabled={flag.enabled}
+              label={`Enabled in ${environment}`}
+              onChanged={(toggled) => {
+                setFlag(toggled);
+                void records.reload();
+              }}
+            />
+            <WatchButton flagKey={flagKey} serviceId={serviceId} environment={environment} />
+          </div>
+        )}
+      </div>
+      <p className="muted">
+        Service {service.data?.name ?? serviceId} · <Link href={`/projects/${encodeURIComponent(projectId)}/flags?serviceId=${encodeURIComponent(serviceId)}&environment=${environment}`}>All flags</Link>
+      </p>
+      <nav aria-label="Environments" className="fl-env-tabs">
+        <ul>
+          {ENVIRONMENTS.map((env) => (
+            <li key={env}>
+              <Link href={href(env)} aria-current={env === environment ? 'page' : undefined}>
+                {env}
+                <span className="muted fl-env-state">
+                  {records.data ? (records.data[env] ? (records.data[env]!.enabled ? ' · on' : ' · off') : ' · not created') : ''}
+                </span>
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <LoadState loading={records.loading} error={records.error}>
+        {flag ? (
+          <>
+            <nav aria-label="More about this flag" className="fl-flag-links">
+              <Link href={href(environment, '/history')}>History and audit</Link>
+              <Link href={href(environment, '/explain')}>Explain a context</Link>
+              <Link href={href(environment, '/metrics')}>Metrics</Link>
+            </nav>
+            <p className="muted">
+              Version {flag.version} · type {flag.type} · updated <time dateTime={flag.updatedAt}>{new Date(flag.updatedAt).toLocaleString()}</time>
+            </p>
+            <FlagEditor
+              key={`${flag.id}:${generation}`}
+              flag={flag}
+              onSaved={(saved) => {
+                setFlag(saved);
+                setGeneration((g) => g + 1);
+              }}
+            />
+          </>
+        ) : (
+          records.data && (
+            <CreateInEnvironment
+              projectId={projectId}
+              environment={environment}
+              sources={ENVIRONMENTS.flatMap((env) => (records.data![env] ? [records.data![env]!] : []))}
+              onCreated={() => void records.reload()}
+            />
+          )
+        )}
+      </LoadState>
+    </>
+  );
+}
+
+/** The flag does not exist in this environment: create it there as a copy of another environment's, disabled. */
+function CreateInEnvironment({
+  projectId,
+  environment,
+  sources,
+  onCreated,
+}: {
+  projectId: string;
+  environment: Environment;
+  sources: FlagRecord[];
+  onCreated: () => void;
+}) {
+  const [from, setFrom] = useState(sources[0]?.environment);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>();
+  if (!sources.length) return <p role="alert">This flag does not exist in any environment of this service.</p>;
+  async function create() {
+    const source = sources.find((s) => s.environment === from);
+    if (!source || busy) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      await call(
+        api.POST('/api/flags', {
+          body: {
+            key: source.key,
+            serviceId: source.serviceId,
+            projectId,
+            environment,
+            name: source.name,
+            description: source.description,
+            type: source.type,
+            defaultValue: source.defaultValue,
+            tags: source.tags,
+            variants: source.variants.map((v) => ({ ...v, value: v.value })),
+            // Stored operators are the engine's (the record's schema types them as plain strings).
+            targeting: source.targeting.map((r) => ({ ...r, value: r.value, conditions: r.conditions.map((c) => ({ ...c, operator: c.operator as Operator })) })),
+            isPublic: source.isPublic,
+            // A copy starts off: turning it on in another environment is its own decision.
+            enabled: false,
+          },
+        }),
+      );
+      activation(projectId, 'flag_created');
+      onCreated();
+    } catch (caught) {
+      setError(caught instanceof ApiError ? caught.message : String(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <section aria-labelledby="missing" className="inline-form">
+      <h2 id="missing">Not created in {environment}</h2>
+      <p>Each environment has its own record of the flag. Create this one as a copy (disabled) of another environment's.</p>
+      <div className="field">
+        <label htmlFor="copy-from">Copy from</label>
+        <select id="copy-from" value={from} onChange={(e) => setFrom(e.target.value as Environment)}>
+          {sources.map((s) => (
+            <option key={s.environment} value={s.environment}>
+              {s.environment}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div role="alert">{error && <p className="form-error">{error}</p>}</div>
+      <button type="button" className="primary" disabled={busy} onClick={() => void create()}>
+        {busy ? 'Creating…' : `Create in ${environment}`}
+      </button>
+    </section>
+  );
+}
+
+/** The address names no service: the flag key may exist in several services of the project. */
+function ChooseService({ projectId, flagKey, environment }: { projectId: string; flagKey: string; environment: Environment }) {
+  const [, navigate] = useLocation();
+  const matches = useApi(
+    () =>
+      call(api.GET('/api/flags', { params: { query: { projectId, environment, search: flagKey, limit: 100, fields: 'key,serviceId' } } })).then((page) =>
+        page.flags.filter((f) => f.key === flagKey),
+      ),
+    [projectId, flagKey, environment],
+  );
+  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const only = matches.data?.length === 1 ? matches.data[0].serviceId : undefined;
+  useEffect(() => {
+    if (only) navigate(flagHref(projectId, flagKey, only, environment), { replace: true });
+  }, [only, projectId, flagKey, environment, navigate]);
+  return (
+    <>
+      <h1>
+        <code>{flagKey}</code>
+      </h1>
+      <LoadState loading={matches.loading} error={matches.error}>
+        {matches.data?.length === 0 ? (
+          <p>No flag with this key in {environment}.</p>
+        ) : (
+          <>
+            <p>This key exists in several services: choose one.</p>
+            <ul>
+              {matches.data?.map((f) => (
+                <li key={f.serviceId}>
+                  <Link href={flagHref(projectId, flagKey, f.serviceId!, environment)}>{services.data?.services.find((s) => s.id === f.serviceId)?.name ?? f.serviceId}</Link>
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+      </LoadState>
+    </>
+  );
+}

@@ -1,0 +1,224 @@
+import { useEffect, useState } from 'react';
+import { Link, useLocation, useParams, useSearch } from 'wouter';
+import { api, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { FlagSwitch } from '../../components/flags/flag-switch';
+import { ENVIRONMENTS, FLAG_TYPES, flagHref, isEnvironment, type FlagType } from '../../components/flags/model';
+import { LoadState } from '../../components/status';
+
+const PAGE_SIZE = 25;
+/** Typing in the search box asks the server once the user pauses. */
+const SEARCH_DELAY_MS = 250;
+
+/**
+ * A project's flags in one environment: filters (search, tags, enabled, type, service) and
+ * offset paging live in the address, so a filtered view can be shared and survives reloads.
+ */
+export default function FlagsList() {
+  const { projectId } = useParams<{ projectId: string }>();
+  const search = new URLSearchParams(useSearch());
+  const [location, navigate] = useLocation();
+  const filters = {
+    serviceId: search.get('serviceId') ?? '',
+    environment: isEnvironment(search.get('environment')) ? (search.get('environment') as (typeof ENVIRONMENTS)[number]) : 'development',
+    search: search.get('search') ?? '',
+    tags: search.get('tags') ?? '',
+    enabled: search.get('enabled') ?? '',
+    type: search.get('type') ?? '',
+    offset: Math.max(0, Number(search.get('offset')) || 0),
+  };
+
+  /** A filter change starts at the first page again; the history is not filled with keystrokes. */
+  function setFilter(changes: Partial<Record<keyof typeof filters, string | number>>) {
+    const next = new URLSearchParams();
+    const merged = { ...filters, offset: 0, ...changes };
+    for (const [name, value] of Object.entries(merged)) if (value !== '' && value !== 0) next.set(name, String(value));
+    navigate(`${location}${next.size ? `?${next}` : ''}`, { replace: true });
+  }
+
+  const [searchText, setSearchText] = useState(filters.search);
+  useEffect(() => {
+    if (searchText === filters.search) return;
+    const timer = setTimeout(() => setFilter({ search: searchText.trim() }), SEARCH_DELAY_MS);
+    return () => clearTimeout(timer);
+    // Only the typed text starts the timer; the filters it merges with are read when it fires.
+  }, [searchText]);
+  const [tagsText, setTagsText] = useState(filters.tags);
+
+  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const serviceName = new Map(services.data?.services.map((s) => [s.id, s.name]));
+  const flags = useApi(
+    () =>
+      call(
+        api.GET('/api/flags', {
+          params: {
+            query: {
+              projectId,
+              environment: filters.environment,
+              limit: PAGE_SIZE,
+              offset: filters.offset,
+              ...(filters.serviceId ? { serviceId: filters.serviceId } : {}),
+              ...(filters.search ? { search: filters.search } : {}),
+              ...(filters.tags ? { tags: filters.tags } : {}),
+              ...(filters.enabled === 'true' || filters.enabled === 'false' ? { enabled: filters.enabled } : {}),
+              ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
+              fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment',
+            },
+          },
+        }),
+      ),
+    [projectId, filters.serviceId, filters.environment, filters.search, filters.tags, filters.enabled, filters.type, filters.offset],
+  );
+  const page = flags.data;
+  const newHref = `/projects/${encodeURIComponent(projectId)}/flags/new${filters.serviceId ? `?serviceId=${encodeURIComponent(filters.serviceId)}` : ''}`;
+
+  return (
+    <>
+      <div className="fl-page-head">
+        <h1>Flags</h1>
+        <Link href={newHref} className="fl-button primary">
+          Create flag
+        </Link>
+      </div>
+      <form className="fl-flag-filters" role="search" aria-label="Filter flags" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          <span>Service</span>
+          <select value={filters.serviceId} onChange={(e) => setFilter({ serviceId: e.target.value })}>
+            <option value="">All services</option>
+            {services.data?.services.map((s) => (
+              <option key={s.id} value={s.id}>
+                {s.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span>Environment</span>
+          <select value={filters.environment} onChange={(e) => setFilter({ environment: e.target.value })}>
+            {ENVIRONMENTS.map((env) => (
+              <option key={env}>{env}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span>Search</span>
+          <input type="search" value={searchText} placeholder="Key or name" maxLength={200} onChange={(e) => setSearchText(e.target.value)} />
+        </label>
+        <label>
+          <span>Tags</span>
+          <input
+            value={tagsText}
+            placeholder="e.g. checkout, beta"
+            maxLength={2000}
+            aria-describedby="tags-hint"
+            onChange={(e) => setTagsText(e.target.value)}
+            onBlur={() => tagsText !== filters.tags && setFilter({ tags: tagsText.trim() })}
+            onKeyDown={(e) => e.key === 'Enter' && setFilter({ tags: tagsText.trim() })}
+          />
+          <span id="tags-hint" className="visually-hidden">
+            Comma-separated; flags with any of them
+          </span>
+        </label>
+        <label>
+          <span>State</span>
+          <select value={filters.enabled} onChange={(e) => setFilter({ enabled: e.target.value })}>
+            <option value="">Any</option>
+            <option value="true">Enabled</option>
+            <option value="false">Disabled</option>
+          </select>
+        </label>
+        <label>
+          <span>Type</span>
+          <select value={filters.type} onChange={(e) => setFilter({ type: e.target.value })}>
+            <option value="">Any</option>
+            {FLAG_TYPES.map((t) => (
+              <option key={t}>{t}</option>
+            ))}
+          </select>
+        </label>
+      </form>
+      <LoadState loading={flags.loading} error={flags.error ?? services.error}>
+        {page && page.flags.length > 0 ? (
+          <>
+            <div className="fl-table-scroll">
+              <table className="fl-flags-table">
+                <caption className="visually-hidden">Flags in {filters.environment}</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Key</th>
+                    <th scope="col">Name</th>
+                    {!filters.serviceId && <th scope="col">Service</th>}
+                    <th scope="col">Type</th>
+                    <th scope="col">Enabled</th>
+                    <th scope="col">Tags</th>
+                    <th scope="col">Updated</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {page.flags.map((flag) => (
+                    <tr key={`${flag.serviceId}/${flag.key}`}>
+                      <td>
+                        <Link href={flagHref(projectId, flag.key!, flag.serviceId!, filters.environment)}>
+                          <code>{flag.key}</code>
+                        </Link>
+                      </td>
+                      <td>{flag.name}</td>
+                      {!filters.serviceId && <td>{serviceName.get(flag.serviceId!) ?? flag.serviceId}</td>}
+                      <td>{flag.type}</td>
+                      <td>
+                        <FlagSwitch
+                          projectId={projectId}
+                          flagKey={flag.key!}
+                          serviceId={flag.serviceId!}
+                          environment={filters.environment}
+                          enabled={!!flag.enabled}
+                          label={`Enabled: ${flag.key}`}
+                        />
+                      </td>
+                      <td>
+                        <ul className="fl-tags" aria-label="Tags">
+                          {flag.tags?.map((tag) => (
+                            <li key={tag}>
+                              <button type="button" className="fl-tag" aria-label={`Filter by tag ${tag}`} onClick={() => {
+                                setTagsText(tag);
+                                setFilter({ tags: tag });
+                              }}>
+                                {tag}
+                              </button>
+                            </li>
+                          ))}
+                        </ul>
+                      </td>
+                      <td>
+                        <time dateTime={flag.updatedAt}>{flag.updatedAt ? new Date(flag.updatedAt).toLocaleString() : ''}</time>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <nav className="fl-pager" aria-label="Pages of flags">
+              <button type="button" disabled={filters.offset === 0} onClick={() => setFilter({ ...filters, offset: Math.max(0, filters.offset - PAGE_SIZE) })}>
+                Previous page
+              </button>
+              <span role="status">
+                {filters.offset + 1}–{filters.offset + page.flags.length} of {page.total}
+              </span>
+              <button type="button" disabled={!page.hasMore} onClick={() => setFilter({ ...filters, offset: filters.offset + PAGE_SIZE })}>
+                Next page
+              </button>
+            </nav>
+          </>
+        ) : (
+          <p>
+            {filters.search || filters.tags || filters.enabled || filters.type
+              ? 'No flag matches these filters.'
+              : services.data?.services.length === 0
+                ? 'This project has no services yet: create one on the project overview, then its flags.'
+                : 'No flags here yet.'}
+          </p>
+        )}
+      </LoadState>
+    </>
+  );
+}
