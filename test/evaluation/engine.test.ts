@@ -79,3 +79,40 @@ describe('evaluate result details', () => {
     expect(compiled.rules[0].usable).toBe(false);
   });
 });
+
+describe('interned results', () => {
+  const definition: FlagDefinition = {
+    key: 'checkout',
+    type: 'boolean',
+    enabled: true,
+    defaultValue: false,
+    variants: [],
+    targeting: [{ id: 'half', conditions: [], value: true, rolloutPercentage: 50 }],
+  };
+  const keys = Array.from({ length: 200 }, (_, i) => `user-${i}`);
+
+  it('gives every caller served alike the same frozen result, and different outcomes different ones', () => {
+    const flag = compileFlag(definition);
+    const results = keys.map((targetingKey) => evaluate(flag, 'checkout', { targetingKey }, undefined));
+    const distinct = new Set(results);
+    // Inside the rollout (TARGETING_MATCH, side in) and outside it (DEFAULT, side out): two objects.
+    expect(distinct.size).toBe(2);
+    for (const r of distinct) expect(Object.isFrozen(r)).toBe(true);
+    expect([...distinct].map((r) => [r.reason, r.rolloutSide]).sort()).toEqual([['DEFAULT', 'out'], ['TARGETING_MATCH', 'in']]);
+    expect(() => {
+      (results[0] as { value: unknown }).value = 'changed';
+    }).toThrow(TypeError);
+  });
+
+  it('starts afresh for a recompiled flag, and never shares errors (they carry the caller’s default)', () => {
+    const before = evaluate(compileFlag(definition), 'checkout', { targetingKey: 'user-1' }, undefined);
+    const after = evaluate(compileFlag(definition), 'checkout', { targetingKey: 'user-1' }, undefined);
+    expect(after).toEqual(before);
+    expect(after).not.toBe(before);
+    const flag = compileFlag(definition);
+    const a = evaluate(flag, 'checkout', { targetingKey: 'user-1' }, 'one', { expectedType: 'string' });
+    const b = evaluate(flag, 'checkout', { targetingKey: 'user-1' }, 'two', { expectedType: 'string' });
+    expect([a.errorCode, a.value, b.value]).toEqual(['TYPE_MISMATCH', 'one', 'two']);
+    expect(Object.isFrozen(a)).toBe(false);
+  });
+});

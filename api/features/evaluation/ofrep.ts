@@ -142,19 +142,16 @@ function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context:
     return undefined;
   }
   const results = deps.evaluation.evaluateVisible(grant, target.environment, context, { source: 'ofrep', startedAt: ex.startedAt, bodyBytes: ex.bodyBytes });
-  const flags = results.map((r) => {
-    if (r.reason === 'ERROR') return ofrepFailure(r).body;
-    const entry = snapshot.get(r.flagKey);
-    return ofrepSuccess(r, entry ? { flagVersion: entry.record.version } : {});
-  });
+  let flags = '';
+  for (let i = 0; i < results.length; i++) flags += (i === 0 ? '' : ',') + bulkEntry(results[i], snapshot);
   const base = channel === undefined ? undefined : (deps.publicDataUrl ?? requestOrigin(ex));
   if (channel === undefined || window === undefined || base === undefined) {
-    ex.send(200, JSON.stringify({ flags }), extra);
+    ex.send(200, `{"flags":[${flags}]}`, extra);
     return undefined;
   }
   const answer = (token: string) => {
     const url = eventStreamUrl(base, { serviceId: channel.serviceId, environment: channel.environment, channel: token, etag: flagConfigOf(snapshot).etag });
-    ex.send(200, JSON.stringify({ flags, eventStreams: [{ type: 'sse', url, inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC }] }), extra);
+    ex.send(200, `{"flags":[${flags}],"eventStreams":${JSON.stringify([{ type: 'sse', url, inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC }])}}`, extra);
   };
   // Signed once per window and API token: the rest of the window's answers go out without a promise.
   const token = deps.channels.issuedNow(channel, window);
@@ -280,6 +277,23 @@ export const OFREP_EVALUATION_ERRORS: Record<EngineErrorCode, string> = {
   TYPE_MISMATCH: 'GENERAL',
   GENERAL: 'GENERAL',
 };
+
+/** Bulk entries of interned results (engine/evaluate.ts), with the flag version they carry. */
+const bulkEntries = new WeakMap<EvaluationResult, { version: number | undefined; json: string }>();
+
+/**
+ * One flag of a bulk answer as JSON. A served result is interned by the engine, so its entry is
+ * built once per flag version and reused by every answer that carries it; errors are built each time.
+ */
+function bulkEntry(r: EvaluationResult, snapshot: EnvironmentSnapshot): string {
+  if (r.reason === 'ERROR') return JSON.stringify(ofrepFailure(r).body);
+  const version = snapshot.get(r.flagKey)?.record.version;
+  const known = bulkEntries.get(r);
+  if (known !== undefined && known.version === version) return known.json;
+  const json = JSON.stringify(ofrepSuccess(r, version === undefined ? {} : { flagVersion: version }));
+  if (Object.isFrozen(r)) bulkEntries.set(r, { version, json });
+  return json;
+}
 
 function ofrepSuccess(r: EvaluationResult, metadata: Record<string, string | number | boolean>): Record<string, unknown> {
   const out: Record<string, unknown> = { key: r.flagKey, value: r.value, reason: ofrepReason(r) };

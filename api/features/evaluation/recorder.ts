@@ -206,12 +206,20 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
 function groupKey(request: EvaluationRequest, latency: string): string {
   let key = `${request.serviceId}\u0001${request.environment}\u0001${request.source}\u0001${latency}`;
   const { results } = request;
-  for (let i = 0; i < results.length; i++) {
-    const r = results[i];
-    key += `\u0001${r.flagKey}\u0002${r.reason}\u0002${r.variant ?? ''}\u0002${valueKey(r.value)}\u0002${r.errorCode ?? ''}\u0002${r.rolloutRuleId ?? r.ruleId ?? ''}\u0002${r.rolloutSide ?? ''}`;
-  }
+  for (let i = 0; i < results.length; i++) key += resultKey(results[i]);
   const targetingKey = request.targetingKey ?? '';
   return `${key}\u0001${targetingKey.length}:${targetingKey}`;
+}
+
+/** Key parts of interned results (engine/evaluate.ts): built once per flag version, not per request. */
+const resultKeys = new WeakMap<EvaluationResult, string>();
+
+function resultKey(r: EvaluationResult): string {
+  const known = resultKeys.get(r);
+  if (known !== undefined) return known;
+  const key = `\u0001${r.flagKey}\u0002${r.reason}\u0002${r.variant ?? ''}\u0002${valueKey(r.value)}\u0002${r.errorCode ?? ''}\u0002${r.rolloutRuleId ?? r.ruleId ?? ''}\u0002${r.rolloutSide ?? ''}`;
+  if (Object.isFrozen(r)) resultKeys.set(r, key);
+  return key;
 }
 
 function valueKey(value: unknown): string {

@@ -71,7 +71,7 @@ export function evaluate(
     return errorResult(flagKey, requestDefault, 'GENERAL', BUDGET_EXHAUSTED_MESSAGE);
   }
   if (!flag.enabled) {
-    return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, true, requestDefault, expectedType);
+    return typedResult(flag, flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, true, requestDefault, expectedType);
   }
   if (typeof context !== 'object' || context === null || Array.isArray(context)) {
     return errorResult(flagKey, requestDefault, 'INVALID_CONTEXT', 'context must be an object');
@@ -109,9 +109,9 @@ export function evaluate(
       }
     }
     if (outOfRolloutRuleId !== undefined) {
-      return typedResult(flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType, 'out', outOfRolloutRuleId);
+      return typedResult(rule, flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType, 'out', outOfRolloutRuleId);
     }
-    return typedResult(flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType, partial ? 'in' : undefined, partial ? rule.id : undefined);
+    return typedResult(rule, flag, flagKey, rule.value, 'TARGETING_MATCH', undefined, rule.id, undefined, requestDefault, expectedType, partial ? 'in' : undefined, partial ? rule.id : undefined);
   }
   const side = outOfRolloutRuleId === undefined ? undefined : 'out';
 
@@ -122,10 +122,10 @@ export function evaluate(
     const variantBucket = bucketOf(flag.variantPrefix, targetingKey);
     const variant = variantAt(flag, variantBucket);
     if (tracer !== undefined) tracer.variant(variantBucket, variant.name);
-    return typedResult(flag, flagKey, variant.value, 'VARIANT', variant.name, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
+    return typedResult(variant, flag, flagKey, variant.value, 'VARIANT', variant.name, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
   }
 
-  return typedResult(flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
+  return typedResult(flag, flag, flagKey, flag.defaultValue, 'DEFAULT', undefined, undefined, undefined, requestDefault, expectedType, side, outOfRolloutRuleId);
 }
 
 function allConditionsHold(
@@ -166,7 +166,27 @@ function variantAt(flag: CompiledFlag, bucket: number): CompiledVariant {
   return variants[variants.length - 1];
 }
 
+/**
+ * Successful results are interned: every caller served by the same rule, variant or default of
+ * the same compiled flag (and left out of the same rule's rollout) gets the same frozen object.
+ * A bulk answer then allocates nothing per flag, and what the adapters derive from a result
+ * (its OFREP JSON in ofrep.ts, its part of the recorder's folding key) is computed once per
+ * flag version instead of once per request. Keyed by the serving object, so a recompiled flag
+ * starts afresh and the old results go with the old flag.
+ */
+const interned = new WeakMap<object, InternedResults>();
+
+interface InternedResults {
+  plain?: EvaluationResult;
+  in?: EvaluationResult;
+  disabled?: EvaluationResult;
+  /** By the rule whose partial rollout left the key out. */
+  out: Map<string, EvaluationResult>;
+}
+
 function typedResult(
+  /** What served the value: the rule, the variant, or the flag (default or disabled). */
+  owner: object,
   flag: CompiledFlag,
   flagKey: string,
   value: unknown,
@@ -186,7 +206,14 @@ function typedResult(
   if (expectedType !== undefined && !isOfType(expectedType, value)) {
     return errorResult(flagKey, requestDefault, 'TYPE_MISMATCH', mismatchMessage(value, expectedType, 'the requested type'), rolloutSide, rolloutRuleId);
   }
-  return {
+  let slots = interned.get(owner);
+  if (slots === undefined) {
+    slots = { out: new Map() };
+    interned.set(owner, slots);
+  }
+  const known = disabled ? slots.disabled : rolloutSide === undefined ? slots.plain : rolloutSide === 'in' ? slots.in : slots.out.get(rolloutRuleId!);
+  if (known !== undefined && known.flagKey === flagKey) return known;
+  const result: EvaluationResult = Object.freeze({
     flagKey,
     value,
     reason,
@@ -197,7 +224,12 @@ function typedResult(
     ruleId,
     rolloutSide,
     rolloutRuleId,
-  };
+  });
+  if (disabled) slots.disabled = result;
+  else if (rolloutSide === undefined) slots.plain = result;
+  else if (rolloutSide === 'in') slots.in = result;
+  else slots.out.set(rolloutRuleId!, result);
+  return result;
 }
 
 function mismatchMessage(value: unknown, type: string, what: string): string {
