@@ -53,6 +53,17 @@ export const routes: ConsoleRoute[] = [
   { path: '/projects/:projectId/flags/new', screen: 'flag_create', title: 'Create a flag', access: 'user', page: lazy(() => import('./pages/flags/new')) },
   // Query serviceId and environment: a flag is one record per (service, environment, key).
   { path: '/projects/:projectId/flags/:flagKey', screen: 'flag_detail', title: 'Flag', access: 'user', page: lazy(() => import('./pages/flags/detail')) },
+  {
+    path: '/projects/:projectId/releases',
+    screen: 'releases',
+    title: 'Releases',
+    access: 'user',
+    page: lazy(() => import('./pages/releases')),
+    nav: { label: 'Releases', scope: 'project', order: 30 },
+  },
+  // A flag's canary timeline, guardrail and rollbacks: ?serviceId=&environment= name the flag's record.
+  { path: '/projects/:projectId/releases/flags/:flagKey', screen: 'flag_release', title: 'Flag release safety', access: 'user', page: lazy(() => import('./pages/releases/flag')) },
+  { path: '/projects/:projectId/releases/guardrails', screen: 'guardrails', title: 'Guardrails', access: 'user', page: lazy(() => import('./pages/releases/guardrails')) },
   // Flag history, audit and explain (issue 18 point 2); flag pages link here with ?serviceId=&environment=.
   { path: '/projects/:projectId/flags/:flagKey/history', screen: 'flag_history', title: 'Flag history', access: 'user', page: lazy(() => import('./pages/history/flag-history')) },
   { path: '/projects/:projectId/flags/:flagKey/explain', screen: 'flag_explain', title: 'Explain a flag', access: 'user', page: lazy(() => import('./pages/history/explain')) },

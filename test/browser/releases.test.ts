@@ -1,0 +1,113 @@
+import type { Page } from 'playwright-core';
+import { eventually, type TestUser } from '../support/harness';
+import { screenshot, startConsole, type ConsoleHarness } from './support';
+
+/**
+ * Release safety in the console (issue 18 point 3): a canary started from the form (the API's
+ * validation error beside its field first), its live timeline with stage 1 running, aborted after
+ * a confirmation (the flag restored, checked through the API), the abort in the rollback history
+ * and the project's list, and the guardrails view. The canary runs on the test app's own
+ * Temporal worker; the data is set up through the API.
+ */
+
+let h: ConsoleHarness;
+let page: Page;
+let owner: TestUser;
+let projectId: string;
+let serviceId: string;
+const flagKey = 'new-checkout';
+const RULE = { id: 'beta', conditions: [{ property: 'plan', operator: 'equals', value: 'beta' }], value: true };
+
+beforeAll(async () => {
+  h = await startConsole();
+  owner = await h.app.signup({ verified: true });
+  const project = await owner.request('POST', '/api/projects', { name: 'Release Shop' });
+  projectId = project.body.id;
+  const service = await owner.request('POST', '/api/services', { projectId, name: 'Checkout API' });
+  serviceId = service.body.id;
+  const flag = await owner.request('POST', '/api/flags', { key: flagKey, name: 'New checkout', type: 'boolean', serviceId, environment: 'production', enabled: true, defaultValue: false, targeting: [RULE] });
+  expect(flag.status).toBe(201);
+  page = await h.newPage();
+  // Signed in with the API's session cookie: the sign-in form is the journey test's subject.
+  const [name, value] = owner.cookie.split(/=(.*)/s);
+  await page.context().addCookies([{ name, value, url: h.base }]);
+}, 60_000);
+afterAll(async () => {
+  const problems = h?.pageProblems ?? [];
+  await h?.stop();
+  expect(problems).toEqual([]);
+});
+
+const heading = (name: string | RegExp) => page.getByRole('heading', { level: 1, name });
+const canaryPath = () => `/api/flags/${flagKey}/canary?serviceId=${serviceId}&environment=production`;
+
+describe('release safety in the console', () => {
+  it('starts a canary on a rule: the API problem shows beside its field, then stage 1 runs', async () => {
+    await page.goto(`/projects/${projectId}/releases`);
+    await heading('Releases').waitFor();
+    await page.getByText('No canary has been started in this project yet.').waitFor();
+    await page.getByRole('combobox', { name: 'Flag' }).locator('option', { hasText: flagKey }).waitFor({ state: 'attached' });
+    expect(await page.getByRole('combobox', { name: 'Rule' }).inputValue()).toBe('beta');
+
+    await page.getByLabel('Initial rollout %').fill('0');
+    await page.getByLabel('Soak per stage (minutes)').fill('10');
+    await page.getByRole('button', { name: 'Start canary' }).click();
+    await page.getByText('Check the marked fields.').waitFor();
+    expect(await page.getByLabel('Initial rollout %').getAttribute('aria-invalid')).toBe('true');
+    await screenshot(page, 'releases-start-error');
+
+    await page.getByLabel('Initial rollout %').fill('10');
+    await page.getByRole('button', { name: 'Start canary' }).click();
+    await heading(/Release safety/).waitFor();
+    const stage1 = page.getByRole('listitem').filter({ has: page.getByRole('heading', { name: 'Stage 1: 10%' }) });
+    await stage1.getByText('Running', { exact: true }).waitFor({ timeout: 15_000 });
+    await page.getByRole('heading', { name: 'Stage 3: 50%' }).waitFor();
+    await page.getByRole('heading', { name: 'Guardrail' }).waitFor();
+    await screenshot(page, 'canary-timeline');
+
+    const record = await owner.request('GET', canaryPath());
+    expect(record.body.status).toBe('running');
+    expect(record.body.ruleId).toBe('beta');
+    expect(record.body.config).toMatchObject({ initialRolloutPercent: 10, rampStepPercent: 20, targetRolloutPercent: 50, soakPeriodMinutes: 10 });
+  });
+
+  it('aborts it after a confirmation, and the flag is restored', async () => {
+    await page.getByRole('button', { name: 'Abort canary…' }).click();
+    const confirm = page.getByRole('group', { name: 'Confirm abort' });
+    await confirm.getByLabel('Reason').fill('Checkout errors in the support queue');
+    await confirm.getByRole('button', { name: 'Confirm abort' }).click();
+    await page.getByText('Aborted: the flag is back to its content from before the canary.').waitFor({ timeout: 20_000 });
+    await page.getByRole('listitem').filter({ has: page.getByRole('heading', { name: 'Stage 1: 10%' }) }).getByText('Stopped here').waitFor();
+    await page.getByRole('cell', { name: /Canary aborted by .*Checkout errors in the support queue/ }).waitFor();
+
+    const record = await owner.request('GET', canaryPath());
+    expect(record.body.status).toBe('aborted');
+    const flag = await owner.request('GET', `/api/flags/${flagKey}?serviceId=${serviceId}&environment=production`);
+    expect(flag.body.targeting).toEqual([RULE]);
+  });
+
+  it('lists the canary in the project and shows the guardrails', async () => {
+    await page.getByRole('link', { name: 'Releases', exact: true }).first().click();
+    await heading('Releases').waitFor();
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: flagKey }) });
+    await row.getByText('Aborted').waitFor();
+    await screenshot(page, 'releases');
+
+    await page.getByRole('link', { name: 'Guardrail checks and rollbacks' }).click();
+    await heading('Guardrails').waitFor();
+    expect(await page.getByLabel('Roll back a tripped change automatically (otherwise only notify)').isChecked()).toBe(true);
+    expect(await page.getByLabel('Watch window (minutes)').inputValue()).toBe('15');
+    // The abort is in the project's rollback history.
+    await page.getByRole('cell', { name: flagKey }).waitFor();
+    await screenshot(page, 'guardrails');
+
+    await page.getByLabel('Watch window (minutes)').fill('0');
+    await page.getByRole('button', { name: 'Save guardrail settings' }).click();
+    await page.getByText('Check the marked fields.').waitFor();
+    expect(await page.getByLabel('Watch window (minutes)').getAttribute('aria-invalid')).toBe('true');
+    await page.getByLabel('Watch window (minutes)').fill('30');
+    await page.getByRole('button', { name: 'Save guardrail settings' }).click();
+    await eventually(async () => (await owner.request('GET', `/api/projects/${projectId}`)).body.guardrailWindowMinutes === 30, 5_000);
+    await page.getByText('Check the marked fields.').waitFor({ state: 'detached' });
+  });
+});

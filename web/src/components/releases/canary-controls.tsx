@@ -1,0 +1,100 @@
+/**
+ * Advance, force and abort a running or paused canary. Force and abort change the flag for real
+ * users without a gate, so each asks for a confirmation first (abort with its reason, which the
+ * audit keeps). Buttons disable and say what is happening at once; the API answers after the
+ * workflow acted (up to ~10 s), then the new record replaces the old. The outcome stays shown
+ * after the pipeline ended (the buttons go, the feedback does not).
+ */
+import { useEffect, useId, useRef, useState } from 'react';
+import { api, ApiError, call } from '../../api/client';
+import { isActive, type CanaryRecord, type Environment } from './types';
+
+type Pending = 'force' | 'abort' | undefined;
+type Busy = 'advance' | 'force' | 'abort' | undefined;
+
+const BUSY_TEXT: Record<NonNullable<Busy>, string> = {
+  advance: 'Running the gate…',
+  force: 'Forcing the next stage…',
+  abort: 'Aborting: restoring the flag…',
+};
+
+export function CanaryControls({ record, onChange }: { record: CanaryRecord; onChange: (record: CanaryRecord) => void }) {
+  const [confirming, setConfirming] = useState<Pending>();
+  const [busy, setBusy] = useState<Busy>();
+  const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string }>();
+  const [reason, setReason] = useState('Aborted from the console');
+  const reasonId = useId();
+  const confirmRef = useRef<HTMLDivElement>(null);
+  const scope = { serviceId: record.serviceId, environment: record.environment as Environment };
+  const path = { key: record.flagKey };
+
+  useEffect(() => {
+    // The confirmation takes the focus so keyboard users land on it (the reason, or the confirm button).
+    if (confirming) confirmRef.current?.querySelector<HTMLElement>('input, button')?.focus();
+  }, [confirming]);
+
+  async function act(kind: NonNullable<Busy>) {
+    setBusy(kind);
+    setMessage(undefined);
+    setConfirming(undefined);
+    try {
+      const next =
+        kind === 'abort'
+          ? await call(api.POST('/api/flags/{key}/canary/abort', { params: { path }, body: { ...scope, reason } }))
+          : await call(api.POST('/api/flags/{key}/canary/advance', { params: { path }, body: { ...scope, force: kind === 'force' } }));
+      onChange(next);
+      setMessage({ kind: 'ok', text: kind === 'abort' ? 'Aborted: the flag is back to its content from before the canary.' : 'The stage ended; the pipeline moved on.' });
+    } catch (error) {
+      setMessage({ kind: 'error', text: error instanceof ApiError ? error.message : String(error) });
+    } finally {
+      setBusy(undefined);
+    }
+  }
+
+  return (
+    <section aria-labelledby="canary-actions" className="rs-controls">
+      <h2 id="canary-actions" className="visually-hidden">
+        Canary actions
+      </h2>
+      {isActive(record.status) && (
+        <div className="rs-buttons">
+          <button type="button" onClick={() => void act('advance')} disabled={!!busy} title="Run the gate now; the stage ends only if it passes">
+            Advance stage
+          </button>
+          <button type="button" onClick={() => setConfirming('force')} disabled={!!busy} aria-expanded={confirming === 'force'}>
+            Force advance…
+          </button>
+          <button type="button" className="danger" onClick={() => setConfirming('abort')} disabled={!!busy} aria-expanded={confirming === 'abort'}>
+            Abort canary…
+          </button>
+        </div>
+      )}
+      {confirming && isActive(record.status) && (
+        <div ref={confirmRef} role="group" aria-label={confirming === 'abort' ? 'Confirm abort' : 'Confirm force advance'} className="rs-confirm">
+          {confirming === 'abort' ? (
+            <>
+              <p>Abort restores the flag to its content from before the canary, for every user, now.</p>
+              <div className="field">
+                <label htmlFor={reasonId}>Reason</label>
+                <input id={reasonId} value={reason} maxLength={1000} onChange={(e) => setReason(e.target.value)} />
+              </div>
+            </>
+          ) : (
+            <p>Force ends the current stage without its soak and gate: the next stage's rollout starts now. It is audited as forced.</p>
+          )}
+          <div className="rs-buttons">
+            <button type="button" className="danger" disabled={!!busy || (confirming === 'abort' && !reason.trim())} onClick={() => void act(confirming)}>
+              {confirming === 'abort' ? 'Confirm abort' : 'Confirm force advance'}
+            </button>
+            <button type="button" onClick={() => setConfirming(undefined)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+      <p role="status" className={message?.kind === 'error' ? 'form-error rs-feedback' : 'rs-feedback'}>
+        {busy ? BUSY_TEXT[busy] : message?.text}
+      </p>
+    </section>
+  );
+}

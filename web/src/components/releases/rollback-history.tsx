@@ -1,0 +1,77 @@
+/**
+ * A flag's rollbacks (or, without a flag, the project's), newest first: every restore is audited as flag.update with
+ * metadata.rollbackTo (api/features/flags/service.ts), and says why through its metadata: a
+ * canary's abort or breach (metadata.canary), the guardrail or the auto-rollback endpoint
+ * (metadata.autoRollback), otherwise a person's rollback from the history.
+ */
+import { api, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { LoadState } from '../status';
+import { when } from './format';
+import type { AuditEntry } from './types';
+
+/** How far back the history looks: the latest flag.update entries of the flag (or project). */
+const LOOKBACK = 100;
+
+interface RollbackMeta {
+  rollbackTo?: number;
+  canary?: { action?: string; reason?: string; pipelineId?: string; requestedBy?: string };
+  autoRollback?: { fromVersion?: number; reason?: string };
+}
+
+function whyOf(entry: AuditEntry): string {
+  const m = entry.metadata as RollbackMeta;
+  if (m.canary?.action === 'aborted') return `Canary aborted${m.canary.requestedBy ? ` by ${m.canary.requestedBy}` : ''}: ${m.canary.reason ?? ''}`;
+  if (m.canary?.action === 'rolled_back') return `Canary gate failed: ${m.canary.reason ?? ''}`;
+  if (m.canary) return `Canary ${m.canary.action ?? 'restore'}: ${m.canary.reason ?? ''}`;
+  if (m.autoRollback) return `${entry.actor === 'system:guardrail' ? 'Guardrail' : 'Auto-rollback'} tripped on v${m.autoRollback.fromVersion ?? '?'}: ${m.autoRollback.reason ?? ''}`;
+  return 'Rolled back by hand';
+}
+
+export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: string; flagId?: string; refreshKey?: unknown }) {
+  const history = useApi(
+    () => call(api.GET('/api/audit', { params: { query: { projectId, resourceId: flagId, resourceType: 'flag', action: 'flag.update', limit: LOOKBACK } } })),
+    [projectId, flagId, refreshKey],
+  );
+  const rollbacks = history.data?.logs.filter((e) => typeof (e.metadata as RollbackMeta).rollbackTo === 'number') ?? [];
+  return (
+    <section aria-labelledby="rollbacks" className="rs-panel">
+      <h2 id="rollbacks">Rollback history</h2>
+      <LoadState loading={history.loading} error={history.error}>
+        {rollbacks.length ? (
+          <div className="rs-scroll">
+            <table>
+              <caption className="visually-hidden">Rollbacks, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  {!flagId && <th scope="col">Flag</th>}
+                  <th scope="col">Restored</th>
+                  <th scope="col">By</th>
+                  <th scope="col">Why</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rollbacks.map((e) => (
+                  <tr key={e.id}>
+                    <td>{when(e.timestamp)}</td>
+                    {!flagId && (
+                      <td>
+                        <code>{e.resourceName}</code>
+                      </td>
+                    )}
+                    <td>content of v{(e.metadata as RollbackMeta).rollbackTo}{e.changes.length ? ` (${e.changes.map((c) => c.field).join(', ')})` : ''}</td>
+                    <td>{e.actor}</td>
+                    <td>{whyOf(e)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : (
+          <p>No rollbacks among the latest {LOOKBACK} flag changes{flagId ? ' of this flag' : ''}.</p>
+        )}
+      </LoadState>
+    </section>
+  );
+}

@@ -1,0 +1,147 @@
+/**
+ * A canary's stages as a timeline: every planned stage (from the configuration) with its state,
+ * and for each checked stage the gate's evidence (CONTRACT 9): decision and reason, both cohorts,
+ * the error-rate and latency deltas with their intervals against the thresholds, the split check.
+ * Every stage keeps the same box from the start (planned ones included), so live updates change
+ * text, never the layout.
+ */
+import { DECISION_LABEL, duration, interval, ms, msDelta, percent, rate, ratePoints, time } from './format';
+import { configOf, plannedStages, type CanaryGate, type CanaryRecord, type CanaryStage } from './types';
+
+type StageState = 'passed' | 'forced' | 'failed' | 'running' | 'paused' | 'ended' | 'planned' | 'skipped';
+
+const STATE_LABEL: Record<StageState, string> = {
+  passed: 'Passed',
+  forced: 'Forced',
+  failed: 'Failed',
+  running: 'Running',
+  paused: 'Paused',
+  ended: 'Stopped here',
+  planned: 'Planned',
+  skipped: 'Not reached',
+};
+
+interface TimelineStage {
+  index: number;
+  rolloutPercent: number;
+  state: StageState;
+  stage?: CanaryStage;
+  gate?: CanaryGate;
+}
+
+function timelineOf(record: CanaryRecord): TimelineStage[] {
+  const ended = record.status !== 'running' && record.status !== 'paused';
+  const byIndex = new Map(record.completedStages.map((s) => [s.index, s]));
+  const current = record.currentStage;
+  return plannedStages(configOf(record)).map((rolloutPercent, index) => {
+    const done = byIndex.get(index);
+    if (done) {
+      const state: StageState = done.forcedBy ? 'forced' : done.gate?.decision === 'fail' ? 'failed' : done.gate?.decision === 'pass' || !done.gate ? 'passed' : 'ended';
+      return { index, rolloutPercent: done.rolloutPercent, state, stage: done, gate: done.gate };
+    }
+    if (current?.index === index) {
+      // The latest check belongs to this stage when it was made after the stage started.
+      const latest = record.health.gate && record.health.checkedAt && record.health.checkedAt >= current.startedAt ? record.health.gate : undefined;
+      const gate = current.gate ?? latest;
+      const state: StageState = ended ? (gate?.decision === 'fail' ? 'failed' : 'ended') : record.status === 'paused' ? 'paused' : 'running';
+      return { index, rolloutPercent: current.rolloutPercent, state, stage: current, gate };
+    }
+    return { index, rolloutPercent, state: ended ? 'skipped' : 'planned' };
+  });
+}
+
+export function StageTimeline({ record }: { record: CanaryRecord }) {
+  const config = configOf(record);
+  const stages = timelineOf(record);
+  return (
+    <ol className="rs-timeline" aria-label="Canary stages">
+      {stages.map((s) => (
+        <li key={s.index} className={`rs-stage rs-stage-${s.state}`} aria-current={s.state === 'running' || s.state === 'paused' ? 'step' : undefined}>
+          <div className="rs-stage-head">
+            <h3>
+              Stage {s.index + 1}: {percent(s.rolloutPercent)}
+            </h3>
+            <span className={`rs-badge rs-badge-${s.state}`}>{STATE_LABEL[s.state]}</span>
+            <span className="rs-stage-times muted">
+              {s.stage ? `${time(s.stage.startedAt)} – ${s.stage.endedAt ? time(s.stage.endedAt) : s.state === 'running' ? `soak ${duration(record.remainingSoakSeconds)} left` : 'now'}` : ' '}
+            </span>
+          </div>
+          {s.stage?.forcedBy && <p className="rs-note">Forced by {s.stage.forcedBy}: soak and gate skipped.</p>}
+          <GateEvidence gate={s.gate} state={s.state} errorLimit={config.errorRateGateDelta} latencyLimit={config.latencyGateDeltaMs} minSamples={config.minSamplesPerCohort} />
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** One gate's evidence in a fixed grid; a stage not checked yet keeps the same space. */
+function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { gate?: CanaryGate; state: StageState; errorLimit: number; latencyLimit: number; minSamples: number }) {
+  if (!gate) {
+    const why = state === 'planned' ? 'Not started.' : state === 'skipped' ? 'The pipeline ended before this stage.' : state === 'forced' || state === 'passed' ? 'No gate was run.' : 'Waiting for the first check.';
+    return (
+      <div className="rs-gate rs-gate-empty">
+        <p className="muted">{why}</p>
+      </div>
+    );
+  }
+  const insufficient = gate.decision === 'wait' && (gate.treatment.exposures < minSamples || gate.control.exposures < minSamples);
+  const decision = insufficient ? 'Insufficient data' : gate.decision === 'wait' && state !== 'running' ? 'No decision' : DECISION_LABEL[gate.decision];
+  return (
+    <div className="rs-gate">
+      <p className="rs-decision">
+        <span className={`rs-badge rs-decision-${gate.decision}`}>Gate: {decision}</span> <span className="rs-reason">{gate.reason}</span>
+      </p>
+      <table className="rs-cohorts">
+        <caption className="visually-hidden">Cohorts of this stage</caption>
+        <thead>
+          <tr>
+            <th scope="col">Cohort</th>
+            <th scope="col">Exposures</th>
+            <th scope="col">Errors</th>
+            <th scope="col">Error rate</th>
+            <th scope="col">Latency p50</th>
+            <th scope="col">Latency p99</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(['treatment', 'control'] as const).map((side) => (
+            <tr key={side}>
+              <th scope="row">{side === 'treatment' ? 'Treatment (in rollout)' : 'Control (outside)'}</th>
+              <td>{gate[side].exposures.toLocaleString()}</td>
+              <td>{gate[side].errors.toLocaleString()}</td>
+              <td>{rate(gate[side].errorRate)}</td>
+              <td>{ms(gate[side].latencyP50)}</td>
+              <td>{ms(gate[side].latencyP99)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <dl className="rs-stats">
+        <div>
+          <dt>Error-rate delta</dt>
+          <dd>
+            {interval(gate.errorRateDelta, ratePoints)} <span className="muted">limit {ratePoints(errorLimit)}</span>
+          </dd>
+        </div>
+        <div>
+          <dt>Latency delta</dt>
+          <dd>
+            {interval(gate.latencyDeltaMs, msDelta)} <span className="muted">limit {msDelta(latencyLimit)}</span>
+          </dd>
+        </div>
+        <div>
+          <dt>Split (SRM)</dt>
+          <dd>
+            {gate.srm.ok ? 'sound' : 'mismatch'}, p = {gate.srm.pValue.toPrecision(3)}
+          </dd>
+        </div>
+        <div>
+          <dt>Test</dt>
+          <dd>
+            {gate.test}, α = {gate.alpha}
+          </dd>
+        </div>
+      </dl>
+    </div>
+  );
+}

@@ -1,0 +1,153 @@
+/**
+ * One flag's release safety in one environment: its canary (the active one, else the latest) as a
+ * live stage timeline with advance / force / abort, the production guardrail's state and the
+ * flag's rollback history. The canary record is polled every 2 s while the pipeline is active
+ * (GET answers the workflow's live state: stage, remaining soak, latest gate).
+ */
+import { useCallback, useEffect, useState } from 'react';
+import { Link, useParams, useSearch } from 'wouter';
+import { api, ApiError, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { LoadState } from '../../components/status';
+import { CanaryControls } from '../../components/releases/canary-controls';
+import { duration, percent, STATUS_LABEL, when } from '../../components/releases/format';
+import { GuardrailStatus } from '../../components/releases/guardrail-status';
+import { RollbackHistory } from '../../components/releases/rollback-history';
+import { StageTimeline } from '../../components/releases/stage-timeline';
+import { configOf, ENVIRONMENTS, isActive, type CanaryRecord, type Environment } from '../../components/releases/types';
+import { usePoll } from '../../components/releases/use-poll';
+
+const POLL_MS = 2_000;
+
+const HEALTH_LABEL: Record<CanaryRecord['health']['status'], string> = {
+  pending: 'Pending: no check yet',
+  healthy: 'Healthy',
+  insufficient_data: 'Insufficient data',
+  breach: 'Breach',
+};
+
+export default function FlagRelease() {
+  const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  const search = new URLSearchParams(useSearch());
+  const serviceId = search.get('serviceId') ?? '';
+  const environment = (ENVIRONMENTS.find((e) => e === search.get('environment')) ?? 'production') as Environment;
+  const key = decodeURIComponent(flagKey);
+
+  const flag = useApi(() => call(api.GET('/api/flags/{key}', { params: { path: { key }, query: { serviceId, environment } } })), [key, serviceId, environment]);
+  const [canary, setCanary] = useState<{ record?: CanaryRecord; loaded: boolean; error?: ApiError }>({ loaded: false });
+
+  const loadCanary = useCallback(async () => {
+    try {
+      const record = await call(api.GET('/api/flags/{key}/canary', { params: { path: { key }, query: { serviceId, environment } } }));
+      setCanary({ record, loaded: true });
+    } catch (error) {
+      // 404: the flag never had a canary here, which is an answer, not a failure.
+      if (error instanceof ApiError && error.status === 404) setCanary({ loaded: true });
+      else setCanary((c) => ({ ...c, loaded: true, error: error instanceof ApiError ? error : new ApiError(0, 'Error', String(error)) }));
+    }
+  }, [key, serviceId, environment]);
+  useEffect(() => {
+    void loadCanary();
+  }, [loadCanary]);
+  const record = canary.record;
+  usePoll(loadCanary, POLL_MS, !!record && isActive(record.status));
+
+  const startHref = `/projects/${encodeURIComponent(projectId)}/releases?${new URLSearchParams({ flag: key, serviceId, environment }).toString()}`;
+
+  return (
+    <>
+      <p className="rs-crumbs">
+        <Link href={`/projects/${encodeURIComponent(projectId)}/releases`}>Releases</Link> / {environment}
+      </p>
+      <h1>
+        Release safety: <code>{key}</code>
+      </h1>
+      <LoadState loading={flag.loading} error={flag.error}>
+        {null}
+      </LoadState>
+      <section aria-labelledby="canary" className="rs-panel">
+        <h2 id="canary">Canary</h2>
+        {!canary.loaded ? (
+          <p role="status" className="muted">
+            Loading…
+          </p>
+        ) : canary.error && !record ? (
+          <p role="alert" className="form-error">
+            {canary.error.message}
+          </p>
+        ) : !record ? (
+          <p>
+            This flag has had no canary in {environment}. <Link href={startHref}>Start a canary</Link>
+          </p>
+        ) : (
+          <>
+            <CanarySummary record={record} />
+            <CanaryControls key={record.id} record={record} onChange={(next) => setCanary({ record: next, loaded: true })} />
+            <StageTimeline record={record} />
+            {!isActive(record.status) && (
+              <p>
+                <Link href={startHref}>Start another canary</Link>
+              </p>
+            )}
+          </>
+        )}
+      </section>
+      {flag.data && (
+        <>
+          <GuardrailStatus projectId={projectId} flag={flag.data} serviceId={serviceId} environment={environment} />
+          <RollbackHistory projectId={projectId} flagId={flag.data.id} refreshKey={record?.status} />
+        </>
+      )}
+    </>
+  );
+}
+
+function CanarySummary({ record }: { record: CanaryRecord }) {
+  const config = configOf(record);
+  const stage = record.currentStage;
+  return (
+    <>
+      {/* Announced when it changes (a stage starts, the pipeline ends); the numbers below are not. */}
+      <p className="rs-summary" aria-live="polite">
+        <span className={`rs-badge rs-status-${record.status}`}>{STATUS_LABEL[record.status]}</span>{' '}
+        {stage && isActive(record.status) ? `Stage ${stage.index + 1} at ${percent(stage.rolloutPercent)}` : `Ended ${when(record.updatedAt)}`}
+        {record.statusReason ? `: ${record.statusReason}` : ''}
+      </p>
+      <dl className="rs-facts">
+        <div>
+          <dt>Health</dt>
+          <dd>
+            {HEALTH_LABEL[record.health.status]}
+            {record.health.checkedAt ? `, checked ${new Date(record.health.checkedAt).toLocaleTimeString()}` : ''}
+          </dd>
+        </div>
+        <div>
+          <dt>Soak left</dt>
+          <dd className="rs-num">{record.status === 'running' ? duration(record.remainingSoakSeconds) : '—'}</dd>
+        </div>
+        <div>
+          <dt>Ramp</dt>
+          <dd>
+            {percent(config.initialRolloutPercent)} → {percent(config.targetRolloutPercent)} by {percent(config.rampStepPercent)}, soak {config.soakPeriodMinutes} min
+          </dd>
+        </div>
+        <div>
+          <dt>Gates</dt>
+          <dd>
+            error rate +{(config.errorRateGateDelta * 100).toFixed(2)} pp, latency +{config.latencyGateDeltaMs} ms, ≥ {config.minSamplesPerCohort} exposures per cohort, α {config.alpha}
+          </dd>
+        </div>
+        <div>
+          <dt>On breach</dt>
+          <dd>{config.autoRollbackOnBreach ? 'roll back automatically' : 'pause for a person'}</dd>
+        </div>
+        <div>
+          <dt>Rule</dt>
+          <dd>
+            <code>{record.ruleId}</code>, started {when(record.createdAt)}
+          </dd>
+        </div>
+      </dl>
+    </>
+  );
+}
