@@ -77,6 +77,30 @@ export const routes: ConsoleRoute[] = [
   },
   // The public demo grid (spec 4.2): anyone, signed in or not.
   { path: '/demo', screen: 'demo', title: 'Demo', access: 'public', page: lazy(() => import('./pages/demo/demo-grid-page')), nav: { label: 'Demo', scope: 'global', order: 90 } },
+  // Settings (issue 18 point 5): the project's sections, and the user's own credentials under /account.
+  {
+    path: '/projects/:projectId/settings',
+    screen: 'settings',
+    title: 'Settings',
+    access: 'user',
+    page: lazy(() => import('./pages/settings')),
+    nav: { label: 'Settings', scope: 'project', order: 90 },
+  },
+  { path: '/projects/:projectId/settings/members', screen: 'settings_members', title: 'Members', access: 'user', page: lazy(() => import('./pages/settings/members')) },
+  { path: '/projects/:projectId/settings/tokens', screen: 'settings_tokens', title: 'API tokens', access: 'user', page: lazy(() => import('./pages/settings/tokens')) },
+  { path: '/projects/:projectId/settings/webhooks', screen: 'settings_webhooks', title: 'Webhooks', access: 'user', page: lazy(() => import('./pages/settings/webhooks')) },
+  { path: '/projects/:projectId/settings/webhooks/:webhookId', screen: 'settings_webhook', title: 'Webhook', access: 'user', page: lazy(() => import('./pages/settings/webhook')) },
+  { path: '/projects/:projectId/settings/alert-channels', screen: 'settings_alert_channels', title: 'Alert channels', access: 'user', page: lazy(() => import('./pages/settings/alert-channels')) },
+  { path: '/projects/:projectId/settings/triggers', screen: 'settings_triggers', title: 'Triggers', access: 'user', page: lazy(() => import('./pages/settings/triggers')) },
+  {
+    path: '/account/tokens',
+    screen: 'account_tokens',
+    title: 'Personal tokens',
+    access: 'user',
+    page: lazy(() => import('./pages/settings/account-tokens')),
+    nav: { label: 'Account', scope: 'global', order: 80 },
+  },
+  { path: '/account/connections', screen: 'account_connections', title: 'MCP connections', access: 'user', page: lazy(() => import('./pages/settings/account-connections')) },
 ];
 
 /** A route's path with the current project filled in (for project-scoped links). */

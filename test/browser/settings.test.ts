@@ -1,0 +1,147 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Page } from 'playwright-core';
+import { screenshot, startConsole, type ConsoleHarness } from './support';
+
+let h: ConsoleHarness;
+let page: Page;
+/** A local endpoint for the webhook and the alert channel (the test profile allows 127.0.0.1 targets). */
+let receiver: http.Server;
+let receiverUrl: string;
+const received: { url: string; body: string }[] = [];
+
+let projectId: string;
+const invitee = `teammate-${Date.now()}@example.com`;
+
+beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push({ url: req.url ?? '', body });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  h = await startConsole();
+  page = await h.newPage();
+  // The owner is set up through the API and the browser takes over their session.
+  const owner = await h.app.signup({ name: 'Settings Owner', verified: true });
+  const project = await owner.request('POST', '/api/projects', { name: 'Settings Shop' });
+  expect(project.status).toBe(201);
+  projectId = project.body.id;
+  const [name, value] = owner.cookie.split('=');
+  await page.context().addCookies([{ name, value, url: h.base }]);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.base });
+}, 60_000);
+
+afterAll(async () => {
+  const problems = h?.pageProblems ?? [];
+  await h?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
+  // No uncaught error and no Content-Security-Policy violation on any page the tests opened.
+  expect(problems).toEqual([]);
+});
+
+const heading = (name: string | RegExp) => page.getByRole('heading', { level: 1, name });
+const tab = (name: string) => page.getByRole('navigation', { name: 'Project settings' }).getByRole('link', { name, exact: true });
+const clipboard = () => page.evaluate(() => (globalThis as any).navigator.clipboard.readText() as Promise<string>);
+
+describe('project and account settings in the console', () => {
+  it('creates a project API token whose secret is shown once, with a Copy button', async () => {
+    await page.goto(`/projects/${projectId}/settings`);
+    await heading('Settings of Settings Shop').waitFor();
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Settings' }).waitFor();
+    await tab('API tokens').click();
+    await heading('API tokens').waitFor();
+    await page.getByLabel('Token name').fill('Checkout CI');
+    await page.getByRole('checkbox', { name: /^Write/ }).check();
+    await page.getByRole('button', { name: 'Create token' }).click();
+
+    const dialog = page.getByRole('dialog', { name: 'Token "Checkout CI" created' });
+    await dialog.getByText('it will not be shown again').waitFor();
+    const secret = (await dialog.getByLabel('Token', { exact: true }).textContent()) ?? '';
+    expect(secret).toMatch(/^fgr_[0-9a-f]{64}$/);
+    await dialog.getByRole('button', { name: 'Copy' }).click();
+    await dialog.getByRole('status').filter({ hasText: 'Copied token to the clipboard' }).waitFor();
+    expect(await clipboard()).toBe(secret);
+    await screenshot(page, 'settings-tokens');
+    await dialog.getByRole('button', { name: 'I have copied it' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+
+    const row = page.getByRole('row', { name: /Checkout CI/ });
+    await row.getByRole('cell', { name: 'read, write' }).waitFor();
+    expect(await page.getByText(secret).count()).toBe(0);
+    // After a reload the token is listed, its secret nowhere.
+    await page.reload();
+    await row.waitFor();
+    expect(await page.content()).not.toContain(secret);
+  });
+
+  it('invites a member and lists the pending invitation', async () => {
+    await tab('Members').click();
+    await heading('Members').waitFor();
+    // The owner may change roles, their own included: a role picker per member.
+    expect(await page.getByRole('combobox', { name: 'Role of Settings Owner' }).inputValue()).toBe('owner');
+    await page.getByLabel('E-mail address').fill(invitee);
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    await page.getByRole('status').filter({ hasText: `Invitation sent to ${invitee}.` }).waitFor();
+    const pending = page.getByRole('table', { name: 'Invitations not accepted yet' });
+    await pending.getByRole('row', { name: new RegExp(invitee) }).getByRole('cell', { name: 'viewer' }).waitFor();
+    await pending.getByRole('button', { name: `Resend invitation to ${invitee}` }).waitFor();
+    await screenshot(page, 'settings-members');
+  });
+
+  it('adds a webhook (its generated secret shown once) and opens its empty delivery log', async () => {
+    await tab('Webhooks').click();
+    await heading('Webhooks').waitFor();
+    await page.getByLabel('Endpoint URL').fill(`${receiverUrl}/flag-events`);
+    await page.getByRole('button', { name: 'Add webhook' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Webhook created' });
+    expect(await dialog.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
+    await dialog.getByRole('button', { name: 'I have copied it' }).click();
+    const row = page.getByRole('row', { name: new RegExp(`${receiverUrl}/flag-events`) });
+    await row.getByRole('cell', { name: 'Active' }).waitFor();
+    await row.getByRole('link', { name: `Deliveries and settings of ${receiverUrl}/flag-events` }).click();
+    await heading('Webhook').waitFor();
+    await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+    await page.getByText('No deliveries yet').waitFor();
+    expect(await page.getByLabel('Endpoint URL').inputValue()).toBe(`${receiverUrl}/flag-events`);
+    await screenshot(page, 'settings-webhooks');
+  });
+
+  it('creates a webhook alert channel and shows the answer to a test send', async () => {
+    await tab('Alert channels').click();
+    await heading('Alert channels').waitFor();
+    await page.getByLabel('Channel name').fill('Ops receiver');
+    await page.getByLabel('Type').selectOption('webhook');
+    await page.getByLabel('URL', { exact: true }).fill(`${receiverUrl}/alerts`);
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Channel "Ops receiver" created' });
+    await dialog.getByRole('button', { name: 'I have copied it' }).click();
+    const row = page.getByRole('row', { name: /Ops receiver/ });
+    await row.getByRole('button', { name: 'Send test to Ops receiver' }).click();
+    await row.getByRole('status').filter({ hasText: /^Test delivered: HTTP 200/ }).waitFor();
+    expect(received.some((r) => r.url === '/alerts')).toBe(true);
+    await screenshot(page, 'settings-alert-channels');
+  });
+
+  it('creates a personal token under Account, shown once', async () => {
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Account' }).click();
+    await heading('Personal tokens').waitFor();
+    await page.getByLabel('Token name').fill('Laptop CLI');
+    await page.getByRole('radio', { name: /^Write/ }).check();
+    await page.getByRole('button', { name: 'Create personal token' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Personal token "Laptop CLI" created' });
+    const secret = (await dialog.getByLabel('Token', { exact: true }).textContent()) ?? '';
+    expect(secret).toMatch(/^fgp_[0-9a-f]{64}$/);
+    await dialog.getByRole('button', { name: 'I have copied it' }).click();
+    await page.getByRole('row', { name: /Laptop CLI/ }).getByRole('cell', { name: `…${secret.slice(-4)}` }).waitFor();
+    await screenshot(page, 'settings-personal-tokens');
+    await page.getByRole('navigation', { name: 'Account' }).getByRole('link', { name: 'MCP connections' }).click();
+    await page.getByText('No MCP client is connected to your account.').waitFor();
+  });
+});

@@ -1,0 +1,41 @@
+/**
+ * What the signed-in user's roles let them do in settings, to hide or disable controls ahead of
+ * time. Only a hint: the API decides (api/auth/permissions.ts is the authority and this mirrors
+ * its role map); a refused call still shows the server's 403 message.
+ */
+import { useSession } from '../../session';
+
+type ProjectRole = 'owner' | 'admin' | 'member' | 'viewer';
+type Capability = 'members:manage' | 'members:owner' | 'settings:manage' | 'flags:write';
+
+const ROLE_CAN: Record<ProjectRole, readonly Capability[]> = {
+  owner: ['members:manage', 'members:owner', 'settings:manage', 'flags:write'],
+  admin: ['members:manage', 'settings:manage', 'flags:write'],
+  member: ['flags:write'],
+  viewer: [],
+};
+
+/** Why a control is unavailable, worded for the person who cannot use it. */
+export const NEEDS = {
+  'members:manage': 'Managing members needs the owner or admin role in this project.',
+  'members:owner': 'Only an owner can grant, change or remove the owner role.',
+  'settings:manage': 'Managing API tokens and webhooks needs the owner or admin role in this project.',
+  'flags:write': 'Managing triggers needs the member, admin or owner role in this project.',
+  'org:manage': "Managing alert channels needs the owner or admin role in the project's organization.",
+} as const;
+
+export function useProjectAccess(projectId: string) {
+  const session = useSession();
+  const project = session.projects.find((p) => p.id === projectId);
+  const role = (project?.role ?? undefined) as ProjectRole | undefined;
+  const org = session.orgs.find((o) => o.id === project?.orgId);
+  return {
+    project,
+    role,
+    /** The project's organization; its role is absent when the project was only shared with the user. */
+    org,
+    userId: session.user?.id,
+    can: (capability: Capability) => !!role && ROLE_CAN[role].includes(capability),
+    canManageOrg: org?.role === 'owner' || org?.role === 'admin',
+  };
+}

@@ -1,0 +1,170 @@
+import { useState } from 'react';
+import { api, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { ConfirmButton } from '../../components/settings/confirm';
+import { day, when } from '../../components/settings/format';
+import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
+import { AccountTabs } from '../../components/settings/section-nav';
+import { useAction } from '../../components/settings/use-action';
+import { LoadState } from '../../components/status';
+
+const TIERS = [
+  { value: 'read', label: 'Read: read flags and services in your projects' },
+  { value: 'write', label: 'Write: also change flags and services' },
+  { value: 'admin', label: 'Admin: also members and settings, as far as your role allows' },
+] as const;
+const EXPIRY_DAYS = [7, 30, 90, 180, 365] as const;
+
+/** Personal access tokens (spec 2.5, 4.8): act as you, limited by tier and by your roles; the secret is shown once. */
+export default function AccountTokens() {
+  const tokens = useApi(() => call(api.GET('/api/users/me/personal-tokens')), []);
+  const [tier, setTier] = useState<(typeof TIERS)[number]['value']>('read');
+  const [shown, setShown] = useState<SecretsShown | undefined>();
+  const [notice, setNotice] = useState('');
+  const action = useAction();
+
+  const create = useSubmit(async (data, form) => {
+    const created = await call(
+      api.POST('/api/users/me/personal-tokens', {
+        body: {
+          name: String(data.get('name') ?? '').trim(),
+          tier,
+          expiresInDays: Number(data.get('expiresInDays')),
+          allowOwnerActions: tier === 'admin' && data.get('allowOwnerActions') === 'on',
+        },
+      }),
+    );
+    form.reset();
+    setTier('read');
+    setShown({ title: `Personal token "${created.token.name}" created`, secrets: [{ label: 'Token', value: created.value }], note: 'Send it as "Authorization: Bearer <token>".' });
+    await tokens.reload();
+  });
+
+  async function rotate(id: string, name: string) {
+    let value = '';
+    const ok = await action.run(`rotate:${id}`, async () => {
+      value = (await call(api.POST('/api/users/me/personal-tokens/{id}/rotate', { params: { path: { id } }, body: {} }))).value;
+    });
+    if (!ok) return;
+    setShown({ title: `Token "${name}" rotated`, secrets: [{ label: 'Token', value }], note: 'The old secret stopped working.' });
+    await tokens.reload();
+  }
+
+  async function revoke(id: string, name: string) {
+    const ok = await action.run(`revoke:${id}`, () => call(api.DELETE('/api/users/me/personal-tokens/{id}', { params: { path: { id } } })));
+    if (ok) {
+      setNotice(`Token "${name}" was revoked.`);
+      await tokens.reload();
+    }
+  }
+
+  return (
+    <>
+      <h1>Personal tokens</h1>
+      <AccountTabs />
+      <p>Personal tokens act as you in scripts and the CLI, limited by their tier and by your role in each project.</p>
+      <p role="status" className="st-notice">
+        {notice}
+      </p>
+      {action.error && (
+        <p role="alert" className="form-error">
+          {action.error.message}
+        </p>
+      )}
+      <section aria-labelledby="personal-tokens-heading">
+        <h2 id="personal-tokens-heading">Your tokens</h2>
+        <LoadState loading={tokens.loading} error={tokens.error}>
+          {tokens.data?.tokens.length ? (
+            <div className="st-scroll">
+              <table>
+                <caption className="visually-hidden">Your personal tokens</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Tier</th>
+                    <th scope="col">Ends in</th>
+                    <th scope="col">Expires</th>
+                    <th scope="col">Last used</th>
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {tokens.data.tokens.map((t) => (
+                    <tr key={t.id}>
+                      <td>{t.name}</td>
+                      <td>
+                        {t.tier}
+                        {t.allowOwnerActions && ' (owner actions)'}
+                      </td>
+                      <td>
+                        <code>…{t.lastFour}</code>
+                      </td>
+                      <td>{t.expired ? <strong>expired {day(t.expiresAt)}</strong> : day(t.expiresAt)}</td>
+                      <td>{when(t.lastUsedAt)}</td>
+                      <td>
+                        <span className="st-row">
+                          <button type="button" aria-label={`Rotate ${t.name}`} disabled={!!action.running} onClick={() => void rotate(t.id, t.name)}>
+                            {action.running === `rotate:${t.id}` ? 'Working…' : 'Rotate'}
+                          </button>
+                          <ConfirmButton
+                            label={`Revoke ${t.name}`}
+                            text="Revoke"
+                            confirmLabel="Revoke now"
+                            question="Scripts using it stop working."
+                            busy={action.running === `revoke:${t.id}`}
+                            onConfirm={() => void revoke(t.id, t.name)}
+                          />
+                        </span>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ) : (
+            <p>No personal tokens yet.</p>
+          )}
+        </LoadState>
+      </section>
+
+      <section aria-labelledby="create-personal-token-heading">
+        <h2 id="create-personal-token-heading">Create a personal token</h2>
+        <form onSubmit={create.onSubmit} noValidate className="inline-form">
+          <Field label="Token name" name="name" required maxLength={100} autoComplete="off" error={create.error} />
+          <fieldset className="st-choices">
+            <legend>Tier</legend>
+            {TIERS.map((t) => (
+              <label key={t.value}>
+                <input type="radio" name="tier" value={t.value} checked={tier === t.value} onChange={() => setTier(t.value)} /> {t.label}
+              </label>
+            ))}
+          </fieldset>
+          <div className="field">
+            <label htmlFor="personal-token-expiry">Expires after</label>
+            <select id="personal-token-expiry" name="expiresInDays" defaultValue="90">
+              {EXPIRY_DAYS.map((d) => (
+                <option key={d} value={d}>
+                  {d} days
+                </option>
+              ))}
+            </select>
+          </div>
+          <div className="field">
+            <label className="st-check">
+              <input type="checkbox" name="allowOwnerActions" disabled={tier !== 'admin'} aria-describedby="owner-actions-hint" /> Allow owner actions
+            </label>
+            <p id="owner-actions-hint" className="hint">
+              Deleting projects and changing owners; only on the admin tier.
+            </p>
+          </div>
+          <FormError error={create.error} fields={['name', 'tier', 'expiresInDays', 'allowOwnerActions']} />
+          <SubmitButton busy={create.busy}>Create personal token</SubmitButton>
+        </form>
+      </section>
+      <SecretDialog shown={shown} onClose={() => setShown(undefined)} />
+    </>
+  );
+}

@@ -1,0 +1,192 @@
+import { useState } from 'react';
+import { useParams } from 'wouter';
+import { api, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { NEEDS, useProjectAccess } from '../../components/settings/access';
+import { ConfirmButton } from '../../components/settings/confirm';
+import { day, when } from '../../components/settings/format';
+import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
+import { SettingsTabs } from '../../components/settings/section-nav';
+import { useAction } from '../../components/settings/use-action';
+import { LoadState } from '../../components/status';
+
+const PERMISSIONS = [
+  { name: 'read', label: 'Read', hint: 'evaluate and list flags and services' },
+  { name: 'write', label: 'Write', hint: 'create and change flags' },
+  { name: 'delete', label: 'Delete', hint: 'delete flags' },
+] as const;
+const SCOPES = [
+  ...PERMISSIONS,
+  { name: 'manage_settings', label: 'Manage settings', hint: 'API tokens, webhooks' },
+  { name: 'manage_members', label: 'Manage members', hint: 'members and invitations' },
+] as const;
+type Scope = (typeof SCOPES)[number]['name'];
+
+/** Project API tokens (spec 2.4): opaque tokens with permissions, or JWTs with scopes; the secret is shown once. */
+export default function Tokens() {
+  const { projectId } = useParams<{ projectId: string }>();
+  const access = useProjectAccess(projectId);
+  const canManage = access.can('settings:manage');
+  return (
+    <>
+      <h1>API tokens</h1>
+      <SettingsTabs projectId={projectId} />
+      {canManage ? <TokenSettings projectId={projectId} /> : <p>{NEEDS['settings:manage']}</p>}
+    </>
+  );
+}
+
+function TokenSettings({ projectId }: { projectId: string }) {
+  const tokens = useApi(() => call(api.GET('/api/projects/{id}/tokens', { params: { path: { id: projectId } } })), [projectId]);
+  const [kind, setKind] = useState<'opaque' | 'jwt'>('opaque');
+  const [shown, setShown] = useState<SecretsShown | undefined>();
+  const [notice, setNotice] = useState('');
+  const action = useAction();
+
+  const create = useSubmit(async (data, form) => {
+    const name = String(data.get('name') ?? '').trim();
+    const checked = (n: string) => data.get(n) === 'on';
+    let created;
+    if (kind === 'jwt') {
+      const scopes = SCOPES.map((s) => s.name).filter(checked) as Scope[];
+      created = await call(api.POST('/api/projects/{id}/tokens', { params: { path: { id: projectId } }, body: { name, tokenType: 'jwt', scopes } }));
+    } else {
+      const expires = String(data.get('expiresAt') ?? '');
+      const permissions = { read: checked('read'), write: checked('write'), delete: checked('delete') };
+      created = await call(
+        api.POST('/api/projects/{id}/tokens', {
+          params: { path: { id: projectId } },
+          // The date input gives a day; the token lives until the end of it in the reader's zone.
+          body: { name, tokenType: 'opaque', permissions, ...(expires ? { expiresAt: new Date(`${expires}T23:59:59`).toISOString() } : {}) },
+        }),
+      );
+    }
+    form.reset();
+    setKind('opaque');
+    const secrets = created.value
+      ? [{ label: 'Token', value: created.value }]
+      : [
+          { label: 'Access token', value: created.accessToken ?? '' },
+          { label: 'Refresh token', value: created.refreshToken ?? '' },
+        ];
+    setShown({
+      title: `Token "${created.token.name}" created`,
+      secrets,
+      note: created.value
+        ? 'Send it as "Authorization: Bearer <token>".'
+        : 'The access token lasts 24 hours; exchange the refresh token (30 days) at /api/projects/<id>/tokens/refresh for a new pair.',
+    });
+    await tokens.reload();
+  });
+
+  async function revoke(id: string, name: string) {
+    const ok = await action.run(id, () => call(api.DELETE('/api/projects/{id}/tokens/{tokenId}', { params: { path: { id: projectId, tokenId: id } } })));
+    if (ok) {
+      setNotice(`Token "${name}" was revoked; it stops working at once.`);
+      await tokens.reload();
+    }
+  }
+
+  return (
+    <>
+      <p role="status" className="st-notice">
+        {notice}
+      </p>
+      {action.error && (
+        <p role="alert" className="form-error">
+          {action.error.message}
+        </p>
+      )}
+      <section aria-labelledby="tokens-heading">
+        <h2 id="tokens-heading">Live tokens</h2>
+        <LoadState loading={tokens.loading} error={tokens.error}>
+          {tokens.data?.tokens.length ? (
+            <div className="st-scroll">
+              <table>
+                <caption className="visually-hidden">Project API tokens (their secrets are never shown again)</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Grants</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Expires</th>
+                    <th scope="col">Last used</th>
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {tokens.data.tokens.map((t) => (
+                    <tr key={t.id}>
+                      <td>{t.name}</td>
+                      <td>{t.tokenType === 'jwt' ? 'JWT' : 'Opaque'}</td>
+                      <td>
+                        {t.permissions
+                          ? Object.entries(t.permissions)
+                              .filter(([, on]) => on)
+                              .map(([p]) => p)
+                              .join(', ')
+                          : (t.scopes ?? []).join(', ')}
+                      </td>
+                      <td>{day(t.createdAt)}</td>
+                      <td>{day(t.expiresAt)}</td>
+                      <td>{t.tokenType === 'jwt' ? '—' : when(t.lastUsedAt)}</td>
+                      <td>
+                        <ConfirmButton
+                          label={`Revoke ${t.name}`}
+                          text="Revoke"
+                          confirmLabel="Revoke now"
+                          question="Anything using it stops working."
+                          busy={action.running === t.id}
+                          onConfirm={() => void revoke(t.id, t.name)}
+                        />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ) : (
+            <p>No API tokens yet.</p>
+          )}
+        </LoadState>
+      </section>
+
+      <section aria-labelledby="create-token-heading">
+        <h2 id="create-token-heading">Create a token</h2>
+        <form onSubmit={create.onSubmit} noValidate className="inline-form">
+          <Field label="Token name" name="name" required maxLength={100} autoComplete="off" error={create.error} hint="Say where it is used, e.g. “checkout CI”." />
+          <fieldset className="st-choices">
+            <legend>Kind</legend>
+            <label>
+              <input type="radio" name="tokenType" value="opaque" checked={kind === 'opaque'} onChange={() => setKind('opaque')} /> Opaque token with
+              permissions
+            </label>
+            <label>
+              <input type="radio" name="tokenType" value="jwt" checked={kind === 'jwt'} onChange={() => setKind('jwt')} /> JWT with scopes (24 h
+              access, 30 d refresh)
+            </label>
+          </fieldset>
+          <fieldset className="st-choices">
+            <legend>{kind === 'jwt' ? 'Scopes' : 'Permissions'}</legend>
+            {(kind === 'jwt' ? SCOPES : PERMISSIONS).map((p) => (
+              <label key={p.name}>
+                <input type="checkbox" name={p.name} defaultChecked={p.name === 'read'} /> {p.label} <span className="muted">({p.hint})</span>
+              </label>
+            ))}
+            {(create.error?.fieldError('permissions') ?? create.error?.fieldError('scopes')) && (
+              <p className="field-error">{create.error?.fieldError('permissions') ?? create.error?.fieldError('scopes')}</p>
+            )}
+          </fieldset>
+          {kind === 'opaque' && <Field label="Expires on (optional)" name="expiresAt" type="date" error={create.error} hint="Without a date the token lives until revoked." />}
+          <FormError error={create.error} fields={['name', 'permissions', 'scopes', 'expiresAt']} />
+          <SubmitButton busy={create.busy}>Create token</SubmitButton>
+        </form>
+      </section>
+      <SecretDialog shown={shown} onClose={() => setShown(undefined)} />
+    </>
+  );
+}

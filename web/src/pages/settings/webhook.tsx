@@ -1,0 +1,190 @@
+import { useState } from 'react';
+import { Link, useParams } from 'wouter';
+import { api, call, type paths } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { NEEDS, useProjectAccess } from '../../components/settings/access';
+import { when } from '../../components/settings/format';
+import { SettingsTabs } from '../../components/settings/section-nav';
+import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
+import { LoadState } from '../../components/status';
+
+type DeliveryPage = paths['/api/webhooks/{id}/deliveries']['get']['responses'][200]['content']['application/json'];
+type Delivery = DeliveryPage['deliveries'][number];
+
+const PAGE = 25;
+
+/** One webhook: its settings (URL, events, secret, active) and its delivery log with every attempt. */
+export default function Webhook() {
+  const { projectId, webhookId } = useParams<{ projectId: string; webhookId: string }>();
+  const access = useProjectAccess(projectId);
+  return (
+    <>
+      <h1>Webhook</h1>
+      <SettingsTabs projectId={projectId} />
+      <p>
+        <Link href={`/projects/${encodeURIComponent(projectId)}/settings/webhooks`}>All webhooks</Link>
+      </p>
+      {access.can('settings:manage') ? <WebhookDetail webhookId={webhookId} /> : <p>{NEEDS['settings:manage']}</p>}
+    </>
+  );
+}
+
+function WebhookDetail({ webhookId }: { webhookId: string }) {
+  const webhook = useApi(() => call(api.GET('/api/webhooks/{id}', { params: { path: { id: webhookId } } })), [webhookId]);
+  const [saved, setSaved] = useState('');
+
+  const save = useSubmit(async (data) => {
+    const secret = String(data.get('secret') ?? '');
+    await call(
+      api.PATCH('/api/webhooks/{id}', {
+        params: { path: { id: webhookId } },
+        body: { url: String(data.get('url') ?? '').trim(), events: eventsOf(data), active: data.get('active') === 'on', ...(secret ? { secret } : {}) },
+      }),
+    );
+    setSaved(secret ? 'Saved, with the new signing secret.' : 'Saved.');
+    await webhook.reload();
+  });
+
+  const w = webhook.data;
+  return (
+    <LoadState loading={webhook.loading} error={webhook.error}>
+      {w && (
+        <>
+          <section aria-labelledby="webhook-settings-heading">
+            <h2 id="webhook-settings-heading" className="st-break">
+              {w.url}
+            </h2>
+            <p className="muted">{w.active ? 'Active' : 'Paused: no deliveries are made'}</p>
+            {/* Keyed by the last change so the uncontrolled inputs show what was saved. */}
+            <form key={w.updatedAt} onSubmit={save.onSubmit} noValidate className="inline-form" aria-label="Webhook settings">
+              <Field label="Endpoint URL" name="url" type="url" required maxLength={2048} defaultValue={w.url} error={save.error} />
+              <EventChoices checked={w.events} error={save.error} />
+              <Field
+                label="New signing secret (optional)"
+                name="secret"
+                type="password"
+                autoComplete="new-password"
+                maxLength={512}
+                error={save.error}
+                hint="Leave empty to keep the current one; it is never shown."
+              />
+              <div className="field">
+                <label className="st-check">
+                  <input type="checkbox" name="active" defaultChecked={w.active} /> Active (deliver events)
+                </label>
+              </div>
+              <FormError error={save.error} fields={['url', 'events', 'secret']} />
+              <p role="status" className="st-notice">
+                {saved}
+              </p>
+              <SubmitButton busy={save.busy}>Save webhook</SubmitButton>
+            </form>
+          </section>
+          <DeliveryLog webhookId={webhookId} />
+        </>
+      )}
+    </LoadState>
+  );
+}
+
+function DeliveryLog({ webhookId }: { webhookId: string }) {
+  const first = useApi(() => call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: PAGE } } })), [webhookId]);
+  const [more, setMore] = useState<{ deliveries: Delivery[]; nextCursor: string | null; hasMore: boolean } | undefined>();
+  const [loadingMore, setLoadingMore] = useState(false);
+  const [moreError, setMoreError] = useState('');
+
+  const deliveries = [...(first.data?.deliveries ?? []), ...(more?.deliveries ?? [])];
+  const cursor = more ? more.nextCursor : first.data?.nextCursor;
+  const hasMore = more ? more.hasMore : first.data?.hasMore;
+
+  async function loadMore() {
+    if (!cursor) return;
+    setLoadingMore(true);
+    setMoreError('');
+    try {
+      const page = await call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: PAGE, cursor } } }));
+      setMore((m) => ({ deliveries: [...(m?.deliveries ?? []), ...page.deliveries], nextCursor: page.nextCursor, hasMore: page.hasMore }));
+    } catch (error) {
+      setMoreError(error instanceof Error ? error.message : String(error));
+    } finally {
+      setLoadingMore(false);
+    }
+  }
+
+  async function refresh() {
+    setMore(undefined);
+    await first.reload();
+  }
+
+  return (
+    <section aria-labelledby="deliveries-heading">
+      <h2 id="deliveries-heading">Delivery log</h2>
+      <p>
+        <button type="button" onClick={() => void refresh()} disabled={first.loading}>
+          Refresh deliveries
+        </button>
+      </p>
+      <LoadState loading={first.loading} error={first.error}>
+        {deliveries.length ? (
+          <div className="st-scroll">
+            <table>
+              <caption className="visually-hidden">Deliveries, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Time</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">Response</th>
+                  <th scope="col">Details</th>
+                </tr>
+              </thead>
+              <tbody>
+                {deliveries.map((d) => (
+                  <tr key={d.id}>
+                    <td>{when(d.createdAt)}</td>
+                    <td>
+                      <code>{d.event}</code>
+                      {d.flagKey && <span className="muted"> {d.flagKey}</span>}
+                    </td>
+                    <td className={`st-delivery-${d.status}`}>{d.status}</td>
+                    <td>{d.attemptCount}</td>
+                    <td>{d.lastStatusCode ?? '—'}</td>
+                    <td>
+                      <details>
+                        <summary>Attempts</summary>
+                        <ol>
+                          {d.attempts.map((a) => (
+                            <li key={a.attempt}>
+                              {when(a.startedAt)}: {a.outcome}
+                              {a.statusCode !== null && `, HTTP ${a.statusCode}`}
+                              {a.durationMs !== null && `, ${a.durationMs} ms`}
+                              {a.error && ` (${a.error})`}
+                            </li>
+                          ))}
+                        </ol>
+                      </details>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : (
+          <p>No deliveries yet: they appear when a flag of this project changes.</p>
+        )}
+        {hasMore && (
+          <button type="button" onClick={() => void loadMore()} disabled={loadingMore}>
+            {loadingMore ? 'Loading…' : 'Older deliveries'}
+          </button>
+        )}
+        {moreError && (
+          <p role="alert" className="form-error">
+            {moreError}
+          </p>
+        )}
+      </LoadState>
+    </section>
+  );
+}
