@@ -101,6 +101,16 @@ export const routes: ConsoleRoute[] = [
     nav: { label: 'Account', scope: 'global', order: 80 },
   },
   { path: '/account/connections', screen: 'account_connections', title: 'MCP connections', access: 'user', page: lazy(() => import('./pages/settings/account-connections')) },
+  {
+    path: '/projects/:projectId/metrics',
+    screen: 'project_metrics',
+    title: 'Metrics',
+    access: 'user',
+    page: lazy(() => import('./pages/metrics/project-metrics')),
+    nav: { label: 'Metrics', scope: 'project', order: 40 },
+  },
+  // Linked from a flag's page with ?serviceId=&environment= (and optionally &range=).
+  { path: '/projects/:projectId/flags/:flagKey/metrics', screen: 'flag_metrics', title: 'Flag metrics', access: 'user', page: lazy(() => import('./pages/metrics/flag-metrics')) },
 ];
 
 /** A route's path with the current project filled in (for project-scoped links). */

@@ -1,0 +1,232 @@
+/**
+ * One flag's traffic (GET /api/flags/:key/metrics): evaluations per second, error rate and
+ * latency percentiles over the chosen window, with the flag's toggles and other changes marked on
+ * every chart (the insights' recentToggles and the flag's version history), the toggle impact
+ * verdict, and the reason and value breakdowns. Refreshes every 15 s (the answer's cache life)
+ * while the tab is visible.
+ */
+import { useCallback, useMemo, useRef, useState } from 'react';
+import { useLocation, useParams, useSearch } from 'wouter';
+import { api, call } from '../../api/client';
+import { useApi } from '../../api/use-api';
+import { Breakdown, percent } from '../../components/metrics/breakdown';
+import { useLiveRefresh } from '../../components/metrics/live';
+import { TimeChart, timeText, type ChartMarker } from '../../components/metrics/time-chart';
+import { LoadState } from '../../components/status';
+import {
+  asEnvironment,
+  asWindow,
+  count,
+  EnvironmentSelect,
+  milliseconds,
+  percentValue,
+  perSecond,
+  ServiceSelect,
+  Stat,
+  WindowPicker,
+  type FlagMetrics,
+  type FlagVersion,
+} from './shared';
+
+const REFRESH_MS = 15_000;
+/** Versions read for change markers: the newest 100 (the route's page limit). */
+const HISTORY_LIMIT = 100;
+
+export default function FlagMetricsPage() {
+  const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  const [location, navigate] = useLocation();
+  const query = new URLSearchParams(useSearch());
+  const serviceId = query.get('serviceId') ?? '';
+  const environment = asEnvironment(query.get('environment'));
+  const range = asWindow(query.get('range'));
+  const [live, setLive] = useState(true);
+
+  const setQuery = (changes: Record<string, string>) => {
+    const next = new URLSearchParams(query);
+    for (const [name, value] of Object.entries(changes)) next.set(name, value);
+    navigate(`${location}?${next.toString()}`, { replace: true });
+  };
+
+  // A refresh asks past the browser's cache: the answers may be cached for 15 s (max-age).
+  const refreshing = useRef(false);
+  const cache = (): RequestCache => (refreshing.current ? 'no-cache' : 'default');
+  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const metrics = useApi(
+    async () =>
+      serviceId
+        ? call(api.GET('/api/flags/{key}/metrics', { params: { path: { key: flagKey }, query: { serviceId, environment, range } }, cache: cache() }))
+        : undefined,
+    [flagKey, serviceId, environment, range],
+  );
+  const history = useApi(
+    async () =>
+      serviceId
+        ? call(api.GET('/api/flags/{key}/history', { params: { path: { key: flagKey }, query: { serviceId, environment, limit: HISTORY_LIMIT } }, cache: cache() }))
+        : undefined,
+    [flagKey, serviceId, environment],
+  );
+  const [updating, setUpdating] = useState(false);
+  const { reload: reloadMetrics } = metrics;
+  const { reload: reloadHistory } = history;
+  const refresh = useCallback(async () => {
+    setUpdating(true);
+    refreshing.current = true;
+    const reloads = Promise.all([reloadMetrics(), reloadHistory()]);
+    refreshing.current = false;
+    await reloads;
+    setUpdating(false);
+  }, [reloadMetrics, reloadHistory]);
+  useLiveRefresh(refresh, REFRESH_MS, live && !!serviceId);
+
+  const data = metrics.data;
+  const changes = useMemo(() => (data ? changeMarkers(data, history.data?.versions ?? []) : []), [data, history.data]);
+  const service = services.data?.services.find((s) => s.id === serviceId);
+  const updatedAt = useMemo(() => (data ? new Date() : undefined), [data]);
+
+  return (
+    <div className="metrics-page">
+      <h1>
+        Metrics of <code>{flagKey}</code>
+      </h1>
+      <p className="muted">
+        {service ? `${service.name} · ${environment}` : 'Evaluations of this flag, as the data plane recorded them.'}
+      </p>
+
+      <div className="metrics-controls">
+        <ServiceSelect services={services.data?.services ?? []} value={serviceId} onChange={(id) => setQuery({ serviceId: id })} />
+        <EnvironmentSelect value={environment} onChange={(env) => setQuery({ environment: env })} />
+        <WindowPicker value={range} onChange={(w) => setQuery({ range: w })} />
+        <div className="metrics-live">
+          <label className="metrics-check">
+            <input type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} /> Refresh every 15 seconds
+          </label>
+          <button type="button" onClick={() => void refresh()} disabled={updating || !serviceId}>
+            {updating ? 'Refreshing…' : 'Refresh now'}
+          </button>
+          <span className="muted metrics-updated">{updatedAt && `Updated ${updatedAt.toLocaleTimeString()}`}</span>
+        </div>
+      </div>
+
+      {!serviceId ? (
+        <p>Choose the service whose evaluations of this flag to show.</p>
+      ) : (
+        <LoadState loading={metrics.loading} error={metrics.error}>
+          {data && <FlagMetricsBody data={data} changes={changes} />}
+        </LoadState>
+      )}
+    </div>
+  );
+}
+
+interface Change extends ChartMarker {
+  kind: 'toggle' | 'change';
+  actor: string;
+}
+
+/**
+ * The markers in the window, oldest first: every toggle the insights report, and the flag's other
+ * changes (edits, rollbacks) from its version history.
+ */
+function changeMarkers(data: FlagMetrics, versions: FlagVersion[]): Change[] {
+  const startMs = Date.parse(data.range.start);
+  const endMs = Date.parse(data.range.end);
+  const toggles: Change[] = data.recentToggles.map((t) => ({
+    at: t.timestampMs,
+    kind: 'toggle',
+    actor: t.actor,
+    label: t.transition.to === 'enabled' ? 'Turned on' : 'Turned off',
+  }));
+  const toggleIds = new Set(data.recentToggles.map((t) => t.id));
+  const edits: Change[] = versions
+    .filter((v) => !toggleIds.has(v.id) && v.changeType !== 'toggle')
+    .map((v) => ({ at: Date.parse(v.createdAt), kind: 'change' as const, actor: v.actor, label: `${changeName(v.changeType)} (version ${v.version})` }))
+    .filter((c) => c.at >= startMs && c.at < endMs);
+  return [...toggles, ...edits].sort((a, b) => a.at - b.at);
+}
+
+function changeName(type: FlagVersion['changeType']): string {
+  return { create: 'Created', update: 'Edited', toggle: 'Toggled', delete: 'Deleted', rollback: 'Rolled back' }[type];
+}
+
+function FlagMetricsBody({ data, changes }: { data: FlagMetrics; changes: Change[] }) {
+  const { summary, realtime, toggleImpact: impact } = data;
+  const charts = useMemo(() => {
+    const bucketSeconds = data.bucketMinutes * 60;
+    const points = data.timeSeries;
+    return {
+      span: [Date.parse(data.range.start), Date.parse(data.range.end)] as [number, number],
+      times: points.map((p) => Date.parse(p.timestamp)),
+      rate: [{ label: 'Evaluations per second', values: points.map((p) => p.evaluations / bucketSeconds) }],
+      errors: [{ label: 'Error rate', values: points.map((p) => (p.evaluations ? (p.errors / p.evaluations) * 100 : null)) }],
+      latency: [
+        { label: 'p50', values: points.map((p) => p.p50LatencyMs) },
+        { label: 'p95', values: points.map((p) => p.p95LatencyMs) },
+        { label: 'p99', values: points.map((p) => p.p99LatencyMs) },
+      ],
+    };
+  }, [data]);
+  const ms = (v: number | null) => (v === null ? undefined : milliseconds(v));
+  const bucket = data.bucketMinutes === 1 ? 'per minute' : `per ${data.bucketMinutes} minutes`;
+
+  return (
+    <>
+      <section aria-labelledby="flag-summary">
+        <h2 id="flag-summary">Summary</h2>
+        <dl className="metrics-stats">
+          <Stat label="Evaluations" value={count(summary.totalEvaluations)} />
+          <Stat label="Average rate" value={perSecond(summary.evaluationsPerSecond)} />
+          <Stat label="Last minute" value={perSecond(realtime.evaluationsPerSecond)} />
+          <Stat label="Errors" value={`${count(summary.totalErrors)} (${percent(summary.errorRate)})`} />
+          <Stat label="Latency p50" value={ms(summary.p50LatencyMs)} />
+          <Stat label="Latency p95" value={ms(summary.p95LatencyMs)} />
+          <Stat label="Latency p99" value={ms(summary.p99LatencyMs)} />
+          <Stat label="Trend" value={realtime.trend} />
+        </dl>
+        <p className="muted">
+          {realtime.lastEvaluatedAt ? `Last evaluated ${timeText(Date.parse(realtime.lastEvaluatedAt))}.` : 'Not evaluated in this window.'} Points are {bucket}.
+        </p>
+      </section>
+
+      <section aria-labelledby="flag-charts" className="metrics-charts">
+        <h2 id="flag-charts">Over time</h2>
+        <TimeChart title="Evaluations per second" times={charts.times} series={charts.rate} span={charts.span} format={perSecond} markers={changes} />
+        <TimeChart title="Error rate" times={charts.times} series={charts.errors} span={charts.span} format={percentValue} markers={changes} />
+        <TimeChart title="Latency percentiles" times={charts.times} series={charts.latency} span={charts.span} format={milliseconds} markers={changes} />
+      </section>
+
+      <section aria-labelledby="flag-changes">
+        <h2 id="flag-changes">Toggles and changes</h2>
+        {changes.length ? (
+          <ol className="metrics-changes">
+            {changes.map((c) => (
+              <li key={`${c.at}-${c.label}`}>
+                <strong>{c.label}</strong> <span className="muted">by {c.actor}</span> <time dateTime={new Date(c.at).toISOString()}>{timeText(c.at)}</time>
+              </li>
+            ))}
+          </ol>
+        ) : (
+          <p className="muted">No toggles or changes in this window.</p>
+        )}
+        <p>
+          Latest toggle: <strong>{impactName[impact.healthStatus]}</strong>. {impact.recommendation}
+        </p>
+      </section>
+
+      <section aria-labelledby="flag-breakdowns" className="metrics-breakdowns">
+        <h2 id="flag-breakdowns">Breakdowns</h2>
+        <Breakdown caption="Evaluations by reason" labelHeading="Reason" rows={rowsOf(data.reasonBreakdown)} />
+        <Breakdown caption="Evaluations by value" labelHeading="Value" rows={rowsOf(data.valueBreakdown)} />
+      </section>
+    </>
+  );
+}
+
+const impactName: Record<FlagMetrics['toggleImpact']['healthStatus'], string> = {
+  none: 'no toggle in this window',
+  insufficient_data: 'too little traffic to judge',
+  healthy: 'healthy',
+  warning: 'warning',
+  degraded: 'degraded',
+};
+
+const rowsOf = (counts: Record<string, number>) => Object.entries(counts).map(([label, n]) => ({ label, count: n }));
