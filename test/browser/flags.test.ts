@@ -10,7 +10,10 @@ import { screenshot, startConsole, type ConsoleHarness } from './support';
  */
 
 // page.evaluate bodies run in the browser; the tests' tsconfig has no DOM lib.
-declare const document: { activeElement: { getAttribute(name: string): string | null } | null };
+declare const document: {
+  activeElement: { getAttribute(name: string): string | null } | null;
+  documentElement: { scrollWidth: number; clientWidth: number };
+};
 
 let h: ConsoleHarness;
 let page: Page;
@@ -125,6 +128,16 @@ describe('flags in the console', () => {
     await page.getByRole('button', { name: 'Watch this flag' }).click();
     await page.getByRole('button', { name: 'Watch this flag', pressed: true }).waitFor();
 
+    // Variant weights are checked as typed, and a candidate with a wrong sum is not sent.
+    await page.getByRole('button', { name: 'Add variant' }).click();
+    await page.getByRole('button', { name: 'Add variant' }).click();
+    await page.getByLabel('Variant 2 weight (%)').fill('30');
+    await page.getByText('Weights sum to 130; they must sum to 100.').waitFor();
+    await page.getByRole('button', { name: 'Simulate and review changes' }).click();
+    await page.getByText('Variant weights must sum to 100; they sum to 130.').waitFor();
+    await page.getByRole('button', { name: 'Remove variant 2' }).click();
+    await page.getByRole('button', { name: 'Remove variant 1' }).click();
+
     await page.getByRole('button', { name: 'Add rule' }).click();
     await page.getByLabel('Rule 1, condition 1 attribute').fill('country');
     await page.getByLabel('Rule 1, condition 1 operator').selectOption('equals');
@@ -153,6 +166,14 @@ describe('flags in the console', () => {
     expect(flag.targeting).toEqual([
       { id: expect.any(String), conditions: [{ property: 'country', operator: 'equals', value: 'FR' }], value: true, rolloutPercentage: 30 },
     ]);
+    await page.getByRole('status').filter({ hasText: 'Saved: version 3.' }).waitFor();
+
+    // The narrow layout: the editor stacks, nothing scrolls sideways.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByLabel('Rule 1, condition 1 attribute').waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
+    await screenshot(page, 'flag-detail-narrow');
+    await page.setViewportSize({ width: 1280, height: 800 });
     expect((await owner.request('GET', `/api/flags/new-checkout/watch?serviceId=${serviceId}&environment=development`)).body.watching).toBe(true);
   });
 });

@@ -39,7 +39,14 @@ interface Review {
   simulation?: Simulation;
 }
 
-export function FlagEditor({ flag, onSaved }: { flag: FlagRecord; onSaved: (flag: FlagRecord) => void }) {
+interface FlagEditorProps {
+  flag: FlagRecord;
+  onSaved: (flag: FlagRecord) => void;
+  /** Load the flag as it is now (after a 409: someone else changed it), discarding the drafts. */
+  onReload: () => void;
+}
+
+export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   const { projectId, type } = flag;
   const [name, setName] = useState(flag.name);
   const [description, setDescription] = useState(flag.description);
@@ -186,6 +193,13 @@ export function FlagEditor({ flag, onSaved }: { flag: FlagRecord; onSaved: (flag
         {notice}
       </div>
       <ApiProblems error={error} />
+      {error?.status === 409 && (
+        <p>
+          <button type="button" onClick={onReload}>
+            Load the latest version (discards these edits)
+          </button>
+        </p>
+      )}
       {editing ? (
         <button type="submit" className="primary" disabled={busy !== undefined}>
           {busy === 'simulate' ? 'Simulating…' : 'Simulate and review changes'}

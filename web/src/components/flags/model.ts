@@ -65,6 +65,8 @@ export interface DraftCondition {
   /** The operand as text (a list: comma-separated); for exists "true"/"false"; for in_cohort the cohort id. */
   text: string;
   scalarType: ScalarType;
+  /** A stored condition's operand as the API gave it: sent back as is while its inputs are untouched (`exists` without a value stays so). */
+  stored?: { operator: string; text: string; scalarType: ScalarType; value: unknown };
 }
 
 /** A rule as the editor holds it; `id` is the stored rule's (new rules get one when saved). */
@@ -106,7 +108,12 @@ export function toDraftCondition(condition: ApiRule['conditions'][number]): Draf
     text = value === undefined || value === null ? '' : String(value);
     scalarType = scalarTypeOf(value);
   }
-  return { key: draftKey(), property: condition.property, operator: condition.operator, text, scalarType };
+  return { key: draftKey(), property: condition.property, operator: condition.operator, text, scalarType, stored: { operator: condition.operator, text, scalarType, value } };
+}
+
+function untouched(condition: DraftCondition): boolean {
+  const { stored } = condition;
+  return !!stored && stored.operator === condition.operator && stored.text === condition.text && stored.scalarType === condition.scalarType;
 }
 
 export function newCondition(): DraftCondition {
@@ -233,16 +240,18 @@ export function targetingFromDrafts(rules: DraftRule[], type: FlagType): Parsed<
   rules.forEach((rule, i) => {
     const conditions: ApiRule['conditions'] = [];
     rule.conditions.forEach((condition, j) => {
-      const property = operandKind(condition.operator) === 'cohort' ? 'targetingKey' : condition.property.trim();
+      // in_cohort reads no attribute: by convention targetingKey (a stored one keeps its own).
+      const cohortProperty = condition.stored?.operator === 'in_cohort' ? condition.property : 'targetingKey';
+      const property = operandKind(condition.operator) === 'cohort' ? cohortProperty : condition.property.trim();
       if (!property) {
         problems.byKey.set(`${condition.key}:property`, 'enter an attribute');
         problems.messages.push(`Rule ${i + 1}, condition ${j + 1}: enter an attribute`);
       }
-      const operand = parseOperand(condition);
+      const operand: Parsed<unknown> = untouched(condition) ? { ok: true, value: condition.stored!.value } : parseOperand(condition);
       if (!operand.ok) {
         problems.byKey.set(condition.key, operand.problem);
         problems.messages.push(`Rule ${i + 1}, condition ${j + 1}: ${operand.problem}`);
-      } else conditions.push({ property, operator: condition.operator, value: operand.value });
+      } else conditions.push({ property, operator: condition.operator, ...(operand.value !== undefined ? { value: operand.value } : {}) });
     });
     const value = parseValue(type, rule.valueText);
     if (!value.ok) {

@@ -44,7 +44,16 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
   // The record shown; replaced by what a toggle or save answers, so the next write sends the new version.
   const [flag, setFlag] = useState<FlagRecord | null | undefined>();
   const [generation, setGeneration] = useState(0);
-  useEffect(() => setFlag(records.data?.[environment]), [records.data, environment]);
+  const [saved, setSaved] = useState<string | undefined>();
+  // Set when the user asked for the latest version: the editor starts again from it once loaded.
+  const [resetOnLoad, setResetOnLoad] = useState(false);
+  useEffect(() => {
+    setFlag(records.data?.[environment]);
+    if (resetOnLoad) {
+      setResetOnLoad(false);
+      setGeneration((g) => g + 1);
+    }
+  }, [records.data, environment]);
   const service = useApi(() => call(api.GET('/api/services/{id}', { params: { path: { id: serviceId } } })).catch(() => undefined), [serviceId]);
 
   const href = (env: Environment, page = '') => flagHref(projectId, flagKey, serviceId, env, page);
@@ -100,12 +109,22 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
             <p className="muted">
               Version {flag.version} · type {flag.type} · updated <time dateTime={flag.updatedAt}>{new Date(flag.updatedAt).toLocaleString()}</time>
             </p>
+            <p role="status" className="fl-saved">
+              {saved}
+            </p>
             <FlagEditor
               key={`${flag.id}:${generation}`}
               flag={flag}
-              onSaved={(saved) => {
-                setFlag(saved);
+              onSaved={(record) => {
+                setFlag(record);
                 setGeneration((g) => g + 1);
+                setSaved(`Saved: version ${record.version}.`);
+                void records.reload();
+              }}
+              onReload={() => {
+                setSaved(undefined);
+                setResetOnLoad(true);
+                void records.reload();
               }}
             />
           </>
