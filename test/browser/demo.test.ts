@@ -70,20 +70,18 @@ describe('the public demo grid', () => {
     expect(shown.label).toBe('Pixel 12, on');
     expect(shown.ms).toBeLessThan(100);
     expect((await written).status()).toBe(200);
-    await a.getByText('Pixel 12 turned on.').waitFor();
 
-    // Within 2 s: the page itself says to wait, sends nothing, changes nothing.
-    await pixel(a, 13, 'off').click();
-    await a.getByText(/^Wait \d\.\d s: the demo takes one change every 2 seconds/).waitFor();
-    await a.getByText('Wait: one change every 2 seconds').waitFor();
-    await pixel(a, 13, 'off').waitFor();
-
-    // The other visitor, same address, within 2 s: the server refuses (429) and the pixel goes back.
+    // Within 2 s of that write, at once: A clicks again, and B (same address) clicks too.
     const refused = b.waitForResponse((r) => new URL(r.url()).pathname === '/api/flags/bulk');
-    await pixel(b, 14, 'off').click();
+    await Promise.all([pixel(a, 13, 'off').click(), pixel(b, 14, 'off').click()]);
+    // B: the server refuses (429) and the pixel goes back.
     expect((await refused).status()).toBe(429);
     await b.getByText(/^Too quick: someone at your address changed a pixel/).waitFor();
     await pixel(b, 14, 'off').waitFor();
+    // A: the page itself says to wait, sends nothing, changes nothing.
+    await a.getByText(/^Wait \d\.\d s: the demo takes one change every 2 seconds/).waitFor();
+    await a.getByText('Wait: one change every 2 seconds').waitFor();
+    await pixel(a, 13, 'off').waitFor();
 
     // A's change reached B through the stream.
     await pixel(b, 12, 'on').waitFor({ timeout: 5_000 });
@@ -101,6 +99,7 @@ describe('the public demo grid', () => {
     await b.waitForTimeout(2_000);
     await b.keyboard.press('Enter');
     await pixel(b, 77, 'on').waitFor({ timeout: 1_000 });
+    await b.getByText('Pixel 77 turned on.').waitFor();
     await pixel(a, 77, 'on').waitFor({ timeout: 5_000 });
   });
 
