@@ -21,6 +21,7 @@ let owner: TestUser;
 let projectId: string;
 let serviceId: string;
 let readToken: string;
+let cohortId: string;
 
 beforeAll(async () => {
   h = await startConsole();
@@ -29,6 +30,7 @@ beforeAll(async () => {
   serviceId = (await owner.request('POST', '/api/services', { projectId, name: 'Storefront' })).body.id;
   const other = await owner.request('POST', '/api/flags', { key: 'legacy-banner', serviceId, name: 'Legacy banner', type: 'string', defaultValue: 'old', tags: ['ops'] });
   expect(other.status).toBe(201);
+  cohortId = (await owner.request('POST', `/api/projects/${projectId}/cohorts`, { name: 'Americans', rules: [{ conditions: [{ property: 'country', operator: 'equals', value: 'US' }] }] })).body.id;
   readToken = (await owner.request('POST', `/api/projects/${projectId}/tokens`, { name: 'evaluate', permissions: { read: true } })).body.value;
   page = await h.newPage();
   const [name, value] = owner.cookie.split('=');
@@ -145,6 +147,13 @@ describe('flags in the console', () => {
     await page.getByLabel('Rule 1 serves').selectOption('true');
     await page.getByLabel('Rule 1 rollout percentage').fill('30');
     await page.getByText('30%', { exact: true }).waitFor();
+    // A second rule on a cohort of the project, moved first.
+    await page.getByRole('button', { name: 'Add rule' }).click();
+    await page.getByLabel('Rule 2, condition 1 operator').selectOption('in_cohort');
+    await page.getByLabel('Rule 2, condition 1 value', { exact: true }).selectOption({ label: 'Americans' });
+    await page.getByLabel('Rule 2 serves').selectOption('false');
+    await page.getByRole('button', { name: 'Move rule 2 up' }).click();
+    expect(await page.getByLabel('Rule 1, condition 1 operator').inputValue()).toBe('in_cohort');
     await screenshot(page, 'flag-detail');
 
     const simulated = page.waitForResponse((res) => res.url().endsWith('/api/flags/new-checkout/simulate'));
@@ -164,13 +173,14 @@ describe('flags in the console', () => {
 
     const flag = await flagInApi();
     expect(flag.targeting).toEqual([
+      { id: expect.any(String), conditions: [{ property: 'targetingKey', operator: 'in_cohort', value: cohortId }], value: false },
       { id: expect.any(String), conditions: [{ property: 'country', operator: 'equals', value: 'FR' }], value: true, rolloutPercentage: 30 },
     ]);
     await page.getByRole('status').filter({ hasText: 'Saved: version 3.' }).waitFor();
 
     // The narrow layout: the editor stacks, nothing scrolls sideways.
     await page.setViewportSize({ width: 390, height: 844 });
-    await page.getByLabel('Rule 1, condition 1 attribute').waitFor();
+    await page.getByLabel('Rule 2, condition 1 attribute').waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth)).toBe(true);
     await screenshot(page, 'flag-detail-narrow');
     await page.setViewportSize({ width: 1280, height: 800 });
