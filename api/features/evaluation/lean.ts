@@ -15,6 +15,7 @@ import type { LocalRateLimiter } from './local-rate-limiter';
  * The lean edge: the hottest data-plane routes served straight from node:http, in front of
  * Express (DESIGN "Quality bars"). The routes are the adapters' (wiring.ts passes them in):
  *   POST /api/flags/evaluate                    REST single evaluation   rest.ts
+ *   POST /api/flags/evaluate/batch              REST batch               rest.ts
  *   POST /api/ofrep/v1/evaluate/flags/{key}     OFREP single             ofrep.ts
  *   POST /api/ofrep/v1/evaluate/flags           OFREP bulk               ofrep.ts
  *   GET  /api/flags/stream, /api/connect/stream  SSE                      sse.ts
@@ -24,7 +25,7 @@ import type { LocalRateLimiter } from './local-rate-limiter';
  *
  * The edge does for its routes what the Express chain does, in the same order and with the
  * same answers: request id, per-IP limit, authentication (401 for a bad bearer), personal-token
- * refusal, per-token limit, a JSON body of at most 64 KB (413/415/400); then the route's adapter
+ * refusal, per-token limit, a JSON body of at most 64 KB or the route's own limit (413/415/400); then the route's adapter
  * answers (validation, access, per-service limit, evaluation) and the edge sends it, with
  * RateLimit-* headers on every answer and Retry-After on a refusal. So a request goes edge ->
  * adapter -> service -> engine, and back once. What it skips is Express's router, middleware
@@ -69,6 +70,8 @@ export interface LeanRoute {
   paths?: readonly string[];
   /** Or a prefix that exactly one more path segment completes (the segment is `Exchange.param`). */
   prefix?: string;
+  /** Largest body it reads (bytes); the evaluation limit, 64 KB, when absent. */
+  bodyLimit?: number;
   /**
    * Answers from the parsed JSON body (undefined when there is none; GET routes read none).
    * Throws, or returns a promise that rejects, to answer an error; returns a promise only when
@@ -225,7 +228,7 @@ function afterAuth(ex: LeanExchange, principal: Principal): void {
     ex.principal = principal;
     ex.rateLimitMs = performance.now() - ex.startedAt;
     if (ex.route.method === 'GET') return respond(ex, undefined);
-    const problem = checkBodyHeaders(ex.req.headers, BODY_LIMIT);
+    const problem = checkBodyHeaders(ex.req.headers, ex.route.bodyLimit ?? BODY_LIMIT);
     if (problem === null) return respond(ex, undefined);
     if (problem !== undefined) throw problem;
     (ex.req as WithExchange)[EXCHANGE] = ex;
@@ -251,9 +254,10 @@ function onBodyData(this: WithExchange, chunk: Buffer): void {
   const ex = this[EXCHANGE]!;
   if (ex.bodyDone) return;
   ex.bodyBytes += chunk.length;
-  if (ex.bodyBytes > BODY_LIMIT) {
+  const limit = ex.route.bodyLimit ?? BODY_LIMIT;
+  if (ex.bodyBytes > limit) {
     ex.bodyDone = true;
-    fail(ex, payloadTooLarge(BODY_LIMIT));
+    fail(ex, payloadTooLarge(limit));
     return;
   }
   if (ex.first === undefined) ex.first = chunk;

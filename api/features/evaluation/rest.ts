@@ -7,13 +7,13 @@ import type { ServiceGrant } from './access';
 import type { EvaluationResult } from './engine/index';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody, validateBody } from './schemas';
-import { DEFAULT_ENVIRONMENT, isEnvironment, spendOrThrow, type EvaluationService } from './service';
+import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 
 /**
- * REST evaluation (spec 2.2): POST /api/flags/evaluate, one flag, served by the lean edge
- * (lean.ts), and POST /api/flags/evaluate/batch, up to 100 flags (4,096 on a demo service),
- * an Express route. Both answer `{flagKey, value, reason, variant?, errorCode?, errorMessage?}`
- * per flag and add `_debug` timings with `?debug=true`.
+ * REST evaluation (spec 2.2), both on the lean edge (lean.ts): POST /api/flags/evaluate, one
+ * flag, and POST /api/flags/evaluate/batch, up to 100 flags (4,096 on a demo service). Both
+ * answer `{flagKey, value, reason, variant?, errorCode?, errorMessage?}` per flag and add
+ * `_debug` timings with `?debug=true`.
  */
 
 /** `_debug` of spec 2.2 (milliseconds). */
@@ -103,55 +103,94 @@ export const restEvaluateDoc: AnyRoute = defineRoute({
   handler: servedByLeanPath,
 });
 
-/** POST /api/flags/evaluate/batch: an Express route (its body may be 512 KB). */
-export function restBatchRoute(evaluation: EvaluationService): AnyRoute {
-  return defineRoute({
-    method: 'post',
-    path: '/api/flags/evaluate/batch',
-    summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
-    tags: ['evaluation'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    csrfExempt: true,
-    bodyLimit: BATCH_BODY_LIMIT,
-    query: DebugQuery,
-    body: BatchBody,
-    quickBody: quickBatchBody,
-    response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
-    async handler(ctx) {
-      const t0 = performance.now();
-      const body = ctx.body;
-      const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
-      const grant = await evaluation.grant(ctx.principal, body.serviceId);
-      const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
-      if (body.flags.length > max) {
-        const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;
-        throw validationFailed([{ path: 'body.flags', message }]);
-      }
-      const flags = body.flags.map((f) => ({ flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue }));
-      evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
-      const t1 = performance.now();
-      spendOrThrow(evaluation, ctx, grant);
-      const t2 = performance.now();
-      const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
-        source: 'rest',
-        startedAt: t0,
-        bodyBytes: Number(ctx.req.headers['content-length'] ?? 0),
-      });
-      const t3 = performance.now();
-      const out: Record<string, unknown> = { results: results.map(restResult) };
-      if (ctx.query.debug === 'true') {
-        const debug: DebugInfo = {
-          timings: { rateLimit: round3(t2 - t1), validation: 0, cacheGet: round3(t1 - t0), evaluate: round3(t3 - t2) },
-          cacheHit: grant.cacheHit,
-          totalMs: round3(performance.now() - t0),
-        };
-        out._debug = debug;
-      }
-      return out;
-    },
+const BATCH_PATH = '/api/flags/evaluate/batch';
+
+/** REST batch on the lean edge: the client SDKs' and the demo grid's all-flags path. */
+export function restBatchRoute(evaluation: EvaluationService): LeanRoute {
+  return { method: 'POST', paths: [BATCH_PATH], bodyLimit: BATCH_BODY_LIMIT, respond: (ex, raw) => evaluateBatch(evaluation, ex, raw) };
+}
+
+function evaluateBatch(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
+  const t1 = performance.now();
+  let body = quickBatchBody(raw);
+  if (body === undefined) {
+    const checked = validateBody(BatchBody, raw);
+    if (checked instanceof HttpError) throw checked;
+    body = checked;
+  }
+  const t2 = performance.now();
+  const grant = evaluation.grantNow(ex.principal, body.serviceId);
+  if (grant === undefined) {
+    const valid = body;
+    return evaluation.grant(ex.principal, body.serviceId).then((g) => answerBatch(evaluation, ex, valid, g, t1, t2));
+  }
+  answerBatch(evaluation, ex, body, grant, t1, t2);
+  return undefined;
+}
+
+function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBody, grant: ServiceGrant, t1: number, t2: number): void {
+  const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+  const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
+  if (body.flags.length > max) {
+    const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;
+    throw validationFailed([{ path: 'body.flags', message }]);
+  }
+  const flags = new Array<FlagRequest>(body.flags.length);
+  for (let i = 0; i < flags.length; i++) {
+    const f = body.flags[i];
+    flags[i] = { flagKey: (f.flagKey ?? f.key) as string, defaultValue: f.defaultValue };
+  }
+  evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
+  const t3 = performance.now();
+  ex.limit(evaluation.consumeServiceBudget(grant), 'service');
+  const t4 = performance.now();
+  const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
+    source: 'rest',
+    startedAt: ex.startedAt,
+    bodyBytes: ex.bodyBytes,
   });
+  const t5 = performance.now();
+  let json = '{"results":[';
+  for (let i = 0; i < results.length; i++) json += (i === 0 ? '' : ',') + restEntry(results[i]);
+  json += ']';
+  if (ex.query !== '' && new URLSearchParams(ex.query).get('debug') === 'true') {
+    const debug: DebugInfo = {
+      timings: { rateLimit: round3(ex.rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
+      cacheHit: grant.cacheHit,
+      totalMs: round3(performance.now() - ex.startedAt),
+    };
+    json += `,"_debug":${JSON.stringify(debug)}`;
+  }
+  ex.send(200, `${json}}`);
+}
+
+/** REST batch, for the OpenAPI document only: the lean edge serves it. */
+export const restBatchDoc: AnyRoute = defineRoute({
+  method: 'post',
+  path: BATCH_PATH,
+  summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
+  tags: ['evaluation'],
+  auth: 'public',
+  sdk: true,
+  access: { capability: 'flags:read', per: 'flag' },
+  csrfExempt: true,
+  bodyLimit: BATCH_BODY_LIMIT,
+  query: DebugQuery,
+  body: BatchBody,
+  response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
+  handler: servedByLeanPath,
+});
+
+/** Batch entries of interned results (engine/evaluate.ts): built once, reused by every answer. */
+const restEntries = new WeakMap<EvaluationResult, string>();
+
+/** One result of a batch answer as JSON; errors, which carry the caller's default, each time. */
+function restEntry(r: EvaluationResult): string {
+  const known = restEntries.get(r);
+  if (known !== undefined) return known;
+  const json = JSON.stringify(restResult(r));
+  if (Object.isFrozen(r)) restEntries.set(r, json);
+  return json;
 }
 
 /** The REST result shape (spec 2.2): absent fields are left out, `value` is never undefined. */

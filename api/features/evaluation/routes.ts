@@ -6,7 +6,6 @@ import { ENVIRONMENTS } from '../flags/types';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches } from './ofrep';
-import { restBatchRoute } from './rest';
 import { BATCH_LIMIT, DEMO_BATCH_LIMIT } from './schemas';
 import { DEFAULT_ENVIRONMENT, type EvaluationService } from './service';
 
@@ -22,7 +21,6 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
   const { evaluation } = deps;
 
   return [
-    restBatchRoute(evaluation),
     defineRoute({
       method: 'get',
       path: '/api/sdk-config',

@@ -23,7 +23,7 @@ import { ofrepBulkDoc, ofrepEvaluateRoutes, ofrepRoutes, ofrepSingleDoc } from '
 import { ChannelTokens, IssuerStore, IssuerWatch } from './ofrep-channel';
 import { FlagConfigWaiters, ofrepEventsDoc, ofrepEventsRoute } from './ofrep-events';
 import type { EvaluationRecorder } from './recorder';
-import { restEvaluateDoc, restEvaluateRoute } from './rest';
+import { restBatchDoc, restBatchRoute, restEvaluateDoc, restEvaluateRoute } from './rest';
 import { evaluationControlRoutes, evaluationRoutes } from './routes';
 import { EvaluationService } from './service';
 import { SnapshotStore } from './snapshots';
@@ -128,12 +128,13 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts }),
   ];
   // Served by the lean path, documented like every other route.
-  for (const doc of [restEvaluateDoc, ofrepSingleDoc, ofrepBulkDoc, ofrepEventsDoc, ...streamDocs]) deps.openapi.register(doc);
+  for (const doc of [restEvaluateDoc, restBatchDoc, ofrepSingleDoc, ofrepBulkDoc, ofrepEventsDoc, ...streamDocs]) deps.openapi.register(doc);
 
   const front = createLeanHandler(
     { authenticator: deps.authenticator, limiter, perIpLimit: config.RATE_LIMIT_PER_IP, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, trustProxy: config.TRUST_PROXY, logger },
     [
       restEvaluateRoute(evaluation),
+      restBatchRoute(evaluation),
       ...ofrepEvaluateRoutes({ evaluation, channels, waiters, publicDataUrl: config.PUBLIC_DATA_URL }),
       ofrepEventsRoute({ evaluation, snapshots, hub, channels, issuers, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
       sseRoute({ evaluation, hub, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
