@@ -14,6 +14,9 @@ ALTER TABLE evaluation_events COMMENT COLUMN evaluations 'evaluations this row s
 -- cannot convert, hence a new column: minutes rolled up before this migration keep their counts
 -- and latency sums, and their percentiles are not carried over (read as null).
 ALTER TABLE evaluation_minutes ADD COLUMN IF NOT EXISTS latency_histogram AggregateFunction(quantilesExactWeighted(0.5, 0.95, 0.99), Float32, UInt32);
+-- A view's query cannot be altered in place: it is dropped and created again. An insert another
+-- process makes on a ClickHouse server in between is stored but not rolled up (the control plane
+-- migrates at deploy, before new data planes write).
 DROP VIEW IF EXISTS evaluation_minutes_mv;
 CREATE MATERIALIZED VIEW IF NOT EXISTS evaluation_minutes_mv TO evaluation_minutes AS
 SELECT
