@@ -11,6 +11,8 @@ let receiverUrl: string;
 const received: { url: string; body: string }[] = [];
 
 let projectId: string;
+/** A viewer of the project, signed in in a browser context of their own. */
+let viewerCookie: string;
 const invitee = `teammate-${Date.now()}@example.com`;
 
 beforeAll(async () => {
@@ -32,8 +34,13 @@ beforeAll(async () => {
   const project = await owner.request('POST', '/api/projects', { name: 'Settings Shop' });
   expect(project.status).toBe(201);
   projectId = project.body.id;
-  const [name, value] = owner.cookie.split('=');
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  const service = await owner.request('POST', '/api/services', { projectId, name: 'Storefront' });
+  const flag = await owner.request('POST', '/api/flags', { key: 'new-cart', name: 'New cart', type: 'boolean', serviceId: service.body.id, environment: 'production', defaultValue: false });
+  expect(flag.status).toBe(201);
+  const viewer = await h.app.signup({ name: 'Read Only', verified: true });
+  expect((await owner.request('POST', `/api/projects/${projectId}/members`, { userId: viewer.id, role: 'viewer' })).status).toBe(201);
+  viewerCookie = viewer.cookie;
+  await signedIn(page, owner.cookie);
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.base });
 }, 60_000);
 
@@ -44,6 +51,11 @@ afterAll(async () => {
   // No uncaught error and no Content-Security-Policy violation on any page the tests opened.
   expect(problems).toEqual([]);
 });
+
+async function signedIn(p: Page, cookie: string) {
+  const [name, value] = cookie.split('=');
+  await p.context().addCookies([{ name, value, url: h.base }]);
+}
 
 const heading = (name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 const tab = (name: string) => page.getByRole('navigation', { name: 'Project settings' }).getByRole('link', { name, exact: true });
@@ -127,6 +139,36 @@ describe('project and account settings in the console', () => {
     await row.getByRole('status').filter({ hasText: /^Test delivered: HTTP 200/ }).waitFor();
     expect(received.some((r) => r.url === '/alerts')).toBe(true);
     await screenshot(page, 'settings-alert-channels');
+  });
+
+  it('creates a trigger for a flag and shows its URL once', async () => {
+    await tab('Triggers').click();
+    await heading('Triggers').waitFor();
+    // The project's first service and its first flag are picked.
+    await page.getByRole('heading', { name: 'Triggers of new-cart' }).waitFor();
+    expect(await page.getByRole('combobox', { name: 'Flag' }).inputValue()).toBe('new-cart');
+    await page.getByLabel('Trigger name').fill('On-call kill switch');
+    await page.getByRole('button', { name: 'Create trigger' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Trigger "On-call kill switch" created' });
+    expect(await dialog.getByLabel('Trigger URL').textContent()).toMatch(/\/api\/triggers\/[^/]+$/);
+    await dialog.getByRole('button', { name: 'I have copied it' }).click();
+    const row = page.getByRole('row', { name: /On-call kill switch/ });
+    await row.getByRole('cell', { name: 'disable', exact: true }).waitFor();
+    await row.getByRole('cell', { name: 'production' }).waitFor();
+  });
+
+  it("hides what a viewer's role cannot do and says why", async () => {
+    const viewerPage = await h.newPage();
+    await signedIn(viewerPage, viewerCookie);
+    await viewerPage.goto(`/projects/${projectId}/settings/tokens`);
+    await viewerPage.getByText('Managing API tokens and webhooks needs the owner or admin role in this project.').waitFor();
+    expect(await viewerPage.getByRole('button', { name: 'Create token' }).count()).toBe(0);
+    await viewerPage.getByRole('navigation', { name: 'Project settings' }).getByRole('link', { name: 'Members', exact: true }).click();
+    await viewerPage.getByText(/Managing members needs the owner or admin role/).waitFor();
+    await viewerPage.getByRole('button', { name: 'Leave project' }).waitFor();
+    expect(await viewerPage.getByRole('button', { name: 'Send invitation' }).count()).toBe(0);
+    expect(await viewerPage.getByRole('combobox', { name: /^Role of/ }).count()).toBe(0);
+    await viewerPage.close();
   });
 
   it('creates a personal token under Account, shown once', async () => {
