@@ -105,6 +105,11 @@ describe("a flag's history, explain and the audit trail", () => {
   it('rolls back to version 1 after a confirmation, and the flag is as it was', async () => {
     await page.getByRole('link', { name: 'History' }).click();
     await heading(`History of ${flagKey}`).waitFor();
+    // Cancelling the confirm step changes nothing and returns focus to where it began.
+    await version(2).getByRole('button', { name: 'Roll back to version 2' }).click();
+    await version(2).getByRole('button', { name: 'Cancel' }).click();
+    await page.waitForFunction((el) => !!el && el === el.ownerDocument.activeElement, await version(2).getByRole('button', { name: 'Roll back to version 2' }).elementHandle());
+
     await version(1).getByRole('button', { name: 'Roll back to version 1' }).click();
     const confirm = page.getByRole('button', { name: 'Confirm rollback to version 1' });
     // Focus moves to the confirmation; nothing changed yet.
@@ -126,6 +131,11 @@ describe("a flag's history, explain and the audit trail", () => {
     expect(await rows.filter({ hasText: 'flag.update' }).count()).toBe(3);
     await rows.filter({ hasText: 'flag.create' }).getByRole('link', { name: `flag ${flagKey}` }).waitFor();
     await screenshot(page, 'audit');
+    // A narrow screen: the filters stack and the table scrolls inside its box, not the page.
+    await page.setViewportSize({ width: 390, height: 800 });
+    const { scrollWidth, clientWidth } = await page.locator('html').evaluate((el) => ({ scrollWidth: el.scrollWidth, clientWidth: el.clientWidth }));
+    expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await page.getByLabel('Action').fill('flag.create');
     await page.getByRole('button', { name: 'Apply filters' }).click();

@@ -4,7 +4,7 @@ import { api, ApiError, call, type paths } from '../../api/client';
 import { FormError } from '../../components/forms';
 import { contextFromJson, contextFromRows, rowsOf, type AttributeRow, type ContextProblem } from '../../components/history/context';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
-import { JsonValue } from '../../components/history/value';
+import { formatValue, JsonValue } from '../../components/history/value';
 
 type Explanation = paths['/api/flags/{key}/explain']['post']['responses'][200]['content']['application/json'];
 type Mode = 'rows' | 'json';
@@ -163,6 +163,9 @@ export default function Explain() {
           </button>
         </form>
       )}
+      <p role="status" className="visually-hidden">
+        {result && `Result: value ${formatValue(result.value)}, reason ${result.reason}.`}
+      </p>
       {result && <ExplanationView result={result} />}
     </>
   );

@@ -56,6 +56,11 @@ export default function FlagHistory() {
   const [confirming, setConfirming] = useState<number | undefined>();
   const [rollingBack, setRollingBack] = useState(false);
   const [outcome, setOutcome] = useState<{ ok: true; from: number; to: number } | { ok: false; error: ApiError } | undefined>();
+  // After a rollback the confirm button is gone: focus goes to what happened, not to the page's start.
+  const notice = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (outcome?.ok) notice.current?.focus();
+  }, [outcome]);
 
   const versions = history.data?.versions ?? [];
   const shown = versions.slice(0, PAGE_SIZE);
@@ -101,7 +106,7 @@ export default function FlagHistory() {
         <Link href={`/projects/${encodeURIComponent(projectId)}/audit?resourceType=flag`}>Audit trail of the project's flags</Link>
       </p>
       <FlagScopePicker projectId={projectId} />
-      <div role="status" className={outcome?.ok ? 'notice' : undefined}>
+      <div role="status" ref={notice} tabIndex={-1} className={outcome?.ok ? 'notice' : undefined}>
         {outcome?.ok && `Rolled back to version ${outcome.from}: the flag is now at version ${outcome.to}, with version ${outcome.from}'s content.`}
       </div>
       {outcome && !outcome.ok && (
@@ -181,8 +186,13 @@ function VersionItem({ entry, previous, isLatest, expanded, onToggle, confirming
   const fields = changes ? touchedFields(changes) : [];
   const heading = `Version ${entry.version}`;
 
+  const rollbackButton = useRef<HTMLButtonElement>(null);
+  const wasConfirming = useRef(false);
   useEffect(() => {
+    // Into the confirm step: focus its button; out of it (cancelled): back to where it began.
     if (confirming) confirmButton.current?.focus();
+    else if (wasConfirming.current && document.activeElement === document.body) rollbackButton.current?.focus();
+    wasConfirming.current = confirming;
   }, [confirming]);
 
   return (
@@ -210,7 +220,7 @@ function VersionItem({ entry, previous, isLatest, expanded, onToggle, confirming
           </button>
         )}
         {!isLatest && entry.changeType !== 'delete' && (
-          <button type="button" onClick={onAskRollback} disabled={confirming}>
+          <button ref={rollbackButton} type="button" onClick={onAskRollback} disabled={confirming}>
             Roll back to version {entry.version}
           </button>
         )}
