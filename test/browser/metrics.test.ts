@@ -134,6 +134,15 @@ describe('the metrics pages', () => {
     // 24 hours in 15-minute points.
     await eventually(async () => (await page.getByRole('table', { name: 'Error rate' }).getByRole('row').count()) === 97);
     expect(await page.getByRole('region', { name: 'Summary' }).getByRole('definition').first().textContent()).toBe(String(EVALUATIONS));
+    expect(await page.getByRole('link', { name: 'Open the flag' }).getAttribute('href')).toBe(`/projects/${projectId}/flags/${flagKey}?serviceId=${serviceId}&environment=production`);
+  });
+
+  it('fits a phone-sized screen: the charts follow the width, nothing scrolls sideways', async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    await eventually(async () => (await page.locator('canvas').first().boundingBox())!.width < 390);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await screenshot(page, 'flag-metrics-narrow');
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it("shows the project's evaluations, web vitals, a funnel by variant and the bandit's allocations", async () => {

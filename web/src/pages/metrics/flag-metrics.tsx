@@ -6,7 +6,7 @@
  * while the tab is visible.
  */
 import { useCallback, useMemo, useRef, useState } from 'react';
-import { useLocation, useParams, useSearch } from 'wouter';
+import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
 import { useApi } from '../../api/use-api';
 import { Breakdown, percent } from '../../components/metrics/breakdown';
@@ -18,6 +18,7 @@ import {
   asWindow,
   count,
   EnvironmentSelect,
+  flagHref,
   milliseconds,
   percentValue,
   perSecond,
@@ -89,7 +90,8 @@ export default function FlagMetricsPage() {
         Metrics of <code>{flagKey}</code>
       </h1>
       <p className="muted">
-        {service ? `${service.name} · ${environment}` : 'Evaluations of this flag, as the data plane recorded them.'}
+        {service ? `${service.name} · ${environment} · ` : 'Evaluations of this flag, as the data plane recorded them. '}
+        {serviceId && <Link href={flagHref(projectId, flagKey, serviceId, environment)}>Open the flag</Link>}
       </p>
 
       <div className="metrics-controls">

@@ -93,8 +93,12 @@ export function Stat({ label, value }: { label: string; value: string | undefine
   );
 }
 
-/** The flag metrics page of one flag in one service and environment. */
-export function flagMetricsHref(projectId: string, flagKey: string, serviceId: string, environment: string, range?: string): string {
+/** A flag's page (the flag record of one service and environment), or `page` under it. */
+export function flagHref(projectId: string, flagKey: string, serviceId: string, environment: string, page = '', range?: string): string {
   const query = new URLSearchParams({ serviceId, environment, ...(range ? { range } : {}) });
-  return `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(flagKey)}/metrics?${query.toString()}`;
+  return `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(flagKey)}${page}?${query.toString()}`;
 }
+
+/** The metrics page of one flag in one service and environment. */
+export const flagMetricsHref = (projectId: string, flagKey: string, serviceId: string, environment: string, range?: string) =>
+  flagHref(projectId, flagKey, serviceId, environment, '/metrics', range);
