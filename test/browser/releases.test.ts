@@ -64,6 +64,11 @@ describe('release safety in the console', () => {
     await page.getByRole('heading', { name: 'Stage 3: 50%' }).waitFor();
     await page.getByRole('heading', { name: 'Guardrail' }).waitFor();
     await screenshot(page, 'canary-timeline');
+    // Cancel closes the confirmation and gives the focus back to the button that opened it.
+    await page.getByRole('button', { name: 'Force advance…' }).click();
+    await page.getByRole('group', { name: 'Confirm force advance' }).getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('group', { name: 'Confirm force advance' }).waitFor({ state: 'detached' });
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Force advance…');
 
     const record = await owner.request('GET', canaryPath());
     expect(record.body.status).toBe('running');
@@ -79,6 +84,9 @@ describe('release safety in the console', () => {
     await page.getByText('Aborted: the flag is back to its content from before the canary.').waitFor({ timeout: 20_000 });
     await page.getByRole('listitem').filter({ has: page.getByRole('heading', { name: 'Stage 1: 10%' }) }).getByText('Stopped here').waitFor();
     await page.getByRole('cell', { name: /Canary aborted by .*Checkout errors in the support queue/ }).waitFor();
+    await page.setViewportSize({ width: 390, height: 800 });
+    await screenshot(page, 'canary-timeline-narrow');
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     const record = await owner.request('GET', canaryPath());
     expect(record.body.status).toBe('aborted');

@@ -25,6 +25,7 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
   const [reason, setReason] = useState('Aborted from the console');
   const reasonId = useId();
   const confirmRef = useRef<HTMLDivElement>(null);
+  const triggers = useRef<HTMLDivElement>(null);
   const scope = { serviceId: record.serviceId, environment: record.environment as Environment };
   const path = { key: record.flagKey };
 
@@ -57,7 +58,7 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
         Canary actions
       </h2>
       {isActive(record.status) && (
-        <div className="rs-buttons">
+        <div className="rs-buttons" ref={triggers}>
           <button type="button" onClick={() => void act('advance')} disabled={!!busy} title="Run the gate now; the stage ends only if it passes">
             Advance stage
           </button>
@@ -86,7 +87,14 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
             <button type="button" className="danger" disabled={!!busy || (confirming === 'abort' && !reason.trim())} onClick={() => void act(confirming)}>
               {confirming === 'abort' ? 'Confirm abort' : 'Confirm force advance'}
             </button>
-            <button type="button" onClick={() => setConfirming(undefined)}>
+            <button
+              type="button"
+              onClick={() => {
+                // Back to the button that opened the confirmation, for keyboard users.
+                triggers.current?.querySelector<HTMLElement>(`[aria-expanded="true"]`)?.focus();
+                setConfirming(undefined);
+              }}
+            >
               Cancel
             </button>
           </div>

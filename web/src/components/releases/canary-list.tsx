@@ -9,7 +9,7 @@ import { Link } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
 import { useApi } from '../../api/use-api';
 import { LoadState } from '../status';
-import { percent, STATUS_LABEL, when } from './format';
+import { HEALTH_LABEL, percent, STATUS_LABEL, when } from './format';
 import { flagReleaseHref, isActive, type CanaryRecord, type Environment } from './types';
 import { usePoll } from './use-poll';
 
@@ -83,7 +83,7 @@ export function CanaryList({ projectId, serviceNames }: { projectId: string; ser
                     <td>{row.environment}</td>
                     <td>{row.record ? <span className={`rs-badge rs-status-${row.record.status}`}>{STATUS_LABEL[row.record.status]}</span> : 'flag deleted'}</td>
                     <td className="rs-num">{row.record ? stageText(row.record) : '—'}</td>
-                    <td>{row.record?.health.status.replace('_', ' ') ?? '—'}</td>
+                    <td>{row.record ? HEALTH_LABEL[row.record.health.status] : '—'}</td>
                     <td>{when(row.record?.createdAt)}</td>
                   </tr>
                 ))}

@@ -1,5 +1,5 @@
 /** How release-safety numbers, times and states read in the console. */
-import type { CanaryGate, CanaryStatus } from './types';
+import type { CanaryGate, CanaryRecord, CanaryStatus } from './types';
 
 export const percent = (n: number) => `${Number.isInteger(n) ? n : n.toFixed(1)}%`;
 
@@ -20,6 +20,13 @@ export function duration(seconds: number): string {
   if (m < 60) return `${m} min ${String(s % 60).padStart(2, '0')} s`;
   return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
 }
+
+export const HEALTH_LABEL: Record<CanaryRecord['health']['status'], string> = {
+  pending: 'Pending: no check yet',
+  healthy: 'Healthy',
+  insufficient_data: 'Insufficient data',
+  breach: 'Breach',
+};
 
 export const STATUS_LABEL: Record<CanaryStatus, string> = {
   running: 'Running',

@@ -77,10 +77,19 @@ export function StageTimeline({ record }: { record: CanaryRecord }) {
 /** One gate's evidence in a fixed grid; a stage not checked yet keeps the same space. */
 function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { gate?: CanaryGate; state: StageState; errorLimit: number; latencyLimit: number; minSamples: number }) {
   if (!gate) {
-    const why = state === 'planned' ? 'Not started.' : state === 'skipped' ? 'The pipeline ended before this stage.' : state === 'forced' || state === 'passed' ? 'No gate was run.' : 'Waiting for the first check.';
+    const why: Record<StageState, string> = {
+      planned: 'Not started.',
+      skipped: 'The pipeline ended before this stage.',
+      forced: 'No gate was run.',
+      passed: 'No gate was run.',
+      ended: 'The pipeline ended before the first check.',
+      failed: 'No gate evidence recorded.',
+      running: 'Waiting for the first check.',
+      paused: 'No check recorded.',
+    };
     return (
       <div className="rs-gate rs-gate-empty">
-        <p className="muted">{why}</p>
+        <p className="muted">{why[state]}</p>
       </div>
     );
   }

@@ -4,13 +4,13 @@
  * flag's rollback history. The canary record is polled every 2 s while the pipeline is active
  * (GET answers the workflow's live state: stage, remaining soak, latest gate).
  */
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link, useParams, useSearch } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
 import { useApi } from '../../api/use-api';
 import { LoadState } from '../../components/status';
 import { CanaryControls } from '../../components/releases/canary-controls';
-import { duration, percent, STATUS_LABEL, when } from '../../components/releases/format';
+import { duration, HEALTH_LABEL, percent, STATUS_LABEL, when } from '../../components/releases/format';
 import { GuardrailStatus } from '../../components/releases/guardrail-status';
 import { RollbackHistory } from '../../components/releases/rollback-history';
 import { StageTimeline } from '../../components/releases/stage-timeline';
@@ -18,13 +18,6 @@ import { configOf, ENVIRONMENTS, isActive, type CanaryRecord, type Environment }
 import { usePoll } from '../../components/releases/use-poll';
 
 const POLL_MS = 2_000;
-
-const HEALTH_LABEL: Record<CanaryRecord['health']['status'], string> = {
-  pending: 'Pending: no check yet',
-  healthy: 'Healthy',
-  insufficient_data: 'Insufficient data',
-  breach: 'Breach',
-};
 
 export default function FlagRelease() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
@@ -36,10 +29,13 @@ export default function FlagRelease() {
   const flag = useApi(() => call(api.GET('/api/flags/{key}', { params: { path: { key }, query: { serviceId, environment } } })), [key, serviceId, environment]);
   const [canary, setCanary] = useState<{ record?: CanaryRecord; loaded: boolean; error?: ApiError }>({ loaded: false });
 
+  // An answer to a poll sent before an action's answer arrived is older than it: dropped.
+  const actions = useRef(0);
   const loadCanary = useCallback(async () => {
+    const sentAfter = actions.current;
     try {
       const record = await call(api.GET('/api/flags/{key}/canary', { params: { path: { key }, query: { serviceId, environment } } }));
-      setCanary({ record, loaded: true });
+      if (sentAfter === actions.current) setCanary({ record, loaded: true });
     } catch (error) {
       // 404: the flag never had a canary here, which is an answer, not a failure.
       if (error instanceof ApiError && error.status === 404) setCanary({ loaded: true });
@@ -82,7 +78,14 @@ export default function FlagRelease() {
         ) : (
           <>
             <CanarySummary record={record} />
-            <CanaryControls key={record.id} record={record} onChange={(next) => setCanary({ record: next, loaded: true })} />
+            <CanaryControls
+              key={record.id}
+              record={record}
+              onChange={(next) => {
+                actions.current++;
+                setCanary({ record: next, loaded: true });
+              }}
+            />
             <StageTimeline record={record} />
             {!isActive(record.status) && (
               <p>
