@@ -54,6 +54,8 @@ describe("a flag's history, explain and the audit trail", () => {
     await version(3).getByText(owner.email).waitFor();
     // The current version cannot be rolled back to; the older ones can.
     expect(await version(3).getByRole('button', { name: /^Roll back/ }).count()).toBe(0);
+    const flagId = (await owner.request('GET', flagPath())).body.id;
+    expect(await page.getByRole('link', { name: 'Audit trail of this flag in production' }).getAttribute('href')).toBe(`/projects/${projectId}/audit?resourceType=flag&resourceId=${flagId}`);
     await screenshot(page, 'flag-history');
 
     const show = page.getByRole('button', { name: 'Show changes in version 3' });

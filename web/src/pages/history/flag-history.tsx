@@ -66,6 +66,7 @@ export default function FlagHistory() {
   const shown = versions.slice(0, PAGE_SIZE);
   const total = history.data?.total ?? 0;
   const latest = offset === 0 ? shown[0]?.version : undefined;
+  const flagId = shown[0]?.snapshot.id;
   const query = scopeQuery(serviceId, environment);
 
   function toggle(version: number) {
@@ -103,7 +104,12 @@ export default function FlagHistory() {
             <Link href={`/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(flagKey)}/explain?${query}`}>Explain a context</Link>
           </>
         )}
-        <Link href={`/projects/${encodeURIComponent(projectId)}/audit?resourceType=flag`}>Audit trail of the project's flags</Link>
+        {flagId && (
+          // The audit trail records each copy (service and environment) of a flag under its id.
+          <Link href={`/projects/${encodeURIComponent(projectId)}/audit?${new URLSearchParams({ resourceType: 'flag', resourceId: flagId }).toString()}`}>
+            Audit trail of this flag in {environment}
+          </Link>
+        )}
       </p>
       <FlagScopePicker projectId={projectId} />
       <div role="status" ref={notice} tabIndex={-1} className={outcome?.ok ? 'notice' : undefined}>
