@@ -187,3 +187,25 @@ describe('flags in the console', () => {
     expect((await owner.request('GET', `/api/flags/new-checkout/watch?serviceId=${serviceId}&environment=development`)).body.watching).toBe(true);
   });
 });
+
+describe('a flag in one environment only', () => {
+  it('creates it in another environment as a disabled copy, and says when a simulation has no recent contexts', async () => {
+    const created = await owner.request('POST', '/api/flags', { key: 'dev-only', serviceId, environment: 'development', name: 'Dev only', enabled: true, tags: ['lab'] });
+    expect(created.status).toBe(201);
+    await page.goto(`/projects/${projectId}/flags/dev-only?serviceId=${serviceId}&environment=staging`);
+    await page.getByRole('heading', { name: 'Not created in staging' }).waitFor();
+    expect(await page.getByLabel('Copy from').inputValue()).toBe('development');
+    await page.getByRole('button', { name: 'Create in staging' }).click();
+    await page.getByRole('switch', { name: 'Enabled in staging' }).waitFor();
+    expect(await page.getByRole('switch', { name: 'Enabled in staging' }).getAttribute('aria-checked')).toBe('false');
+    const copy = (await owner.request('GET', `/api/flags/dev-only?serviceId=${serviceId}&environment=staging`)).body;
+    expect(copy).toMatchObject({ name: 'Dev only', tags: ['lab'], enabled: false });
+
+    // Nothing has evaluated anything in staging: the review says so instead of showing zeros.
+    await page.getByLabel('Default value (boolean)').selectOption('true');
+    await page.getByRole('button', { name: 'Simulate and review changes' }).click();
+    await page.getByText(/No recent contexts for this service and environment/).waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('heading', { name: 'Review before saving' }).waitFor({ state: 'detached' });
+  });
+});
