@@ -110,11 +110,8 @@ export function TimeChart({ title, times, series, format, markers = [], height =
   const shownIndex = hoverIndex ?? lastIndex(times);
   return (
     <figure className="time-chart" aria-labelledby={`${id}-title`}>
-      <figcaption>
-        <span id={`${id}-title`} className="time-chart-title">
-          {title}
-        </span>
-        <span className="visually-hidden">. {summary}</span>
+      <figcaption id={`${id}-title`} className="time-chart-title">
+        {title}
       </figcaption>
       <div ref={plotRef} className="time-chart-plot" style={{ height }} role="img" aria-label={`${title}. ${summary}`} />
       <ul className="time-chart-legend" aria-hidden="true">

@@ -83,6 +83,8 @@ export default function FlagMetricsPage() {
   const changes = useMemo(() => (data ? changeMarkers(data, history.data?.versions ?? []) : []), [data, history.data]);
   const service = services.data?.services.find((s) => s.id === serviceId);
   const updatedAt = useMemo(() => (data ? new Date() : undefined), [data]);
+  // The answer shown is for another window, service or environment until the new one comes.
+  const stale = !!data && (data.range.rangeLabel !== range || data.serviceId !== serviceId || data.environment !== environment);
 
   return (
     <div className="metrics-page">
@@ -105,7 +107,7 @@ export default function FlagMetricsPage() {
           <button type="button" onClick={() => void refresh()} disabled={updating || !serviceId}>
             {updating ? 'Refreshing…' : 'Refresh now'}
           </button>
-          <span className="muted metrics-updated">{updatedAt && `Updated ${updatedAt.toLocaleTimeString()}`}</span>
+          <span className="muted metrics-updated">{stale ? 'Loading…' : updatedAt && `Updated ${updatedAt.toLocaleTimeString()}`}</span>
         </div>
       </div>
 
@@ -113,7 +115,11 @@ export default function FlagMetricsPage() {
         <p>Choose the service whose evaluations of this flag to show.</p>
       ) : (
         <LoadState loading={metrics.loading} error={metrics.error}>
-          {data && <FlagMetricsBody data={data} changes={changes} />}
+          {data && (
+            <div aria-busy={stale} className={stale ? 'metrics-stale' : undefined}>
+              <FlagMetricsBody data={data} changes={changes} />
+            </div>
+          )}
         </LoadState>
       )}
     </div>

@@ -384,7 +384,7 @@ function ExperimentAllocations({ experiment }: { experiment: Experiment }) {
     <>
       <p>
         <strong>{experiment.name}</strong> on <code>{flagKey}</code> ({environment}): {experiment.status}
-        {experiment.winner ? `, winner ${experiment.winner}` : ''}. {experiment.rounds} reallocation rounds
+        {experiment.winner ? `, winner ${experiment.winner}` : ''}. {experiment.rounds} reallocation round{experiment.rounds === 1 ? '' : 's'}
         {experiment.lastReallocatedAt ? `, the last ${timeText(Date.parse(experiment.lastReallocatedAt))}` : ''}.
       </p>
       <table>
