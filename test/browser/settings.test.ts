@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
+import { eventually } from '../support/harness';
 import { screenshot, startConsole, type ConsoleHarness } from './support';
 
 let h: ConsoleHarness;
@@ -13,6 +14,9 @@ const received: { url: string; body: string }[] = [];
 let projectId: string;
 /** A viewer of the project, signed in in a browser context of their own. */
 let viewerCookie: string;
+/** The owner's API access, for changes the UI under test only observes. */
+let ownerRequest: (method: string, path: string, body?: unknown) => Promise<{ status: number }>;
+let serviceId: string;
 const invitee = `teammate-${Date.now()}@example.com`;
 
 beforeAll(async () => {
@@ -34,8 +38,10 @@ beforeAll(async () => {
   const project = await owner.request('POST', '/api/projects', { name: 'Settings Shop' });
   expect(project.status).toBe(201);
   projectId = project.body.id;
+  ownerRequest = (method, path, body) => owner.request(method, path, body);
   const service = await owner.request('POST', '/api/services', { projectId, name: 'Storefront' });
-  const flag = await owner.request('POST', '/api/flags', { key: 'new-cart', name: 'New cart', type: 'boolean', serviceId: service.body.id, environment: 'production', defaultValue: false });
+  serviceId = service.body.id;
+  const flag = await owner.request('POST', '/api/flags', { key: 'new-cart', name: 'New cart', type: 'boolean', serviceId, environment: 'production', defaultValue: false });
   expect(flag.status).toBe(201);
   const viewer = await h.app.signup({ name: 'Read Only', verified: true });
   expect((await owner.request('POST', `/api/projects/${projectId}/members`, { userId: viewer.id, role: 'viewer' })).status).toBe(201);
@@ -123,6 +129,17 @@ describe('project and account settings in the console', () => {
     await page.getByText('No deliveries yet').waitFor();
     expect(await page.getByLabel('Endpoint URL').inputValue()).toBe(`${receiverUrl}/flag-events`);
     await screenshot(page, 'settings-webhooks');
+
+    // A flag change is delivered to the receiver and shows in the log after a refresh.
+    expect((await ownerRequest('POST', `/api/flags/new-cart/toggle?serviceId=${serviceId}&environment=production`, { enabled: true })).status).toBe(200);
+    const delivered = page.getByRole('table', { name: 'Deliveries, newest first' }).getByRole('row', { name: /flag\.toggled/ });
+    await eventually(async () => {
+      await page.getByRole('button', { name: 'Refresh deliveries' }).click();
+      return (await delivered.getByRole('cell', { name: 'delivered', exact: true }).count()) === 1;
+    }, 15_000, 300);
+    await delivered.getByRole('cell', { name: '200', exact: true }).waitFor();
+    await screenshot(page, 'settings-webhook-deliveries');
+    expect(received.some((r) => r.url === '/flag-events' && r.body.includes('new-cart'))).toBe(true);
   });
 
   it('creates a webhook alert channel and shows the answer to a test send', async () => {

@@ -112,17 +112,20 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
     }
   }
 
+  const [refreshing, setRefreshing] = useState(false);
   async function refresh() {
+    setRefreshing(true);
     setMore(undefined);
     await first.reload();
+    setRefreshing(false);
   }
 
   return (
     <section aria-labelledby="deliveries-heading">
       <h2 id="deliveries-heading">Delivery log</h2>
       <p>
-        <button type="button" onClick={() => void refresh()} disabled={first.loading}>
-          Refresh deliveries
+        <button type="button" aria-label="Refresh deliveries" onClick={() => void refresh()} disabled={first.loading || refreshing}>
+          {refreshing ? 'Refreshing…' : 'Refresh deliveries'}
         </button>
       </p>
       <LoadState loading={first.loading} error={first.error}>
