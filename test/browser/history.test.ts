@@ -146,4 +146,20 @@ describe("a flag's history, explain and the audit trail", () => {
     await page.getByRole('button', { name: /^Show details/ }).click();
     await page.getByRole('table', { name: 'Fields flag.create changed' }).getByRole('row', { name: /^name / }).waitFor();
   });
+
+  it('pages through a long history; the oldest version of a page is still compared with the one before it', async () => {
+    for (let i = 1; i <= 20; i++) expect((await owner.request('PATCH', flagPath(), { description: `step ${i}` })).status).toBe(200);
+    await page.goto(`/projects/${projectId}/flags/${flagKey}/history?serviceId=${serviceId}&environment=production`);
+    await version(24).waitFor();
+    const pages = page.getByRole('navigation', { name: 'Versions pages' });
+    await pages.getByText('1–20 of 24').waitFor();
+    // Version 5 is the last on this page; version 4 (the rollback) comes from the next.
+    await page.getByRole('button', { name: 'Show changes in version 5' }).click();
+    const row = page.getByRole('table', { name: 'Version 5 compared with version 4' }).getByRole('row', { name: /^description / });
+    expect(await row.getByRole('cell').allTextContents()).toEqual(['~ Changed', '""', '"step 1"']);
+    await pages.getByRole('button', { name: 'Next page' }).click();
+    await pages.getByText('21–24 of 24').waitFor();
+    await version(4).getByText('Rolled back').waitFor();
+    expect(await pages.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
+  });
 });
