@@ -109,6 +109,15 @@ describe('flags in the console', () => {
     await page.reload();
     await flagSwitch().waitFor();
     expect(await flagSwitch().getAttribute('aria-checked')).toBe('true');
+
+    // A refused toggle flips back and says why.
+    await page.route('**/api/flags/new-checkout/toggle**', (route) =>
+      route.fulfill({ status: 403, contentType: 'application/json', body: JSON.stringify({ error: 'Forbidden', message: 'Your role may not change flags' }) }),
+    );
+    await flagSwitch().press('Space');
+    await page.getByRole('alert').filter({ hasText: 'Not disabled: Your role may not change flags' }).waitFor();
+    expect(await flagSwitch().getAttribute('aria-checked')).toBe('true');
+    await page.unroute('**/api/flags/new-checkout/toggle**');
   });
 
   it('adds a rule with a condition and a 30% rollout, simulates it over recent contexts, and saves it', async () => {
