@@ -7,11 +7,10 @@
 import type { paths } from '../../api/client';
 
 export type FlagRecord = paths['/api/flags/{key}']['get']['responses'][200]['content']['application/json'];
-export type FlagListItem = paths['/api/flags']['get']['responses'][200]['content']['application/json']['flags'][number];
 export type Environment = FlagRecord['environment'];
 export type FlagType = FlagRecord['type'];
-export type ApiRule = FlagRecord['targeting'][number];
-export type ApiVariant = FlagRecord['variants'][number];
+type ApiRule = FlagRecord['targeting'][number];
+type ApiVariant = FlagRecord['variants'][number];
 export type Simulation = paths['/api/flags/{key}/simulate']['post']['responses'][200]['content']['application/json'];
 export type Cohort = paths['/api/projects/{id}/cohorts']['get']['responses'][200]['content']['application/json']['cohorts'][number];
 
@@ -23,7 +22,7 @@ export function isEnvironment(value: string | null | undefined): value is Enviro
 }
 
 /** How an operator's operand is entered. */
-export type OperandKind = 'scalar' | 'list' | 'text' | 'pattern' | 'ordered' | 'semver' | 'date' | 'exists' | 'cohort';
+type OperandKind = 'scalar' | 'list' | 'text' | 'pattern' | 'ordered' | 'semver' | 'date' | 'exists' | 'cohort';
 
 /** Every operator of the engine, with the words the editor shows and how its operand is typed. */
 export const OPERATORS = [
@@ -94,7 +93,7 @@ function scalarTypeOf(value: unknown): ScalarType {
   return typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'boolean' : 'string';
 }
 
-export function toDraftCondition(condition: ApiRule['conditions'][number]): DraftCondition {
+function toDraftCondition(condition: ApiRule['conditions'][number]): DraftCondition {
   const { value } = condition;
   const kind = operandKind(condition.operator);
   let text: string;
@@ -159,7 +158,7 @@ export function formatValue(type: FlagType, value: unknown): string {
   return String(value);
 }
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 
 /** A value typed in a value input, read as the flag's type. */
 export function parseValue(type: FlagType, text: string): Parsed<unknown> {
@@ -194,7 +193,7 @@ function parseScalar(text: string, type: ScalarType): Parsed<string | number | b
 const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
 /** A condition's operand as the API takes it; the engine's write-time checks still apply on the server. */
-export function parseOperand(condition: DraftCondition): Parsed<unknown> {
+function parseOperand(condition: DraftCondition): Parsed<unknown> {
   const text = condition.text;
   switch (operandKind(condition.operator)) {
     case 'scalar':
@@ -226,7 +225,7 @@ export function parseOperand(condition: DraftCondition): Parsed<unknown> {
   }
 }
 
-export interface RuleProblems {
+interface RuleProblems {
   /** "rule 1, condition 2: enter a number" */
   messages: string[];
   /** Per draft key (condition or rule value or variant): the problem, shown beside its input. */
@@ -268,7 +267,7 @@ export function targetingFromDrafts(rules: DraftRule[], type: FlagType): Parsed<
   return problems.messages.length ? { ok: false, problem: problems.messages.join('; '), problems } : { ok: true, value: out, problems };
 }
 
-export type ApiRuleInput = Omit<ApiRule, 'id'> & { id?: string };
+type ApiRuleInput = Omit<ApiRule, 'id'> & { id?: string };
 
 /** Weights must sum to 100 (the API's rule, checked here first with the same tolerance). */
 export function variantsFromDrafts(variants: DraftVariant[], type: FlagType): Parsed<ApiVariant[]> & { byKey: Map<string, string>; total: number } {
@@ -293,7 +292,7 @@ export function variantsFromDrafts(variants: DraftVariant[], type: FlagType): Pa
 }
 
 /** JSON with sorted object keys, so a field is "changed" only when its content is. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
