@@ -191,7 +191,16 @@ function ConditionRow({ condition, label, cohorts, problems, onChange, onDelete 
       {(kind === 'scalar' || kind === 'list') && (
         <LabelledControl label={`${label} value type`} className="field fl-condition-type">
           {(props) => (
-            <select value={condition.scalarType} onChange={(e) => set({ scalarType: e.target.value as ScalarType })} {...props}>
+            <select
+              value={condition.scalarType}
+              onChange={(e) => {
+                const scalarType = e.target.value as ScalarType;
+                // A single true/false is chosen from a list: other text would not be one of its options.
+                const keep = scalarType !== 'boolean' || kind === 'list' || condition.text === 'true' || condition.text === 'false';
+                set({ scalarType, ...(keep ? {} : { text: '' }) });
+              }}
+              {...props}
+            >
               <option value="string">text</option>
               <option value="number">number</option>
               <option value="boolean">true/false</option>
