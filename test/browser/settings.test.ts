@@ -111,6 +111,16 @@ describe('project and account settings in the console', () => {
     await pending.getByRole('row', { name: new RegExp(invitee) }).getByRole('cell', { name: 'viewer' }).waitFor();
     await pending.getByRole('button', { name: `Resend invitation to ${invitee}` }).waitFor();
     await screenshot(page, 'settings-members');
+
+    // On a phone the page does not widen: the tables scroll inside their own box.
+    await page.setViewportSize({ width: 390, height: 800 });
+    const overflow = await page.evaluate(() => {
+      const root = (globalThis as any).document.documentElement as { scrollWidth: number; clientWidth: number };
+      return root.scrollWidth - root.clientWidth;
+    });
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(page, 'settings-members-narrow');
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it('adds a webhook (its generated secret shown once) and opens its empty delivery log', async () => {
