@@ -125,6 +125,11 @@ describe('the metrics pages', () => {
     await changes.getByRole('listitem').filter({ hasText: 'Turned off' }).waitFor();
     expect(await changes.getByRole('listitem').allTextContents()).toEqual([expect.stringMatching(/^Created \(version 1\) by /), expect.stringMatching(/^Turned off by /)]);
     await screenshot(page, 'flag-metrics');
+    // The charts take the dark scheme's colours when it changes (a canvas cannot use CSS variables).
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await charts.locator('canvas').nth(2).waitFor();
+    await screenshot(page, 'flag-metrics-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
   });
 
   it('switches the window without leaving the page', async () => {

@@ -79,7 +79,7 @@ export function TimeChart({ title, times, series, format, markers = [], height =
         cursor: { drag: { x: false, y: false }, points: { size: 6 } },
         scales: { x: { time: true, range: (_u, min, max) => spanRef.current ?? [min, max] }, y: { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
         axes: [axis, { ...axis, size: 72, values: (_u, ticks) => ticks.map((t) => formatRef.current(t)) }],
-        series: [{}, ...shape.split('\u0000').map((label, i) => ({ label, stroke: colours.series[i % SERIES_COLOURS], width: 2, points: { show: true, size: 6, filter: isolatedPoints }, ...(stepped ? { paths: steps } : {}) }))],
+        series: [{}, ...shape.split('\u0000').map((label, i) => ({ label, stroke: colours.series[i % SERIES_COLOURS], width: 2, points: { show: true, size: 7, fill: colours.series[i % SERIES_COLOURS], filter: isolatedPoints }, ...(stepped ? { paths: steps } : {}) }))],
         hooks: {
           draw: [(u) => drawMarkers(u, markersRef.current, colours.marker)],
           setCursor: [(u) => setHoverIndex(u.cursor.idx ?? null)],
