@@ -80,7 +80,7 @@ describe('project and account settings in the console', () => {
 
     const dialog = page.getByRole('dialog', { name: 'Token "Checkout CI" created' });
     await dialog.getByText('it will not be shown again').waitFor();
-    const secret = (await dialog.getByLabel('Token', { exact: true }).textContent()) ?? '';
+    const secret = await dialog.getByLabel('Token', { exact: true }).inputValue();
     expect(secret).toMatch(/^fgr_[0-9a-f]{64}$/);
     await dialog.getByRole('button', { name: 'Copy' }).click();
     await dialog.getByRole('status').filter({ hasText: 'Copied token to the clipboard' }).waitFor();
@@ -129,7 +129,7 @@ describe('project and account settings in the console', () => {
     await page.getByLabel('Endpoint URL').fill(`${receiverUrl}/flag-events`);
     await page.getByRole('button', { name: 'Add webhook' }).click();
     const dialog = page.getByRole('dialog', { name: 'Webhook created' });
-    expect(await dialog.getByLabel('Signing secret').textContent()).toMatch(/^whsec_/);
+    expect(await dialog.getByLabel('Signing secret').inputValue()).toMatch(/^whsec_/);
     await dialog.getByRole('button', { name: 'I have copied it' }).click();
     const row = page.getByRole('row', { name: new RegExp(`${receiverUrl}/flag-events`) });
     await row.getByRole('cell', { name: 'Active' }).waitFor();
@@ -177,7 +177,7 @@ describe('project and account settings in the console', () => {
     await page.getByLabel('Trigger name').fill('On-call kill switch');
     await page.getByRole('button', { name: 'Create trigger' }).click();
     const dialog = page.getByRole('dialog', { name: 'Trigger "On-call kill switch" created' });
-    expect(await dialog.getByLabel('Trigger URL').textContent()).toMatch(/\/api\/triggers\/[^/]+$/);
+    expect(await dialog.getByLabel('Trigger URL').inputValue()).toMatch(/\/api\/triggers\/[^/]+$/);
     await dialog.getByRole('button', { name: 'I have copied it' }).click();
     const row = page.getByRole('row', { name: /On-call kill switch/ });
     await row.getByRole('cell', { name: 'disable', exact: true }).waitFor();
@@ -205,7 +205,7 @@ describe('project and account settings in the console', () => {
     await page.getByRole('radio', { name: /^Write/ }).check();
     await page.getByRole('button', { name: 'Create personal token' }).click();
     const dialog = page.getByRole('dialog', { name: 'Personal token "Laptop CLI" created' });
-    const secret = (await dialog.getByLabel('Token', { exact: true }).textContent()) ?? '';
+    const secret = await dialog.getByLabel('Token', { exact: true }).inputValue();
     expect(secret).toMatch(/^fgp_[0-9a-f]{64}$/);
     await dialog.getByRole('button', { name: 'I have copied it' }).click();
     await page.getByRole('row', { name: /Laptop CLI/ }).getByRole('cell', { name: `…${secret.slice(-4)}` }).waitFor();

@@ -51,12 +51,21 @@ export function SecretDialog({ shown, onClose }: { shown?: SecretsShown; onClose
             <strong>Copy it now: it will not be shown again.</strong> Only a hash is kept; if it is lost, create a new one.
           </p>
           {shown.note && <p className="hint">{shown.note}</p>}
-          {shown.secrets.map((secret) => (
+          {shown.secrets.map((secret, i) => (
             <div key={secret.label} className="st-secret">
-              <span className="st-secret-label">{secret.label}</span>
-              <code className="st-secret-value" aria-label={secret.label}>
-                {secret.value}
-              </code>
+              <label className="st-secret-label" htmlFor={`${titleId}-${i}`}>
+                {secret.label}
+              </label>
+              {/* Read-only text: labelled, selectable and wrapped, for copying by hand too. */}
+              <textarea
+                id={`${titleId}-${i}`}
+                className="st-secret-value"
+                readOnly
+                rows={secret.value.length > 80 ? 4 : 2}
+                value={secret.value}
+                spellCheck={false}
+                onFocus={(e) => e.currentTarget.select()}
+              />
               <button type="button" onClick={() => void copy(secret)}>
                 {shown.secrets.length > 1 ? `Copy ${secret.label.toLowerCase()}` : 'Copy'}
               </button>
