@@ -22,7 +22,7 @@ export function duration(seconds: number): string {
 }
 
 export const HEALTH_LABEL: Record<CanaryRecord['health']['status'], string> = {
-  pending: 'Pending: no check yet',
+  pending: 'Pending',
   healthy: 'Healthy',
   insufficient_data: 'Insufficient data',
   breach: 'Breach',

@@ -74,9 +74,16 @@ export function StageTimeline({ record }: { record: CanaryRecord }) {
   );
 }
 
-/** One gate's evidence in a fixed grid; a stage not checked yet keeps the same space. */
+/** What a live stage shows before its first check: the same boxes as a check, without numbers. */
+const UNCHECKED_COHORT = { exposures: null, errors: null, errorRate: null, latencyP50: null, latencyP99: null };
+
+/**
+ * One gate's evidence in a fixed grid. A live stage renders the same grid before its first check
+ * (dashes), so the first numbers replace text instead of growing the box.
+ */
 function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { gate?: CanaryGate; state: StageState; errorLimit: number; latencyLimit: number; minSamples: number }) {
-  if (!gate) {
+  const live = state === 'running' || state === 'paused';
+  if (!gate && !live) {
     const why: Record<StageState, string> = {
       planned: 'Not started.',
       skipped: 'The pipeline ended before this stage.',
@@ -84,8 +91,8 @@ function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { g
       passed: 'No gate was run.',
       ended: 'The pipeline ended before the first check.',
       failed: 'No gate evidence recorded.',
-      running: 'Waiting for the first check.',
-      paused: 'No check recorded.',
+      running: '',
+      paused: '',
     };
     return (
       <div className="rs-gate rs-gate-empty">
@@ -93,12 +100,15 @@ function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { g
       </div>
     );
   }
-  const insufficient = gate.decision === 'wait' && (gate.treatment.exposures < minSamples || gate.control.exposures < minSamples);
-  const decision = insufficient ? 'Insufficient data' : gate.decision === 'wait' && state !== 'running' ? 'No decision' : DECISION_LABEL[gate.decision];
+  const insufficient = gate?.decision === 'wait' && (gate.treatment.exposures < minSamples || gate.control.exposures < minSamples);
+  const decision = !gate ? 'Not checked yet' : insufficient ? 'Insufficient data' : gate.decision === 'wait' && !live ? 'No decision' : DECISION_LABEL[gate.decision];
+  const cohorts = { treatment: gate?.treatment ?? UNCHECKED_COHORT, control: gate?.control ?? UNCHECKED_COHORT };
+  const count = (n: number | null) => (n === null ? '—' : n.toLocaleString());
   return (
     <div className="rs-gate">
       <p className="rs-decision">
-        <span className={`rs-badge rs-decision-${gate.decision}`}>Gate: {decision}</span> <span className="rs-reason">{gate.reason}</span>
+        <span className={`rs-badge rs-decision-${gate?.decision ?? 'wait'}`}>Gate: {decision}</span>{' '}
+        <span className="rs-reason">{gate ? gate.reason : 'the first check comes a tenth of the soak after the stage started'}</span>
       </p>
       <table className="rs-cohorts">
         <caption className="visually-hidden">Cohorts of this stage</caption>
@@ -116,11 +126,11 @@ function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { g
           {(['treatment', 'control'] as const).map((side) => (
             <tr key={side}>
               <th scope="row">{side === 'treatment' ? 'Treatment (in rollout)' : 'Control (outside)'}</th>
-              <td>{gate[side].exposures.toLocaleString()}</td>
-              <td>{gate[side].errors.toLocaleString()}</td>
-              <td>{rate(gate[side].errorRate)}</td>
-              <td>{ms(gate[side].latencyP50)}</td>
-              <td>{ms(gate[side].latencyP99)}</td>
+              <td>{count(cohorts[side].exposures)}</td>
+              <td>{count(cohorts[side].errors)}</td>
+              <td>{rate(cohorts[side].errorRate)}</td>
+              <td>{ms(cohorts[side].latencyP50)}</td>
+              <td>{ms(cohorts[side].latencyP99)}</td>
             </tr>
           ))}
         </tbody>
@@ -129,28 +139,31 @@ function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { g
         <div>
           <dt>Error-rate delta</dt>
           <dd>
-            {interval(gate.errorRateDelta, ratePoints)} <span className="muted">limit {ratePoints(errorLimit)}</span>
+            {gate ? interval(gate.errorRateDelta, ratePoints) : '—'} <span className="rs-limit muted">limit {ratePoints(errorLimit)}</span>
           </dd>
         </div>
         <div>
           <dt>Latency delta</dt>
           <dd>
-            {interval(gate.latencyDeltaMs, msDelta)} <span className="muted">limit {msDelta(latencyLimit)}</span>
+            {gate ? interval(gate.latencyDeltaMs, msDelta) : '—'} <span className="rs-limit muted">limit {msDelta(latencyLimit)}</span>
           </dd>
         </div>
         <div>
           <dt>Split (SRM)</dt>
           <dd>
-            {gate.srm.ok ? 'sound' : 'mismatch'}, p = {gate.srm.pValue.toPrecision(3)}
-          </dd>
-        </div>
-        <div>
-          <dt>Test</dt>
-          <dd>
-            {gate.test}, α = {gate.alpha}
+            {gate ? `${gate.srm.ok ? 'sound' : 'mismatch'}, p = ${gate.srm.pValue.toPrecision(3)}` : '—'}
           </dd>
         </div>
       </dl>
+      {/* Long and the same for every check: folded, so it never changes the box's height. */}
+      {gate ? (
+        <details className="rs-test">
+          <summary>Statistical test (α = {gate.alpha})</summary>
+          <p>{gate.test}</p>
+        </details>
+      ) : (
+        <p className="rs-test">Statistical test: after the first check</p>
+      )}
     </div>
   );
 }

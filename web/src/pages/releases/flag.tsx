@@ -121,7 +121,9 @@ function CanarySummary({ record }: { record: CanaryRecord }) {
           <dt>Health</dt>
           <dd>
             {HEALTH_LABEL[record.health.status]}
-            {record.health.checkedAt ? `, checked ${new Date(record.health.checkedAt).toLocaleTimeString()}` : ''}
+            {/* Always a second line, so the first check does not rewrap the facts. */}
+            <br />
+            <span className="muted">{record.health.checkedAt ? `checked ${new Date(record.health.checkedAt).toLocaleTimeString()}` : 'not checked yet'}</span>
           </dd>
         </div>
         <div>
