@@ -165,6 +165,11 @@ describe('the metrics pages', () => {
 
     const funnel = page.getByRole('region', { name: 'Funnel by variant' });
     await funnel.getByLabel('Flag').selectOption(flagKey);
+    // The API's problem with the steps shows beside them.
+    await funnel.getByLabel('Steps').fill('signup');
+    await funnel.getByRole('button', { name: 'Show funnel' }).click();
+    await funnel.getByText('needs at least 2 steps').waitFor();
+    expect(await funnel.getByLabel('Steps').getAttribute('aria-invalid')).toBe('true');
     await funnel.getByLabel('Steps').fill('signup, purchase');
     await funnel.getByRole('button', { name: 'Show funnel' }).click();
     const table = funnel.getByRole('table', { name: /^Funnel of checkout-redesign/ });

@@ -45,9 +45,11 @@ export interface TimeChartProps {
 }
 
 const SERIES_COLOURS = 4;
+/** One empty list: a new `[]` each render would redraw the plot on every cursor move. */
+const NO_MARKERS: ChartMarker[] = [];
 const steps = uPlot.paths.stepped!({ align: 1 });
 
-export function TimeChart({ title, times, series, format, markers = [], height = 220, span, stepped = false }: TimeChartProps) {
+export function TimeChart({ title, times, series, format, markers = NO_MARKERS, height = 220, span, stepped = false }: TimeChartProps) {
   const id = useId();
   const plotRef = useRef<HTMLDivElement>(null);
   const chartRef = useRef<uPlot | undefined>(undefined);

@@ -6,7 +6,7 @@
  */
 import { useMemo, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, call } from '../../api/client';
+import { api, ApiError, call } from '../../api/client';
 import { useApi } from '../../api/use-api';
 import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
 import { percent } from '../../components/metrics/breakdown';
@@ -244,7 +244,13 @@ function FunnelByVariant({ projectId, service, environment, range }: { projectId
   const { busy, error, onSubmit } = useSubmit(async (form) => {
     const flagKey = String(form.get('flagKey') ?? '');
     const steps = String(form.get('steps') ?? '');
-    setFunnel(await call(api.GET('/api/analytics/funnel', { params: { query: { projectId, serviceId, environment, flagKey, steps, period: range } } })));
+    try {
+      setFunnel(await call(api.GET('/api/analytics/funnel', { params: { query: { projectId, serviceId, environment, flagKey, steps, period: range } } })));
+    } catch (caught) {
+      // The form's inputs are query parameters here: their problems belong beside the fields.
+      if (!(caught instanceof ApiError)) throw caught;
+      throw new ApiError(caught.status, caught.code, caught.message, caught.details.map((d) => ({ ...d, path: d.path.replace(/^query\./, '') })));
+    }
   });
   const flagList = flags.data?.flags ?? [];
   return (
