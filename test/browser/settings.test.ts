@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { eventually } from '../support/harness';
-import { screenshot, startConsole, type ConsoleHarness } from './support';
+import { mailLink, screenshot, startConsole, type ConsoleHarness } from './support';
 
 let h: ConsoleHarness;
 let page: Page;
@@ -166,6 +166,26 @@ describe('project and account settings in the console', () => {
     await row.getByRole('status').filter({ hasText: /^Test delivered: HTTP 200/ }).waitFor();
     expect(received.some((r) => r.url === '/alerts')).toBe(true);
     await screenshot(page, 'settings-alert-channels');
+  });
+
+  it('creates an e-mail alert channel whose recipient confirms through the mailed link', async () => {
+    const recipient = `on-call-${Date.now()}@example.com`;
+    await page.getByLabel('Channel name').fill('On-call mail');
+    await page.getByLabel('Type').selectOption('email');
+    await page.getByLabel('Recipients').fill(recipient);
+    await page.getByRole('button', { name: 'Add channel' }).click();
+    const row = page.getByRole('row', { name: /On-call mail/ });
+    await row.getByText(`${recipient} (waiting for confirmation)`).waitFor();
+
+    await page.goto(await mailLink(h.app, recipient, '/alert-channels/confirm'));
+    await heading('Confirm alert e-mails').waitFor();
+    await page.getByRole('button', { name: 'Confirm alert e-mails' }).click();
+    await page.getByRole('status').filter({ hasText: `${recipient} will receive` }).waitFor();
+
+    await page.goto(`/projects/${projectId}/settings/alert-channels`);
+    await row.getByText(`${recipient} (confirmed)`).waitFor();
+    await row.getByRole('button', { name: 'Send test to On-call mail' }).click();
+    await row.getByRole('status').filter({ hasText: /^Test (queued for sending|delivered)/ }).waitFor();
   });
 
   it('creates a trigger for a flag and shows its URL once', async () => {

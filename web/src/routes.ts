@@ -101,6 +101,8 @@ export const routes: ConsoleRoute[] = [
     nav: { label: 'Account', scope: 'global', order: 80 },
   },
   { path: '/account/connections', screen: 'account_connections', title: 'MCP connections', access: 'user', page: lazy(() => import('./pages/settings/account-connections')) },
+  // Linked from the mail to each e-mail alert channel recipient (api/features/alert-channels): the path is fixed.
+  { path: '/alert-channels/confirm', screen: 'confirm_alert_recipient', title: 'Confirm alert e-mails', access: 'public', page: lazy(() => import('./pages/settings/confirm-alert-recipient')) },
   {
     path: '/projects/:projectId/metrics',
     screen: 'project_metrics',
