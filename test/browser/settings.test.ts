@@ -96,6 +96,19 @@ describe('project and account settings in the console', () => {
     await page.reload();
     await row.waitFor();
     expect(await page.content()).not.toContain(secret);
+
+    // The token works until revoked; revoking asks once more in place (Cancel puts focus back).
+    const flags = () => h.app.request('GET', `/api/flags?projectId=${projectId}`, { token: secret });
+    expect((await flags()).status).toBe(200);
+    const revoke = row.getByRole('button', { name: 'Revoke Checkout CI' });
+    await revoke.click();
+    await row.getByRole('button', { name: 'Cancel' }).click();
+    expect(await revoke.evaluate((el) => el === (globalThis as any).document.activeElement)).toBe(true);
+    await revoke.click();
+    await row.getByRole('button', { name: 'Revoke now' }).click();
+    await page.getByRole('status').filter({ hasText: 'Token "Checkout CI" was revoked' }).waitFor();
+    await page.getByText('No API tokens yet.').waitFor();
+    expect((await flags()).status).toBe(401);
   });
 
   it('invites a member and lists the pending invitation', async () => {

@@ -1,4 +1,4 @@
-import { useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 
 /**
  * A destructive button that asks once more in place (no window.confirm): the first press shows
@@ -24,9 +24,16 @@ export function ConfirmButton({
   onConfirm(): void;
 }) {
   const [asking, setAsking] = useState(false);
+  const button = useRef<HTMLButtonElement>(null);
+  const asked = useRef(false);
+  // Back from the question (cancelled, or confirmed and still in the page): focus returns to the button.
+  useEffect(() => {
+    if (asking) asked.current = true;
+    else if (asked.current) button.current?.focus();
+  }, [asking]);
   if (!asking) {
     return (
-      <button type="button" className="st-danger" aria-label={text ? label : undefined} disabled={disabled || busy} onClick={() => setAsking(true)}>
+      <button ref={button} type="button" className="st-danger" aria-label={text ? label : undefined} disabled={disabled || busy} onClick={() => setAsking(true)}>
         {busy ? 'Working…' : (text ?? label)}
       </button>
     );
