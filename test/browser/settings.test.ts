@@ -217,7 +217,7 @@ describe('project and account settings in the console', () => {
     await row.getByRole('cell', { name: 'production' }).waitFor();
   });
 
-  it("hides what a viewer's role cannot do and says why", async () => {
+  it("hides what a viewer's role cannot do and says why; the owner changes their role and removes them", async () => {
     const viewerPage = await h.newPage();
     await signedIn(viewerPage, viewerCookie);
     await viewerPage.goto(`/projects/${projectId}/settings/tokens`);
@@ -229,6 +229,17 @@ describe('project and account settings in the console', () => {
     expect(await viewerPage.getByRole('button', { name: 'Send invitation' }).count()).toBe(0);
     expect(await viewerPage.getByRole('combobox', { name: /^Role of/ }).count()).toBe(0);
     await viewerPage.close();
+
+    // The owner promotes them, then removes them.
+    await tab('Members').click();
+    const row = page.getByRole('row', { name: /Read Only/ });
+    await row.getByRole('combobox', { name: 'Role of Read Only' }).selectOption('admin');
+    await row.getByRole('button', { name: 'Save role of Read Only' }).click();
+    await page.getByRole('status').filter({ hasText: 'Read Only is now admin.' }).waitFor();
+    await row.getByRole('button', { name: 'Remove Read Only' }).click();
+    await row.getByRole('button', { name: 'Remove', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Read Only was removed from the project.' }).waitFor();
+    await row.waitFor({ state: 'detached' });
   });
 
   it('creates a personal token under Account, shown once', async () => {
