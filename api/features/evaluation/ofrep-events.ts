@@ -55,8 +55,7 @@ export function flagConfigOf(env: EnvironmentSnapshot): { etag: string; lastModi
 
 /** The stream's address, with its channel token and the configuration the bulk answer was computed from. */
 export function eventStreamUrl(base: string, o: { serviceId: string; environment: Environment; channel: string; etag: string }): string {
-  // Built on every bulk answer: encodeURIComponent costs a fraction of URLSearchParams (3% of a
-  // 5-flag bulk request's profile); the stream route reads either form the same.
+  // encodeURIComponent costs a fraction of URLSearchParams; the stream route reads either form the same.
   const e = encodeURIComponent;
   return `${base}${OFREP_EVENTS_PATH}?serviceId=${e(o.serviceId)}&environment=${o.environment}&etag=${e(o.etag)}&channel=${e(o.channel)}`;
 }

@@ -149,10 +149,7 @@ function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context:
     ex.send(200, `{"flags":[${flags}]}`, extra);
     return undefined;
   }
-  const answer = (token: string) => {
-    const url = eventStreamUrl(base, { serviceId: channel.serviceId, environment: channel.environment, channel: token, etag: flagConfigOf(snapshot).etag });
-    ex.send(200, `{"flags":[${flags}],"eventStreams":${JSON.stringify([{ type: 'sse', url, inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC }])}}`, extra);
-  };
+  const answer = (token: string) => ex.send(200, `{"flags":[${flags}],${eventStreamsMember(base, channel, token, flagConfigOf(snapshot).etag)}}`, extra);
   // Signed once per window and API token: the rest of the window's answers go out without a promise.
   const token = deps.channels.issuedNow(channel, window);
   if (token !== undefined) {
@@ -160,6 +157,21 @@ function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context:
     return undefined;
   }
   return deps.channels.issue(channel, window).then(answer);
+}
+
+/** The `eventStreams` member of recent answers, by channel token: it changes with the window or the flags. */
+const streamMembers = new Map<string, { base: string; etag: string; json: string }>();
+const STREAM_MEMBERS_KEPT = 10_000;
+
+/** `"eventStreams":[...]` for a stream caller, built once per channel token, base and flags ETag. */
+function eventStreamsMember(base: string, channel: ChannelClaims, token: string, etag: string): string {
+  const known = streamMembers.get(token);
+  if (known !== undefined && known.base === base && known.etag === etag) return known.json;
+  const url = eventStreamUrl(base, { serviceId: channel.serviceId, environment: channel.environment, channel: token, etag });
+  const json = `"eventStreams":${JSON.stringify([{ type: 'sse', url, inactivityDelaySec: OFREP_INACTIVITY_DELAY_SEC }])}`;
+  if (streamMembers.size >= STREAM_MEMBERS_KEPT) streamMembers.clear();
+  streamMembers.set(token, { base, etag, json });
+  return json;
 }
 
 /**
