@@ -7,6 +7,7 @@ import { Suspense, useEffect, useState, type ReactNode } from 'react';
 import { Link, Redirect, Route, Switch, useLocation, useParams, useRoute, useSearch } from 'wouter';
 import { api, ApiError, call } from './api/client';
 import { nextTarget } from './navigation';
+import { documentTitle, TitleContext } from './page-title';
 import { hrefOf, routes, type ConsoleRoute } from './routes';
 import { SessionProvider, useSession } from './session';
 import { screenViewed } from './telemetry';
@@ -57,10 +58,16 @@ function Screen({ route }: { route: ConsoleRoute }) {
   const { projectId } = useParams<{ projectId?: string }>();
   const Page = route.page;
   const allowed = session.status === 'loading' ? undefined : route.access === 'public' || (route.access === 'user') === (session.status === 'signed-in');
+  // What the page says of itself (useTitle), else the route's title.
+  const [pageTitle, setPageTitle] = useState<string | undefined>();
+  const title = pageTitle ?? route.title;
+
+  useEffect(() => {
+    if (allowed) document.title = documentTitle(title);
+  }, [allowed, title]);
 
   useEffect(() => {
     if (!allowed) return;
-    document.title = `${route.title} · Flagship`;
     screenViewed(route.screen, projectId);
     // After a navigation in the app, keyboard and screen-reader users start at the new page, not
     // at the link they left; a page just loaded keeps the browser's start (the skip link first).
@@ -72,7 +79,11 @@ function Screen({ route }: { route: ConsoleRoute }) {
     if (route.access === 'user') return <Redirect to={`/signin?next=${encodeURIComponent(location + (search ? `?${search}` : ''))}`} replace />;
     return <Redirect to={nextTarget(search)} replace />;
   }
-  return <Page />;
+  return (
+    <TitleContext.Provider value={setPageTitle}>
+      <Page />
+    </TitleContext.Provider>
+  );
 }
 
 const loadedAt = location.pathname + location.search;
@@ -101,7 +112,7 @@ function NotFound() {
 
 function Header() {
   const session = useSession();
-  const [, navigate] = useLocation();
+  const [location, navigate] = useLocation();
   const projectId = useCurrentProjectId();
 
   async function signOut() {
@@ -127,6 +138,17 @@ function Header() {
             </button>
           </div>
         </>
+      )}
+      {session.status === 'signed-out' && (
+        // Visitors without an account can still see what the service does: the live demo grid.
+        <div className="user">
+          <Link href="/demo" aria-current={location === '/demo' ? 'page' : undefined}>
+            Public demo
+          </Link>
+          <Link href="/signin" aria-current={location === '/signin' ? 'page' : undefined}>
+            Sign in
+          </Link>
+        </div>
       )}
     </header>
   );

@@ -7,6 +7,7 @@ import { FlagSwitch } from '../../components/flags/flag-switch';
 import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
 import { WatchButton } from '../../components/flags/watch-button';
 import { LoadState } from '../../components/status';
+import { useTitle } from '../../page-title';
 import { activation, flagViewed } from '../../telemetry';
 
 /**
@@ -21,6 +22,7 @@ export default function FlagDetail() {
   const environment: Environment = isEnvironment(query.get('environment')) ? (query.get('environment') as Environment) : 'development';
 
   useEffect(() => flagViewed(projectId, flagKey), [projectId, flagKey]);
+  useTitle(`${flagKey} · Flag`);
 
   if (!serviceId) return <ChooseService projectId={projectId} flagKey={flagKey} environment={environment} />;
   return <FlagInService projectId={projectId} flagKey={flagKey} serviceId={serviceId} environment={environment} />;
