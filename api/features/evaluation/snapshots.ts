@@ -31,6 +31,9 @@ export class EnvironmentSnapshot {
   readonly flags = new Map<string, SnapshotFlag>();
   private all = { a: 0, b: 0, n: 0 };
   private pub = { a: 0, b: 0, n: 0 };
+  /** What each visibility's callers read, derived on first use after a change. */
+  private allView: VisibleView = {};
+  private publicView: VisibleView = {};
   /** Time (ms) of the newest change applied here, from Postgres, so replicas that applied the same changes agree: OFREP's lastModified. */
   lastModified = 0;
 
@@ -70,23 +73,38 @@ export class EnvironmentSnapshot {
 
   /** A weak validator of the visible flag set: changes whenever any visible flag changes. */
   etag(visibility: Visibility): string {
-    const f = visibility === 'all' ? this.all : this.pub;
-    return `W/"${visibility === 'all' ? 'a' : 'p'}${hex(f.a)}${hex(f.b)}-${f.n}"`;
+    const view = this.view(visibility);
+    if (view.etag === undefined) {
+      const f = visibility === 'all' ? this.all : this.pub;
+      view.etag = `W/"${visibility === 'all' ? 'a' : 'p'}${hex(f.a)}${hex(f.b)}-${f.n}"`;
+    }
+    return view.etag;
   }
 
-  /** The flags a caller with this visibility may see. */
-  *visible(visibility: Visibility): Iterable<SnapshotFlag> {
-    for (const entry of this.flags.values()) {
-      if (visibility === 'all' || entry.record.isPublic) yield entry;
-    }
+  /** The flags a caller with this visibility may see (every bulk answer reads it: kept until a change). */
+  visible(visibility: Visibility): readonly SnapshotFlag[] {
+    const view = this.view(visibility);
+    view.flags ??= [...this.flags.values()].filter((entry) => visibility === 'all' || entry.record.isPublic);
+    return view.flags;
+  }
+
+  private view(visibility: Visibility): VisibleView {
+    return visibility === 'all' ? this.allView : this.publicView;
   }
 
   private account(entry: SnapshotFlag, sign: 1 | -1) {
+    this.allView = {};
+    this.publicView = {};
     const a = murmur3(entry.stamp, 1);
     const b = murmur3(entry.stamp, 2);
     this.all = { a: (this.all.a + sign * a) >>> 0, b: (this.all.b + sign * b) >>> 0, n: this.all.n + sign };
     if (entry.record.isPublic) this.pub = { a: (this.pub.a + sign * a) >>> 0, b: (this.pub.b + sign * b) >>> 0, n: this.pub.n + sign };
   }
+}
+
+interface VisibleView {
+  flags?: readonly SnapshotFlag[];
+  etag?: string;
 }
 
 const hex = (n: number) => n.toString(16).padStart(8, '0');
