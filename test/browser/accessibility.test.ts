@@ -118,6 +118,7 @@ describe('signed-out pages', () => {
     await check(signedOut, 'sign in');
     // Visitors without an account are pointed at the public demo from the header.
     expect(await signedOut.getByRole('banner').getByRole('link', { name: 'Public demo' }).getAttribute('href')).toBe('/demo');
+    await screenshot(signedOut, 'a11y-sign-in');
     await signedOut.getByLabel('E-mail').fill('nobody@example.com');
     await signedOut.getByLabel('Password').fill('not the password');
     await signedOut.getByRole('button', { name: 'Sign in' }).click();
