@@ -123,6 +123,7 @@ describe('the release journey', () => {
 
     await page.getByRole('navigation', { name: 'More about this flag' }).getByRole('link', { name: 'Metrics' }).click();
     await heading(`Metrics of ${flagKey}`).waitFor();
+    expect(await page.title()).toBe(`Metrics of ${flagKey} · Flagship`);
     const summary = page.getByRole('region', { name: 'Summary' });
     await summary.getByRole('definition').first().waitFor();
     expect(await summary.getByRole('term').first().textContent()).toBe('Evaluations');
@@ -135,6 +136,7 @@ describe('the release journey', () => {
     await heading(/One-click checkout/).waitFor();
     await page.getByRole('navigation', { name: 'More about this flag' }).getByRole('link', { name: 'History and audit' }).click();
     await heading(`History of ${flagKey}`).waitFor();
+    expect(await page.title()).toBe(`History of ${flagKey} · Flagship`);
     const first = page.getByRole('listitem', { name: /^Version 1\b/ });
     await first.getByRole('button', { name: 'Roll back to version 1' }).click();
     await page.getByRole('button', { name: 'Confirm rollback to version 1' }).click();

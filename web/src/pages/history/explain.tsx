@@ -5,6 +5,7 @@ import { FormError } from '../../components/forms';
 import { contextFromJson, contextFromRows, rowsOf, type AttributeRow, type ContextProblem } from '../../components/history/context';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
 import { formatValue, JsonValue } from '../../components/history/value';
+import { useTitle } from '../../page-title';
 
 type Explanation = paths['/api/flags/{key}/explain']['post']['responses'][200]['content']['application/json'];
 type Mode = 'rows' | 'json';
@@ -18,6 +19,7 @@ const EMPTY_ROW: AttributeRow = { name: '', value: '' };
  */
 export default function Explain() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  useTitle(`Explain ${flagKey}`);
   const { serviceId, environment } = useFlagScope();
   const id = useId();
   const [mode, setMode] = useState<Mode>('rows');

@@ -7,6 +7,7 @@ import { DiffView } from '../../components/history/diff-view';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
 import { Pager } from '../../components/history/pager';
 import { When } from '../../components/history/value';
+import { useTitle } from '../../page-title';
 
 type FlagVersion = paths['/api/flags/{key}/history']['get']['responses'][200]['content']['application/json']['versions'][number];
 type FlagRecord = FlagVersion['snapshot'];
@@ -40,6 +41,7 @@ const CHANGE_WORDS: Record<FlagVersion['changeType'], string> = {
  */
 export default function FlagHistory() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  useTitle(`History of ${flagKey}`);
   const { serviceId, environment } = useFlagScope();
   const [offset, setOffset] = useState(0);
   useEffect(() => setOffset(0), [serviceId, environment]);

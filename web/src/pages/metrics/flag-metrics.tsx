@@ -13,6 +13,7 @@ import { Breakdown, percent } from '../../components/metrics/breakdown';
 import { useLiveRefresh } from '../../components/metrics/live';
 import { TimeChart, timeText, type ChartMarker } from '../../components/metrics/time-chart';
 import { LoadState } from '../../components/status';
+import { useTitle } from '../../page-title';
 import {
   asEnvironment,
   asWindow,
@@ -35,6 +36,7 @@ const HISTORY_LIMIT = 100;
 
 export default function FlagMetricsPage() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
+  useTitle(`Metrics of ${flagKey}`);
   const [location, navigate] = useLocation();
   const query = new URLSearchParams(useSearch());
   const serviceId = query.get('serviceId') ?? '';
