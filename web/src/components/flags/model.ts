@@ -314,7 +314,4 @@ export function showValue(value: unknown): string {
 }
 
 /** Query string of a flag's own pages: the flag is identified by service and environment too. */
-export function flagHref(projectId: string, key: string, serviceId: string, environment: Environment, page = ''): string {
-  const query = new URLSearchParams({ serviceId, environment });
-  return `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(key)}${page}?${query}`;
-}
+export { flagHref } from '../../links';

@@ -41,8 +41,4 @@ export function plannedStages(config: CanaryConfig): number[] {
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
-/** The link to one flag's release page (canary timeline, guardrail, rollbacks). */
-export function flagReleaseHref(projectId: string, flagKey: string, serviceId: string, environment: string): string {
-  const query = new URLSearchParams({ serviceId, environment });
-  return `/projects/${encodeURIComponent(projectId)}/releases/flags/${encodeURIComponent(flagKey)}?${query.toString()}`;
-}
+export { flagReleaseHref } from '../../links';

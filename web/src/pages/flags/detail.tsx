@@ -8,6 +8,7 @@ import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecor
 import { WatchButton } from '../../components/flags/watch-button';
 import { LoadState } from '../../components/status';
 import { useTitle } from '../../page-title';
+import { flagReleaseHref } from '../../links';
 import { activation, flagViewed } from '../../telemetry';
 
 /**
@@ -107,6 +108,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
               <Link href={href(environment, '/history')}>History and audit</Link>
               <Link href={href(environment, '/explain')}>Explain a context</Link>
               <Link href={href(environment, '/metrics')}>Metrics</Link>
+              <Link href={flagReleaseHref(projectId, flagKey, serviceId, environment)}>Release safety</Link>
             </nav>
             <p className="muted">
               Version {flag.version} · type {flag.type} · updated <time dateTime={flag.updatedAt}>{new Date(flag.updatedAt).toLocaleString()}</time>

@@ -4,6 +4,7 @@
  */
 import { useId } from 'react';
 import type { operations } from '../../api/schema';
+import { flagHref } from '../../links';
 
 type Ok<K extends keyof operations> = operations[K] extends { responses: { 200: { content: { 'application/json': infer T } } } } ? T : never;
 export type FlagMetrics = Ok<'getFlagsByKeyMetrics'>;
@@ -93,12 +94,8 @@ export function Stat({ label, value }: { label: string; value: string | undefine
   );
 }
 
-/** A flag's page (the flag record of one service and environment), or `page` under it. */
-export function flagHref(projectId: string, flagKey: string, serviceId: string, environment: string, page = '', range?: string): string {
-  const query = new URLSearchParams({ serviceId, environment, ...(range ? { range } : {}) });
-  return `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(flagKey)}${page}?${query.toString()}`;
-}
+export { flagHref };
 
 /** The metrics page of one flag in one service and environment. */
 export const flagMetricsHref = (projectId: string, flagKey: string, serviceId: string, environment: string, range?: string) =>
-  flagHref(projectId, flagKey, serviceId, environment, '/metrics', range);
+  flagHref(projectId, flagKey, serviceId, environment, '/metrics', range ? { range } : {});
