@@ -131,11 +131,9 @@ function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context:
   const window = channel === undefined ? undefined : channelWindow();
   // The answer depends on the visible flags and on the context; for stream callers also on the
   // channel window, so a 304 never leaves a client with an event-stream URL past its lifetime.
-  const hash = createHash('sha1').update(snapshot.etag(grant.visibility)).update(JSON.stringify(context));
-  if (window !== undefined) hash.update(`:${window}`);
-  const etag = `W/"${hash.digest('hex').slice(0, 24)}"`;
+  const etag = snapshot.answerEtag(grant.visibility, JSON.stringify(context), window === undefined ? '' : String(window));
   const extra: Record<string, string> = { ETag: etag, 'Cache-Control': 'private, no-cache' };
-  if (snapshot.lastModified > 0) extra['Last-Modified'] = new Date(snapshot.lastModified).toUTCString();
+  if (snapshot.lastModified > 0) extra['Last-Modified'] = snapshot.lastModifiedHttpDate();
   const ifNoneMatch = ex.req.headers['if-none-match'];
   if (mayBeUnchanged && etagMatches(typeof ifNoneMatch === 'string' ? ifNoneMatch : undefined, etag)) {
     ex.send(304, '', extra);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import { COHORT_CHANGES_CHANNEL, type CohortChangeEvent, type CohortRecord } from '../cohorts/types';
@@ -34,6 +35,7 @@ export class EnvironmentSnapshot {
   /** What each visibility's callers read, derived on first use after a change. */
   private allView: VisibleView = {};
   private publicView: VisibleView = {};
+  private lastModifiedText: { ms: number; text: string } | undefined;
   /** Time (ms) of the newest change applied here, from Postgres, so replicas that applied the same changes agree: OFREP's lastModified. */
   lastModified = 0;
 
@@ -81,6 +83,32 @@ export class EnvironmentSnapshot {
     return view.etag;
   }
 
+  /**
+   * A bulk answer's validator for a context (its JSON) and channel window ('' for none): a hash of
+   * the visible flags' ETag and the context, kept per view, so a client polling with the same
+   * context is not hashed again until a flag changes. At most ANSWER_ETAGS_KEPT contexts per view.
+   */
+  answerEtag(visibility: Visibility, contextJson: string, window: string): string {
+    const view = this.view(visibility);
+    const etags = (view.answerEtags ??= new Map());
+    const key = `${window}:${contextJson}`;
+    let etag = etags.get(key);
+    if (etag === undefined) {
+      const hash = createHash('sha1').update(this.etag(visibility)).update(contextJson);
+      if (window !== '') hash.update(`:${window}`);
+      etag = `W/"${hash.digest('hex').slice(0, 24)}"`;
+      if (etags.size >= ANSWER_ETAGS_KEPT) etags.clear();
+      etags.set(key, etag);
+    }
+    return etag;
+  }
+
+  /** lastModified as an HTTP date (OFREP bulk's Last-Modified), built once per change. */
+  lastModifiedHttpDate(): string {
+    if (this.lastModifiedText?.ms !== this.lastModified) this.lastModifiedText = { ms: this.lastModified, text: new Date(this.lastModified).toUTCString() };
+    return this.lastModifiedText.text;
+  }
+
   /** The flags a caller with this visibility may see (every bulk answer reads it: kept until a change). */
   visible(visibility: Visibility): readonly SnapshotFlag[] {
     const view = this.view(visibility);
@@ -105,7 +133,10 @@ export class EnvironmentSnapshot {
 interface VisibleView {
   flags?: readonly SnapshotFlag[];
   etag?: string;
+  answerEtags?: Map<string, string>;
 }
+
+const ANSWER_ETAGS_KEPT = 1_000;
 
 const hex = (n: number) => n.toString(16).padStart(8, '0');
 
