@@ -5,6 +5,8 @@ import { openAnalytics, type Analytics } from '../../analytics/client';
 import { migrateAnalytics } from '../../analytics/migrate';
 import { ContextRing } from '../../api/features/evaluation/contexts';
 import { LocalRateLimiter } from '../../api/features/evaluation/local-rate-limiter';
+import { EnvironmentSnapshot } from '../../api/features/evaluation/snapshots';
+import type { FlagRecord } from '../../api/features/flags/types';
 import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent, type EvaluationRequest } from '../../api/features/evaluation/recorder';
 import { createCache } from '../../api/infra/cache';
 import { createLogger } from '../../api/infra/logger';
@@ -387,5 +389,43 @@ describe('tsvTime', () => {
     expect(tsvTime(1_795_468_132_005)).toBe('1795468132.005');
     expect(tsvTime(1_795_468_132_624.6)).toBe('1795468132.625');
     expect(tsvTime(1_795_468_132_999.7)).toBe('1795468133.000');
+  });
+});
+
+describe('EnvironmentSnapshot answer validators', () => {
+  const record = (version: number, isPublic = false): FlagRecord => ({
+    id: 'flg_1',
+    projectId: 'p',
+    serviceId: 's',
+    environment: 'production',
+    key: 'checkout',
+    name: 'Checkout',
+    description: '',
+    type: 'boolean',
+    enabled: true,
+    defaultValue: false,
+    tags: [],
+    variants: [],
+    targeting: [],
+    isPublic,
+    version,
+    createdAt: '2026-11-24T00:00:00.000Z',
+    updatedAt: `2026-11-24T00:00:0${version}.000Z`,
+  });
+
+  it('keeps a context’s ETag until a flag changes, and tells contexts, windows and visibilities apart', () => {
+    const snapshot = new EnvironmentSnapshot('s', 'production');
+    snapshot.set(record(1));
+    const first = snapshot.answerEtag('all', '{"targetingKey":"a"}', '');
+    expect(snapshot.answerEtag('all', '{"targetingKey":"a"}', '')).toBe(first);
+    const others = [
+      snapshot.answerEtag('all', '{"targetingKey":"b"}', ''),
+      snapshot.answerEtag('all', '{"targetingKey":"a"}', '7'),
+      snapshot.answerEtag('public', '{"targetingKey":"a"}', ''),
+    ];
+    expect(new Set([first, ...others]).size).toBe(4);
+    snapshot.set(record(2));
+    expect(snapshot.answerEtag('all', '{"targetingKey":"a"}', '')).not.toBe(first);
+    expect(snapshot.lastModifiedHttpDate()).toBe(new Date('2026-11-24T00:00:02.000Z').toUTCString());
   });
 });
