@@ -216,3 +216,37 @@ describe('canary endpoints', () => {
     expect(start.additionalProperties).toBe(false);
   });
 });
+
+describe('GET /api/projects/{id}/canaries', () => {
+  it('lists the project’s pipelines, active first, to whoever reads the project; active=true and limit narrow it', async () => {
+    const ended = newKey('listed-ended');
+    await createFlag(ended, { targeting: [RULE] });
+    expectStatus(await p.member.request('POST', `/api/flags/${ended}/canary`, config({ ruleId: 'beta' })), 201, 'start ended');
+    await eventually(async () => (await p.member.request('POST', `/api/flags/${ended}/canary/abort`, { serviceId: p.serviceId, reason: 'list test' })).status === 200);
+    const running = newKey('listed-running');
+    await createFlag(running, { targeting: [RULE] });
+    expectStatus(await p.member.request('POST', `/api/flags/${running}/canary`, config({ ruleId: 'beta' })), 201, 'start running');
+
+    const list = await p.viewer.request('GET', `/api/projects/${p.projectId}/canaries`);
+    expectStatus(list, 200, 'list');
+    const keys = (list.body.canaries as { flagKey: string; status: string }[]).map((c) => [c.flagKey, c.status]);
+    expect(keys).toContainEqual([running, 'running']);
+    expect(keys).toContainEqual([ended, 'aborted']);
+    expect(keys.findIndex(([k]) => k === running)).toBeLessThan(keys.findIndex(([k]) => k === ended));
+    for (const c of list.body.canaries) expectRecord(c);
+
+    const active = await p.viewer.request('GET', `/api/projects/${p.projectId}/canaries${qs({ active: true })}`);
+    expect((active.body.canaries as { status: string }[]).every((c) => c.status === 'running' || c.status === 'paused')).toBe(true);
+    expect((active.body.canaries as { flagKey: string }[]).map((c) => c.flagKey)).not.toContain(ended);
+    expect((await p.viewer.request('GET', `/api/projects/${p.projectId}/canaries${qs({ limit: 1 })}`)).body.canaries).toHaveLength(1);
+
+    const readToken = await opaqueToken(p.owner, p.projectId, { read: true });
+    expect((await app.request('GET', `/api/projects/${p.projectId}/canaries`, { token: readToken })).status).toBe(200);
+    // Another project's members, anonymous callers, and bad queries.
+    expect((await other.owner.request('GET', `/api/projects/${p.projectId}/canaries`)).status).toBe(404);
+    expect((await app.request('GET', `/api/projects/${p.projectId}/canaries`)).status).toBe(401);
+    expect((await p.viewer.request('GET', `/api/projects/${p.projectId}/canaries${qs({ limit: 101 })}`)).status).toBe(400);
+    expect((await p.viewer.request('GET', `/api/projects/${p.projectId}/canaries${qs({ active: 'maybe' })}`)).status).toBe(400);
+    await p.member.request('POST', `/api/flags/${running}/canary/abort`, { serviceId: p.serviceId, reason: 'done' });
+  });
+});

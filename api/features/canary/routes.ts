@@ -35,6 +35,11 @@ const StartBody = z
   .strict();
 
 const Scope = z.object({ serviceId: idSchema, environment });
+const ProjectParams = z.object({ id: idSchema });
+const ListQuery = z.object({
+  active: z.enum(['true', 'false']).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+});
 const AdvanceBody = Scope.extend({ force: z.boolean().default(false) }).strict();
 const AbortBody = Scope.extend({ reason: z.string().trim().min(1).max(1_000) }).strict();
 
@@ -104,6 +109,21 @@ export function canaryRoutes(deps: { canaries: CanaryService }): AnyRoute[] {
       query: Scope,
       async handler(ctx) {
         return reply(200, await canaries.get(refOf(ctx.params.key, ctx.query)), PRIVATE_NO_STORE);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/projects/:id/canaries',
+      summary: "A project's canary pipelines, active first, then newest first (`active=true`: only running or paused); as last persisted",
+      tags,
+      response: z.object({ canaries: z.array(CanaryRecordSchema) }),
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.params.id },
+      params: ProjectParams,
+      query: ListQuery,
+      async handler(ctx) {
+        const canaryList = await canaries.list(ctx.granted[0].projectId, { activeOnly: ctx.query.active === 'true', limit: ctx.query.limit });
+        return reply(200, { canaries: canaryList }, PRIVATE_NO_STORE);
       },
     }),
     defineRoute({

@@ -177,6 +177,15 @@ export class CanaryService {
     return this.toRecord(pipeline, null);
   }
 
+  /**
+   * A project's pipelines as their workflows last persisted them (no live query per pipeline:
+   * a list of many running canaries must not cost a Temporal round trip each).
+   */
+  async list(projectId: string, opts: { activeOnly: boolean; limit: number }): Promise<CanaryRecord[]> {
+    const pipelines = await this.deps.store.listForProject(projectId, opts);
+    return pipelines.map((p) => this.toRecord(p, null));
+  }
+
   /** The active pipeline, else the latest; 404 when the flag never had one. */
   async get(ref: FlagRef): Promise<CanaryRecord> {
     const pipeline = await this.requirePipeline(ref);

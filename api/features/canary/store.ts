@@ -94,6 +94,15 @@ export class CanaryStore {
     return row ? toPipeline(row) : null;
   }
 
+  /** A project's pipelines, active ones first, then newest first; only active ones when asked. */
+  async listForProject(projectId: string, opts: { activeOnly: boolean; limit: number }): Promise<CanaryPipeline[]> {
+    const rows = await this.sql<PipelineRow[]>`
+      SELECT * FROM canary_pipelines
+      WHERE project_id = ${projectId} ${opts.activeOnly ? this.sql`AND status IN ('running', 'paused')` : this.sql``}
+      ORDER BY (status IN ('running', 'paused')) DESC, created_at DESC, id DESC LIMIT ${opts.limit}`;
+    return rows.map(toPipeline);
+  }
+
   async find(id: string): Promise<CanaryPipeline | null> {
     const [row] = await this.sql<PipelineRow[]>`SELECT * FROM canary_pipelines WHERE id = ${id}`;
     return row ? toPipeline(row) : null;

@@ -1419,6 +1419,23 @@ export interface paths {
         patch: operations["patchProjectsById"];
         trace?: never;
     };
+    "/api/projects/{id}/canaries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's canary pipelines, active first, then newest first (`active=true`: only running or paused); as last persisted */
+        get: operations["getProjectsByIdCanaries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/cohorts": {
         parameters: {
             query?: never;
@@ -25182,6 +25199,348 @@ export interface operations {
                         slug: string;
                         tags: string[];
                         updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getProjectsByIdCanaries: {
+        parameters: {
+            query?: {
+                active?: "true" | "false";
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        canaries: {
+                            completedStages: {
+                                endedAt?: string;
+                                forcedBy?: string;
+                                gate?: {
+                                    alpha: number;
+                                    control: {
+                                        errorRate: number;
+                                        errors: number;
+                                        exposures: number;
+                                        latencyP50: number | null;
+                                        latencyP99: number | null;
+                                    };
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    errorRateDelta: {
+                                        estimate: number | null;
+                                        lower: number | null;
+                                        upper: number | null;
+                                    };
+                                    latencyDeltaMs: {
+                                        estimate: number | null;
+                                        lower: number | null;
+                                        upper: number | null;
+                                    };
+                                    reason: string;
+                                    srm: {
+                                        ok: boolean;
+                                        pValue: number;
+                                    };
+                                    test: string;
+                                    treatment: {
+                                        errorRate: number;
+                                        errors: number;
+                                        exposures: number;
+                                        latencyP50: number | null;
+                                        latencyP99: number | null;
+                                    };
+                                };
+                                index: number;
+                                rolloutPercent: number;
+                                startedAt: string;
+                            }[];
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            createdAt: string;
+                            currentStage: {
+                                endedAt?: string;
+                                forcedBy?: string;
+                                gate?: {
+                                    alpha: number;
+                                    control: {
+                                        errorRate: number;
+                                        errors: number;
+                                        exposures: number;
+                                        latencyP50: number | null;
+                                        latencyP99: number | null;
+                                    };
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    errorRateDelta: {
+                                        estimate: number | null;
+                                        lower: number | null;
+                                        upper: number | null;
+                                    };
+                                    latencyDeltaMs: {
+                                        estimate: number | null;
+                                        lower: number | null;
+                                        upper: number | null;
+                                    };
+                                    reason: string;
+                                    srm: {
+                                        ok: boolean;
+                                        pValue: number;
+                                    };
+                                    test: string;
+                                    treatment: {
+                                        errorRate: number;
+                                        errors: number;
+                                        exposures: number;
+                                        latencyP50: number | null;
+                                        latencyP99: number | null;
+                                    };
+                                };
+                                index: number;
+                                rolloutPercent: number;
+                                startedAt: string;
+                            } | null;
+                            environment: string;
+                            flagKey: string;
+                            health: {
+                                checkedAt: string | null;
+                                gate: {
+                                    alpha: number;
+                                    control: {
+                                        errorRate: number;
+                                        errors: number;
+                                        exposures: number;
+                                        latencyP50: number | null;
+                                        latencyP99: number | null;
+                                    };
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    errorRateDelta: {
+                                        estimate: number | null;
+                                        lower: number | null;
+                                        upper: number | null;
+                                    };
+                                    latencyDeltaMs: {
+                                        estimate: number | null;
+                                        lower: number | null;
+                                        upper: number | null;
+                                    };
+                                    reason: string;
+                                    srm: {
+                                        ok: boolean;
+                                        pValue: number;
+                                    };
+                                    test: string;
+                                    treatment: {
+                                        errorRate: number;
+                                        errors: number;
+                                        exposures: number;
+                                        latencyP50: number | null;
+                                        latencyP99: number | null;
+                                    };
+                                } | null;
+                                /** @enum {string} */
+                                status: "pending" | "healthy" | "insufficient_data" | "breach";
+                            };
+                            id: string;
+                            remainingSoakSeconds: number;
+                            ruleId: string;
+                            serviceId: string;
+                            /** @enum {string} */
+                            status: "running" | "paused" | "completed" | "rolled_back" | "aborted";
+                            statusReason: string | null;
+                            updatedAt: string;
+                        }[];
                     };
                 };
             };
