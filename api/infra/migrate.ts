@@ -23,8 +23,9 @@ export async function migrate(sql: Sql): Promise<string[]> {
     name text PRIMARY KEY,
     applied_at timestamptz NOT NULL DEFAULT now()
   )`.catch(async (error: { code?: string }) => {
-    // Two processes creating the ledger at once: the loser sees a unique violation.
-    if (error.code !== '23505' && error.code !== '42P07') throw error;
+    // Two processes creating the ledger at once: the loser sees a unique violation, the table
+    // (42P07), or its row type (42710: 'type "schema_migrations" already exists') already there.
+    if (error.code !== '23505' && error.code !== '42P07' && error.code !== '42710') throw error;
   });
   const ran: string[] = [];
   for (const file of listMigrations()) {
