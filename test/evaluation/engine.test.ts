@@ -1,4 +1,4 @@
-import { compileFlag, evaluate, type EvaluationContext, type FlagDefinition, type FlagType } from '../../api/features/evaluation/engine';
+import { compileFlag, evaluate, perInternedResult, type EvaluationContext, type FlagDefinition, type FlagType } from '../../api/features/evaluation/engine';
 import cases from './cases.json';
 
 interface EvaluationCase {
@@ -114,5 +114,16 @@ describe('interned results', () => {
     const b = evaluate(flag, 'checkout', { targetingKey: 'user-1' }, 'two', { expectedType: 'string' });
     expect([a.errorCode, a.value, b.value]).toEqual(['TYPE_MISMATCH', 'one', 'two']);
     expect(Object.isFrozen(a)).toBe(false);
+  });
+
+  it('keeps what is derived from an interned result, and derives it again for the others', () => {
+    const flag = compileFlag(definition);
+    let derived = 0;
+    const entry = perInternedResult((r) => `${++derived}:${String(r.value)}`);
+    const served = evaluate(flag, 'checkout', { targetingKey: 'user-1' }, undefined);
+    expect(entry(served)).toBe(entry(evaluate(flag, 'checkout', { targetingKey: 'user-1' }, undefined)));
+    const error = () => evaluate(flag, 'checkout', { targetingKey: 'user-1' }, 'x', { expectedType: 'string' });
+    expect(entry(error())).not.toBe(entry(error()));
+    expect(derived).toBe(3);
   });
 });

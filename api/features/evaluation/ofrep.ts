@@ -6,7 +6,7 @@ import { HttpError, badRequest, type ErrorCode } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import type { Environment } from '../flags/types';
 import type { ServiceGrant } from './access';
-import type { ErrorCode as EngineErrorCode, EvaluationContext, EvaluationResult, Reason } from './engine/index';
+import { perInternedResult, type ErrorCode as EngineErrorCode, type EvaluationContext, type EvaluationResult, type Reason } from './engine/index';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
 import { channelWindow, type ChannelClaims, type ChannelTokens } from './ofrep-channel';
 import { OFREP_INACTIVITY_DELAY_SEC, eventStreamUrl, flagConfigOf, type FlagConfigWaiters } from './ofrep-events';
@@ -288,22 +288,16 @@ export const OFREP_EVALUATION_ERRORS: Record<EngineErrorCode, string> = {
   GENERAL: 'GENERAL',
 };
 
-/** Bulk entries of interned results (engine/evaluate.ts), with the flag version they carry. */
-const bulkEntries = new WeakMap<EvaluationResult, { version: number | undefined; json: string }>();
-
 /**
- * One flag of a bulk answer as JSON. A served result is interned by the engine, so its entry is
- * built once per flag version and reused by every answer that carries it; errors are built each time.
+ * One flag of a bulk answer as JSON, built once per interned result (engine/evaluate.ts). An
+ * interned result belongs to one compiled flag, compiled from one record, so the flag version it
+ * carries cannot change under it.
  */
-function bulkEntry(r: EvaluationResult, snapshot: EnvironmentSnapshot): string {
+const bulkEntry = perInternedResult((r, snapshot: EnvironmentSnapshot) => {
   if (r.reason === 'ERROR') return JSON.stringify(ofrepFailure(r).body);
   const version = snapshot.get(r.flagKey)?.record.version;
-  const known = bulkEntries.get(r);
-  if (known !== undefined && known.version === version) return known.json;
-  const json = JSON.stringify(ofrepSuccess(r, version === undefined ? {} : { flagVersion: version }));
-  if (Object.isFrozen(r)) bulkEntries.set(r, { version, json });
-  return json;
-}
+  return JSON.stringify(ofrepSuccess(r, version === undefined ? {} : { flagVersion: version }));
+});
 
 function ofrepSuccess(r: EvaluationResult, metadata: Record<string, string | number | boolean>): Record<string, unknown> {
   const out: Record<string, unknown> = { key: r.flagKey, value: r.value, reason: ofrepReason(r) };

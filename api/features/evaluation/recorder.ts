@@ -1,6 +1,6 @@
 import { TableWriter, tsv, tsvTime, type TableFormat, type TableWriterOptions, type TableWriterStats } from '../../../analytics/writer';
 import { boundedMemo, sha256Hex } from '../../infra/ids';
-import type { EvaluationResult, RolloutSide } from './engine/index';
+import { perInternedResult, type EvaluationResult, type RolloutSide } from './engine/index';
 
 export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web';
 
@@ -60,7 +60,7 @@ export interface DiscardFilter {
   flagKey: string;
 }
 
-/** Requests alike since the last flush: the first one stands for all, with their count. */
+/** Requests alike within the folding window: the first one stands for all, with their count. */
 interface Group {
   first: EvaluationRequest;
   latencyMs: number;
@@ -211,16 +211,11 @@ function groupKey(request: EvaluationRequest, latency: string): string {
   return `${key}\u0001${targetingKey.length}:${targetingKey}`;
 }
 
-/** Key parts of interned results (engine/evaluate.ts): built once per flag version, not per request. */
-const resultKeys = new WeakMap<EvaluationResult, string>();
-
-function resultKey(r: EvaluationResult): string {
-  const known = resultKeys.get(r);
-  if (known !== undefined) return known;
-  const key = `\u0001${r.flagKey}\u0002${r.reason}\u0002${r.variant ?? ''}\u0002${valueKey(r.value)}\u0002${r.errorCode ?? ''}\u0002${r.rolloutRuleId ?? r.ruleId ?? ''}\u0002${r.rolloutSide ?? ''}`;
-  if (Object.isFrozen(r)) resultKeys.set(r, key);
-  return key;
-}
+/** A result's part of the key: built once per interned result, not per request. */
+const resultKey = perInternedResult(
+  (r) =>
+    `\u0001${r.flagKey}\u0002${r.reason}\u0002${r.variant ?? ''}\u0002${valueKey(r.value)}\u0002${r.errorCode ?? ''}\u0002${r.rolloutRuleId ?? r.ruleId ?? ''}\u0002${r.rolloutSide ?? ''}`,
+);
 
 function valueKey(value: unknown): string {
   switch (typeof value) {

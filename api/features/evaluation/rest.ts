@@ -4,7 +4,7 @@ import { HttpError, validationFailed } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
 import type { Environment } from '../flags/types';
 import type { ServiceGrant } from './access';
-import type { EvaluationResult } from './engine/index';
+import { perInternedResult, type EvaluationResult } from './engine/index';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody, validateBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
@@ -181,17 +181,8 @@ export const restBatchDoc: AnyRoute = defineRoute({
   handler: servedByLeanPath,
 });
 
-/** Batch entries of interned results (engine/evaluate.ts): built once, reused by every answer. */
-const restEntries = new WeakMap<EvaluationResult, string>();
-
-/** One result of a batch answer as JSON; errors, which carry the caller's default, each time. */
-function restEntry(r: EvaluationResult): string {
-  const known = restEntries.get(r);
-  if (known !== undefined) return known;
-  const json = JSON.stringify(restResult(r));
-  if (Object.isFrozen(r)) restEntries.set(r, json);
-  return json;
-}
+/** One result of a batch answer as JSON, built once per interned result (engine/evaluate.ts). */
+const restEntry = perInternedResult((r) => JSON.stringify(restResult(r)));
 
 /** The REST result shape (spec 2.2): absent fields are left out, `value` is never undefined. */
 function restResult(r: EvaluationResult): Record<string, unknown> {

@@ -175,6 +175,25 @@ function variantAt(flag: CompiledFlag, bucket: number): CompiledVariant {
  * starts afresh and the old results go with the old flag.
  */
 const interned = new WeakMap<object, InternedResults>();
+const internedResults = new WeakSet<EvaluationResult>();
+
+/**
+ * `derive` of a result, kept for interned results (what the adapters build from one: its JSON
+ * entry, the recorder's key part) and computed each time for the others (errors carry the
+ * caller's default). A recompiled flag's new results start afresh. `args` only feed the first
+ * derivation: they must not change what it gives for an interned result.
+ */
+export function perInternedResult<A extends unknown[], T>(derive: (r: EvaluationResult, ...args: A) => T): (r: EvaluationResult, ...args: A) => T {
+  const kept = new WeakMap<EvaluationResult, T>();
+  return (r, ...args) => {
+    let value = kept.get(r);
+    if (value === undefined) {
+      value = derive(r, ...args);
+      if (internedResults.has(r)) kept.set(r, value);
+    }
+    return value;
+  };
+}
 
 interface InternedResults {
   plain?: EvaluationResult;
@@ -225,6 +244,7 @@ function typedResult(
     rolloutSide,
     rolloutRuleId,
   });
+  internedResults.add(result);
   if (disabled) slots.disabled = result;
   else if (rolloutSide === undefined) slots.plain = result;
   else if (rolloutSide === 'in') slots.in = result;
