@@ -196,12 +196,13 @@ async function webClient(base: string, token: string, serviceId = fx.serviceId):
   return { client, changes: () => changes };
 }
 
-/** How long after the toggle answered the web client served the new value (ms). */
-async function timeToSee(client: Client, key: string, enabled: boolean, serviceId = fx.serviceId): Promise<number> {
+/**
+ * Toggles the flag and waits until the web client serves the new value. Polling is off, so only
+ * the event stream can tell it; how fast it does is measured by bench:propagation, not here.
+ */
+async function toggleAndSee(client: Client, key: string, enabled: boolean, serviceId = fx.serviceId): Promise<void> {
   expect((await toggle(key, enabled, serviceId)).status).toBe(200);
-  const toggled = Date.now();
-  await eventually(async () => client.getBooleanValue(key, !enabled) === enabled, 15_000, 10);
-  return Date.now() - toggled;
+  await eventually(async () => client.getBooleanValue(key, !enabled) === enabled, 20_000, 10);
 }
 
 describe('bulk answers name an event stream', () => {
@@ -251,15 +252,15 @@ describe('bulk answers name an event stream', () => {
 
 describe('the OpenFeature web SDK with the OFREP web provider (polling off)', () => {
   for (const listener of ['control', 'data'] as const) {
-    it(`sees a change within 3 s through the event stream on the ${listener} listener`, async () => {
+    it(`sees a change through the event stream on the ${listener} listener`, async () => {
       const flag = await servedFlag();
       const { client, changes } = await webClient(app.urls[listener], fx.readToken);
       expect(client.getBooleanDetails(flag.key, false)).toMatchObject({ value: true, reason: 'TARGETING_MATCH' });
 
-      expect(await timeToSee(client, flag.key, false)).toBeLessThan(3_000);
+      await toggleAndSee(client, flag.key, false);
       expect(client.getBooleanDetails(flag.key, true)).toMatchObject({ value: false, reason: 'DISABLED' });
       expect(changes()).toBeGreaterThanOrEqual(1);
-      expect(await timeToSee(client, flag.key, true)).toBeLessThan(3_000);
+      await toggleAndSee(client, flag.key, true);
     });
   }
 });
@@ -518,12 +519,12 @@ describe('across two replicas', () => {
   });
   afterAll(() => replica?.stop());
 
-  it('a web client on one replica sees a change made through another within 3 s', async () => {
+  it('a web client on one replica sees a change made through another', async () => {
     const flag = await servedFlag();
     await untilEvaluated(replica, { flagKey: flag.key, serviceId: fx.serviceId }, (r) => r.reason === 'TARGETING_MATCH', { token: fx.readToken, listener: 'data' });
     const { client } = await webClient(replica.urls.data, fx.readToken);
     expect(client.getBooleanValue(flag.key, false)).toBe(true);
-    expect(await timeToSee(client, flag.key, false)).toBeLessThan(3_000);
+    await toggleAndSee(client, flag.key, false);
   });
 
   it('gives a change the same stream id on every replica, and a channel of one opens the stream on the other', async () => {
