@@ -26,6 +26,20 @@ const ERROR_STATUSES: Record<number, string> = {
   503: 'Service unavailable',
 };
 
+/** The document's introduction: where the rules that no schema carries are written down. */
+const API_DESCRIPTION = [
+  'Feature flags: management on the control plane, evaluation on the data plane (REST, OFREP, Connect, gRPC-Web, SSE).',
+  '',
+  'The schemas here are generated from the validators the routes use. The rules they do not carry are in the repository:',
+  '',
+  '- `docs/api-reference.md`: addresses, profiles, credentials, CSRF, roles and capabilities, tokens, the demo service, webhooks, triggers, outcome events, OAuth and CLI login.',
+  '- `docs/evaluation.md`: evaluation order, reasons, operators, bucketing and evaluation error codes.',
+  '- `docs/limits.md`: rate limits, request sizes, batch and page sizes, stream caps, lifetimes.',
+  '- `docs/errors.md`: the error envelope `{error, message, details?}` of every non-2xx answer, the statuses, permission messages and codes.',
+  '',
+  'Authenticate with `Authorization: Bearer <token>` (project API token, personal access token or connector token) or a dashboard session cookie; cookie-session mutations also send `X-CSRF-Token` from `GET /api/csrf-token`.',
+].join('\n');
+
 /** Collects every mounted route, so /api/openapi.json documents exactly what validates requests. */
 export class OpenApiCatalog {
   private readonly registry = new OpenAPIRegistry();
@@ -77,7 +91,7 @@ export class OpenApiCatalog {
   document(): object {
     this.cached ??= new OpenApiGeneratorV31(this.registry.definitions).generateDocument({
       openapi: '3.1.0',
-      info: this.info,
+      info: { ...this.info, description: API_DESCRIPTION },
       servers: [{ url: '/' }],
     });
     return this.cached;
