@@ -72,7 +72,7 @@ interface Batch {
 }
 
 /**
- * The batched ClickHouse writer every analytics producer shares (DESIGN data flow 3), one per
+ * The batched ClickHouse writer every analytics producer shares (docs/architecture.md#data-flow), one per
  * table: producers push rows into an in-memory buffer and never wait; up to PARALLEL_INSERTS
  * inserts drain it in batches of `batchSize` rows, when a batch is full or every
  * `flushIntervalMs`.

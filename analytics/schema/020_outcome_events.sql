@@ -1,4 +1,4 @@
--- Outcome events (CONTRACT 8): what SDKs report through POST /api/analytics/track, and SDK
+-- Outcome events (docs/api-reference.md#outcome-events): what SDKs report through POST /api/analytics/track, and SDK
 -- telemetry errors (event 'error', origin 'sdk-telemetry'). Release-safety gates, flag variants
 -- and funnels count these. `flags` maps flag key -> the value the client saw (JSON text);
 -- events without it are attributed through evaluation_events at query time.
