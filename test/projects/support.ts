@@ -10,7 +10,7 @@ export function testCredentials(app: TestApp) {
   const sql = app.platform.db.sql;
   return {
     /**
-     * A personal access token of `user`. Creating one needs a verified address (spec 7): a user
+     * A personal access token of `user`. Creating one needs a verified address (docs/errors.md#permission-messages): a user
      * who has none is verified for the call and put back, so the test's user stays as it was.
      */
     async personal(user: TestUser, tier: PersonalTokenTier, allowOwnerActions = false): Promise<string> {
