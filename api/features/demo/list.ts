@@ -8,7 +8,7 @@ import type { FlagService } from '../flags/service';
 import { FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import type { DemoServiceRegistry } from './registry';
 
-/** Spec 4.2 rule 1 and spec 8: the list page size on a demo service. */
+/** The list page size on a demo service (docs/api-reference.md#demo-service, docs/limits.md). */
 export const DEMO_LIST_MAX_LIMIT = 4096;
 
 export interface DemoFlagListDeps {
@@ -40,7 +40,7 @@ const MAX_SNAPSHOTS = 64;
 const ALL_ENVIRONMENTS = '*';
 
 /**
- * Demo list reads (spec 4.2 rules 1-3). The plain grid request (no filters, no cursor) is
+ * Demo list reads (docs/api-reference.md#demo-service). The plain grid request (no filters, no cursor) is
  * served from memory: the flags of a (service, environment) are read once, and each page is
  * serialized once per (fields, limit, offset) with its weak ETag (a hash of the body, so it
  * changes exactly when what the caller would see changes, and every replica computes the same

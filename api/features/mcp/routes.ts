@@ -23,7 +23,7 @@ export interface McpRouteDeps {
 }
 
 /**
- * The hosted MCP server (spec 5.6, CONTRACT 12): Streamable HTTP, stateless (a server and a
+ * The hosted MCP server (docs/api-reference.md#oauth-and-mcp): Streamable HTTP, stateless (a server and a
  * transport per request, JSON answers). Only connector tokens (`mcp_`) are accepted; without
  * one the answer is a 401 whose WWW-Authenticate names the protected-resource metadata, where
  * an MCP client starts the OAuth flow.

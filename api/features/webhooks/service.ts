@@ -36,7 +36,7 @@ export interface DeliveryView {
 export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
 /**
- * Project webhooks (spec 2.6, 4.9; CONTRACT 7). The routes let only callers with settings:manage
+ * Project webhooks (docs/api-reference.md#webhooks). The routes let only callers with settings:manage
  * on the webhook's project see or change it (access rules, webhooks/routes.ts); anyone else gets
  * the same 404 as for a missing id.
  */
