@@ -19,7 +19,9 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 
 type PreparedRequest = { url: string; headers: Record<string, string> } | { skip: string };
 
-/** Which answers are worth another attempt: 5xx, 429 and timeouts (docs/api-reference.md#webhooks). */
+/**
+ * Which answers are worth another attempt: 5xx, 429 and timeouts (docs/api-reference.md#webhooks).
+ */
 export function classifyStatus(status: number): Pick<AttemptResult, 'outcome' | 'error'> {
   if (status >= 200 && status < 300) return { outcome: 'delivered', error: null };
   if (status === 429 || status >= 500) return { outcome: 'retry', error: `HTTP ${status}` };

@@ -97,7 +97,10 @@ function fixedHorizonRejects(t: CohortSummary, c: CohortSummary): boolean {
   return rateZ > Z_FIXED || latencyZ > Z_FIXED;
 }
 
-/** The reference test: one-sided half-normal mixture (sd 1 point) on the error-rate difference, Wald variance. */
+/**
+ * The reference test: one-sided half-normal mixture (sd 1 point) on the error-rate difference, Wald
+ * variance.
+ */
 function referenceRejects(t: CohortSummary, c: CohortSummary): boolean {
   const p1 = t.errors / t.exposures;
   const p2 = c.errors / c.exposures;

@@ -19,9 +19,9 @@ export interface LoginOptions {
 }
 
 /**
- * The CLI side of the login flow (docs/api-reference.md#cli-login): a listener on 127.0.0.1 and a random
- * port, the approval URL naming it as callback with a random state, then the browser's form POST
- * of `token` and `state`. Answers with the token; an answer with another state is ignored.
+ * The CLI side of the login flow (docs/api-reference.md#cli-login): a listener on 127.0.0.1 and a
+ * random port, the approval URL naming it as callback with a random state, then the browser's form
+ * POST of `token` and `state`. Answers with the token; an answer with another state is ignored.
  */
 export async function waitForBrowserLogin(opts: LoginOptions): Promise<string> {
   const state = randomBytes(32).toString('base64url');

@@ -1,5 +1,6 @@
 -- Outbound delivery: project webhooks (docs/api-reference.md#webhooks), organization alert
--- channels (docs/api-reference.md#organizations) and the log of every delivery made to either, one row per Temporal delivery workflow.
+-- channels (docs/api-reference.md#organizations) and the log of every delivery made to either, one
+-- row per Temporal delivery workflow.
 
 CREATE TABLE webhooks (
   id          text PRIMARY KEY,

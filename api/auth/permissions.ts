@@ -1,9 +1,9 @@
 import type { OrgRole, PersonalTokenTier, ProjectRole, TokenScope } from './principal';
 
 /**
- * The one permission map (docs/api-reference.md#roles-and-capabilities). Roles, project-token scopes and opaque permissions all
- * reduce to capabilities; every endpoint names the capability it needs and nothing else
- * decides access.
+ * The one permission map (docs/api-reference.md#roles-and-capabilities). Roles, project-token
+ * scopes and opaque permissions all reduce to capabilities; every endpoint names the capability it
+ * needs and nothing else decides access.
  */
 export const CAPABILITIES = [
   'flags:read',
@@ -58,10 +58,16 @@ export const CAPABILITY_PERMISSION_NAME: Record<Capability, string> = {
   'settings:slug': 'change_slug',
 };
 
-/** Capabilities that need the personal-token admin tier (docs/api-reference.md#personal-access-tokens). */
+/**
+ * Capabilities that need the personal-token admin tier
+ * (docs/api-reference.md#personal-access-tokens).
+ */
 export const ADMIN_TIER_CAPABILITIES: ReadonlySet<Capability> = new Set(['members:manage', 'settings:manage', 'project:delete', 'members:owner', 'settings:slug']);
 
-/** Owner actions (docs/api-reference.md#personal-access-tokens): with a personal token they also need `allowOwnerActions`. */
+/**
+ * Owner actions (docs/api-reference.md#personal-access-tokens): with a personal token they also
+ * need `allowOwnerActions`.
+ */
 export const OWNER_ACTION_CAPABILITIES: ReadonlySet<Capability> = new Set(['project:delete', 'members:owner']);
 
 export function roleGrants(role: ProjectRole, capability: Capability): boolean {
@@ -96,9 +102,9 @@ export function roleBeyondCredential(credential: { scopes: readonly TokenScope[]
 }
 
 /**
- * Organizations (docs/api-reference.md#organizations) have their own roles: every member views what belongs to the
- * organization (its alert channels); owners and admins manage it (create projects in it,
- * manage alert channels, read the audit trail of its deleted projects).
+ * Organizations (docs/api-reference.md#organizations) have their own roles: every member views what
+ * belongs to the organization (its alert channels); owners and admins manage it (create projects in
+ * it, manage alert channels, read the audit trail of its deleted projects).
  */
 export type OrgCapability = 'org:view' | 'org:manage';
 

@@ -41,9 +41,9 @@ export interface PersonalTokenPrincipal {
   tier: PersonalTokenTier;
   allowOwnerActions: boolean;
   /**
-   * Set for connector tokens (`mcp_`, docs/api-reference.md#connector-tokens): they act as the user exactly like a personal
-   * token of tier `read` or `write` (refused wherever personal tokens are), and only on the
-   * projects consented to on this OAuth connection.
+   * Set for connector tokens (`mcp_`, docs/api-reference.md#connector-tokens): they act as the user
+   * exactly like a personal token of tier `read` or `write` (refused wherever personal tokens are),
+   * and only on the projects consented to on this OAuth connection.
    */
   connection?: ConnectorGrant;
 }

@@ -2,7 +2,10 @@ import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, opaqueToken, personalToken, startReceiver, uniquePath, type Project, type Receiver } from '../webhooks/support';
 import { DAY, evaluationRow, insertRows, MINUTE, outcomeRow, type Tenant } from './queries-fixtures';
 
-/** POST /api/analytics/export (docs/analytics.md): signed chunks to a webhook, bounds, access, SSRF guard. */
+/**
+ * POST /api/analytics/export (docs/analytics.md): signed chunks to a webhook, bounds, access, SSRF
+ * guard.
+ */
 
 let app: TestApp;
 let receiver: Receiver;

@@ -3,7 +3,10 @@ import { PERSONAL_TOKEN_REFUSAL } from '../../api/http/errors';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
-/** SDK ingestion (docs/api-reference.md#outcome-events, docs/analytics-ingestion.md): track and sdk-telemetry on both planes, what lands in ClickHouse, and every refusal. */
+/**
+ * SDK ingestion (docs/api-reference.md#outcome-events, docs/analytics-ingestion.md): track and
+ * sdk-telemetry on both planes, what lands in ClickHouse, and every refusal.
+ */
 
 let app: TestApp;
 let p: Project;

@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
-/** Cohort CRUD, evaluate, validation, limits and who may call what (docs/cohorts.md; docs/api-reference.md#personal-access-tokens), over HTTP. */
+/**
+ * Cohort CRUD, evaluate, validation, limits and who may call what (docs/cohorts.md;
+ * docs/api-reference.md#personal-access-tokens), over HTTP.
+ */
 
 let app: TestApp;
 let p: Project;

@@ -40,7 +40,8 @@ describe('the demo service on the data plane (anonymous batch evaluation and str
     expect(rest.body).toEqual({ flagKey: 'px-7', value: false, reason: 'DEFAULT' });
     const ofrep = await app.request('POST', '/api/ofrep/v1/evaluate/flags/px-7', { listener: 'data', headers: { 'x-service-id': demoServiceId }, body: { context: {} } });
     expect(ofrep.status).toBe(200);
-    // Demo cells start disabled: OFREP says DISABLED where REST says DEFAULT (docs/evaluation.md#reasons).
+    // Demo cells start disabled: OFREP says DISABLED where REST says DEFAULT
+    // (docs/evaluation.md#reasons).
     expect(ofrep.body).toMatchObject({ key: 'px-7', value: false, reason: 'DISABLED' });
     expectOfrepSingle(ofrep);
     const config = await app.request('GET', `/api/sdk-config?serviceId=${demoServiceId}`, { listener: 'data' });

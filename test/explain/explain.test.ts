@@ -2,7 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
-/** POST /api/flags/{key}/explain over HTTP (docs/explain.md; docs/api-reference.md#personal-access-tokens): the snapshot evaluation serves, the same engine, access. */
+/**
+ * POST /api/flags/{key}/explain over HTTP (docs/explain.md;
+ * docs/api-reference.md#personal-access-tokens): the snapshot evaluation serves, the same engine,
+ * access.
+ */
 
 let app: TestApp;
 let p: Project;

@@ -5,9 +5,9 @@ import { addMember, createJwt, createOpaque, createPersonalToken, createProject 
 /**
  * docs/api-reference.md#roles-and-capabilities and docs/api-reference.md#personal-access-tokens
  * as a table: every credential kind against one representative endpoint per
- * capability row, each expected to be allowed (2xx) or refused with the exact message of docs/errors.md#permission-messages.
- * Sessions per role, opaque tokens per permission, JWTs per scope, personal tokens per tier
- * (the user is the project owner) with and without owner actions.
+ * capability row, each expected to be allowed (2xx) or refused with the exact message of
+ * docs/errors.md#permission-messages. Sessions per role, opaque tokens per permission, JWTs per
+ * scope, personal tokens per tier (the user is the project owner) with and without owner actions.
  */
 
 type Row = 'readFlags' | 'writeFlags' | 'deleteFlags' | 'manageSettings' | 'manageMembers' | 'deleteProject' | 'evaluate';

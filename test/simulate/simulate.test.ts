@@ -3,9 +3,10 @@ import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
 /**
- * POST /api/flags/{key}/simulate over HTTP (docs/simulate.md; docs/api-reference.md#personal-access-tokens): contexts from the
- * context ring (evaluated over the API with a project token) and from the recent-contexts
- * warehouse (rows put in directly), exact counts, nothing written, access.
+ * POST /api/flags/{key}/simulate over HTTP (docs/simulate.md;
+ * docs/api-reference.md#personal-access-tokens): contexts from the context ring (evaluated over the
+ * API with a project token) and from the recent-contexts warehouse (rows put in directly), exact
+ * counts, nothing written, access.
  */
 
 let app: TestApp;

@@ -4,7 +4,10 @@ import { createLogger } from '../../api/infra/logger';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, createWebhook, expectStatus, opaqueToken, personalToken, qs, startReceiver, uniquePath, type Project, type Receiver } from '../webhooks/support';
 
-/** Flag triggers (docs/api-reference.md#triggers, docs/limits.md): creation, secrecy, listing, revocation, execution, rate limit, access. */
+/**
+ * Flag triggers (docs/api-reference.md#triggers, docs/limits.md): creation, secrecy, listing,
+ * revocation, execution, rate limit, access.
+ */
 
 const BASE = 'https://flags.example.com';
 let app: TestApp;

@@ -72,7 +72,8 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
     expect(got.map((d) => d.body.event).sort()).toEqual(
       ['flag.created', 'flag.updated', 'flag.toggled', 'flag.toggled', 'flag.updated', 'flag.updated', 'flag.deleted'].sort(),
     );
-    // (event, flagKey, timestamp) identifies a delivery; each arrived once (docs/api-reference.md#webhooks).
+    // (event, flagKey, timestamp) identifies a delivery; each arrived once
+    // (docs/api-reference.md#webhooks).
     expect(new Set(got.map((d) => `${d.body.event}|${d.body.data.flagKey}|${d.body.timestamp}`)).size).toBe(7);
     expect(new Set(got.map((d) => d.headers['webhook-id'])).size).toBe(7);
     for (const d of got) {

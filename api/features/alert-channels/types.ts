@@ -1,4 +1,7 @@
-/** Organization alert channels (docs/api-reference.md#organizations): inherited by every project of the organization. */
+/**
+ * Organization alert channels (docs/api-reference.md#organizations): inherited by every project of
+ * the organization.
+ */
 
 export const ALERT_CHANNEL_TYPES = ['chat', 'paging', 'email', 'webhook'] as const;
 export type AlertChannelType = (typeof ALERT_CHANNEL_TYPES)[number];

@@ -42,9 +42,9 @@ const AdminResponse = z.object({
 });
 
 /**
- * Product analytics of the console itself (`/ingest/admin-events`, docs/analytics-ingestion.md), on the control
- * plane and the ingest listener. Called by instrumentation without a credential: only the allowed
- * site ids are taken, and each IP may post 100 batches per minute.
+ * Product analytics of the console itself (`/ingest/admin-events`, docs/analytics-ingestion.md), on
+ * the control plane and the ingest listener. Called by instrumentation without a credential: only
+ * the allowed site ids are taken, and each IP may post 100 batches per minute.
  */
 export function adminIngestRoutes(deps: { sink: AnalyticsSink; limiter: RateLimiter; extraSiteId?: string }): AnyRoute[] {
   const { sink } = deps;

@@ -82,9 +82,10 @@ export interface BrowserIngestDeps {
 const WRITE_TOKEN_NEEDED = "siteId: the site's project requires X-Write-Token, a project API token with write";
 
 /**
- * Browser analytics (docs/api-reference.md#browser-analytics, docs/analytics-ingestion.md, docs/limits.md): `POST /e` on the ingest listener. Anyone may
- * post for a site unless its project requires a write token. Browser, OS, device and country are
- * the server's own reading of the request; fields of those names from the client are refused.
+ * Browser analytics (docs/api-reference.md#browser-analytics, docs/analytics-ingestion.md,
+ * docs/limits.md): `POST /e` on the ingest listener. Anyone may post for a site unless its project
+ * requires a write token. Browser, OS, device and country are the server's own reading of the
+ * request; fields of those names from the client are refused.
  */
 export function browserIngestRoutes(deps: BrowserIngestDeps): AnyRoute[] {
   const { sink, sites } = deps;

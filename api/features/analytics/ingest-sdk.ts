@@ -145,9 +145,10 @@ async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceI
 }
 
 /**
- * SDK ingestion (both listeners; docs/api-reference.md#outcome-events, docs/analytics-ingestion.md): outcome events and telemetry.
- * Callers authenticate like evaluation: a project API token with `read` (or a member's session)
- * of the service's project; personal tokens are refused as on every SDK route.
+ * SDK ingestion (both listeners; docs/api-reference.md#outcome-events,
+ * docs/analytics-ingestion.md): outcome events and telemetry. Callers authenticate like evaluation:
+ * a project API token with `read` (or a member's session) of the service's project; personal tokens
+ * are refused as on every SDK route.
  */
 export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
   const { sink } = deps;
@@ -241,7 +242,8 @@ export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
           );
         }
         // Samples outside the accepted window (a skewed or long-offline client) are left out and
-        // not counted in `processed`: the report's answer has no per-item rejections (docs/analytics-ingestion.md).
+        // not counted in `processed`: the report's answer has no per-item rejections
+        // (docs/analytics-ingestion.md).
         let vitals = 0;
         for (const v of webVitals) {
           const timestamp = inWindow(v.timestamp, now);
@@ -282,7 +284,8 @@ export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
               eventId: newEventId(),
             }),
           );
-          // Each error is one `error` outcome event attributed through its active flags (docs/api-reference.md#outcome-events).
+          // Each error is one `error` outcome event attributed through its active flags
+          // (docs/api-reference.md#outcome-events).
           rows.push(
             pending('outcome_events', {
               timestamp,

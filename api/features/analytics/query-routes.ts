@@ -14,7 +14,8 @@ import { flagImpact, latestEvents, overview, VITAL_METRICS, vitals, type Site } 
 import { flagVariants } from './queries/variants';
 
 /**
- * The analytics queries (GET /api/analytics/..., docs/analytics.md). Every one needs a credential and
+ * The analytics queries (GET /api/analytics/..., docs/analytics.md). Every one needs a credential
+ * and
  * `flags:read` on the project it reads: named by `siteId` (a service id), `serviceId` or
  * `projectId`. A project the caller cannot see answers 404 like a missing one.
  */

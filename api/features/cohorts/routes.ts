@@ -28,7 +28,8 @@ const CohortParams = z.object({ id: idSchema, cohortId: idSchema });
 /**
  * Cohorts under a project (docs/cohorts.md): read with flags:read (every member, read
  * tokens), written with flags:write (member role and up), as flag targeting is. Evaluate is a
- * read-only POST: read-tier personal tokens may call it (docs/api-reference.md#personal-access-tokens).
+ * read-only POST: read-tier personal tokens may call it
+ * (docs/api-reference.md#personal-access-tokens).
  */
 export function cohortRoutes(deps: { cohorts: CohortService }): AnyRoute[] {
   const { cohorts } = deps;

@@ -38,9 +38,9 @@ export interface CohortInput {
 export type CohortPatch = Partial<CohortInput>;
 
 /**
- * Limits in the style of the flag content limits of docs/limits.md (docs/cohorts.md). A flag pays for the
- * conditions of every cohort it names on each evaluation (budget.ts), so these keep one cohort
- * about as heavy as one large targeting rule set.
+ * Limits in the style of the flag content limits of docs/limits.md (docs/cohorts.md). A flag pays
+ * for the conditions of every cohort it names on each evaluation (budget.ts), so these keep one
+ * cohort about as heavy as one large targeting rule set.
  */
 export const COHORT_LIMITS = {
   cohortsPerProject: 100,

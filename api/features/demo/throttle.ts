@@ -5,8 +5,8 @@ import type { Cache } from '../../infra/cache';
 export const DEMO_WRITE_INTERVAL_SECONDS = 2;
 
 /**
- * The demo write throttle (docs/api-reference.md#demo-service). A claim is a SET NX with a 2 s expiry in the
- * shared cache, so it holds across every replica (Redis) and needs one round trip.
+ * The demo write throttle (docs/api-reference.md#demo-service). A claim is a SET NX with a 2 s
+ * expiry in the shared cache, so it holds across every replica (Redis) and needs one round trip.
  */
 export class DemoWriteThrottle {
   constructor(

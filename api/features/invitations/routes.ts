@@ -24,7 +24,8 @@ const ProjectParams = z.object({ id: idSchema });
 const InvitationBody = z
   .object({
     email: z.string().trim().email().max(254),
-    // Inviting as owner is refused; say so instead of a bare enum mismatch (docs/api-reference.md#members-and-invitations).
+    // Inviting as owner is refused; say so instead of a bare enum mismatch
+    // (docs/api-reference.md#members-and-invitations).
     role: z.string().refine((r) => r !== 'owner', 'Inviting as owner is not allowed; invite as admin and transfer ownership after they join').pipe(z.enum(INVITABLE_ROLES)),
   })
   .strict();

@@ -13,8 +13,8 @@ export function personalTokenResolver(tokens: PersonalTokenService): BearerResol
 }
 
 /**
- * The four management endpoints (docs/api-reference.md#personal-access-tokens) work only from a dashboard session (every
- * token kind is refused centrally by `auth: 'session'`).
+ * The four management endpoints (docs/api-reference.md#personal-access-tokens) work only from a
+ * dashboard session (every token kind is refused centrally by `auth: 'session'`).
  */
 export function personalTokenRoutes(deps: { tokens: PersonalTokenService }): AnyRoute[] {
   const { tokens } = deps;

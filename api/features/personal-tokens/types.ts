@@ -47,7 +47,10 @@ export type CreatePersonalTokenInput = z.infer<typeof CreatePersonalTokenBody>;
 
 export const RotatePersonalTokenBody = z.object({ expiresInDays: ExpiresInDays.optional() }).strict();
 
-/** A personal token as listed: never the secret or its hash (docs/api-reference.md#personal-access-tokens). */
+/**
+ * A personal token as listed: never the secret or its hash
+ * (docs/api-reference.md#personal-access-tokens).
+ */
 export const PersonalTokenSchema = z.object({
   id: z.string(),
   name: z.string(),

@@ -4,9 +4,9 @@ import { rateDifferenceBounds } from './stats/proportions';
 import { sampleRatioTest } from './stats/srm';
 
 /**
- * Canary gate (docs/canary.md): compares the treatment side of the canaried rule with its randomized
- * control over the same soak window, with tests that stay valid however often the gate looks
- * (docs/release-safety-statistics.md). Pure code, no I/O: the pipeline workflow gathers the
+ * Canary gate (docs/canary.md): compares the treatment side of the canaried rule with its
+ * randomized control over the same soak window, with tests that stay valid however often the gate
+ * looks (docs/release-safety-statistics.md). Pure code, no I/O: the pipeline workflow gathers the
  * cohort summaries and calls evaluateGate at every check.
  *
  * - Error rate: one-sided normal-mixture confidence sequence on treatment - control with

@@ -38,7 +38,10 @@ export const SimulationSchema = z.object({
   sources: z.object({ ring: z.number(), warehouse: z.number() }).describe("Contexts from this instance's context ring and from the recent-contexts warehouse"),
 });
 
-/** Simulate (docs/simulate.md): a read-only POST, so read-tier personal tokens may call it (docs/api-reference.md#personal-access-tokens); project API tokens may not. */
+/**
+ * Simulate (docs/simulate.md): a read-only POST, so read-tier personal tokens may call it
+ * (docs/api-reference.md#personal-access-tokens); project API tokens may not.
+ */
 export function simulateRoutes(deps: { simulate: SimulateService }): AnyRoute[] {
   return [
     defineRoute({

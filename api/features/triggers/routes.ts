@@ -22,7 +22,10 @@ const TriggerSchema = z.object({
 
 const environment = z.enum(ENVIRONMENTS);
 
-/** Triggers (docs/api-reference.md#triggers): management needs flags rights on the service's project; execution needs only the URL. */
+/**
+ * Triggers (docs/api-reference.md#triggers): management needs flags rights on the service's
+ * project; execution needs only the URL.
+ */
 export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
   const { triggers } = deps;
   return [

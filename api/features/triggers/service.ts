@@ -35,10 +35,10 @@ const TOKEN_PREFIX = 'fgt_';
 const TOKEN_PATTERN = /^fgt_[A-Za-z0-9_-]{43}$/;
 
 /**
- * Flag triggers (docs/api-reference.md#triggers): capability URLs that enable, disable or toggle one flag in one
- * environment. The raw token is shown once; only its SHA-256 is stored. Executions go through
- * FlagService like every other write (version snapshot, audit as `trigger:<name>`, outbox event
- * for streams, caches and webhooks).
+ * Flag triggers (docs/api-reference.md#triggers): capability URLs that enable, disable or toggle
+ * one flag in one environment. The raw token is shown once; only its SHA-256 is stored. Executions
+ * go through FlagService like every other write (version snapshot, audit as `trigger:<name>`,
+ * outbox event for streams, caches and webhooks).
  */
 export class TriggerService {
   constructor(private readonly deps: TriggerServiceDeps) {}

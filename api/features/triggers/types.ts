@@ -3,7 +3,10 @@ import type { Environment } from '../flags/types';
 export const TRIGGER_ACTIONS = ['enable', 'disable', 'toggle'] as const;
 export type TriggerAction = (typeof TRIGGER_ACTIONS)[number];
 
-/** A flag trigger (docs/api-reference.md#triggers) as the API returns it: never the token or its hash. */
+/**
+ * A flag trigger (docs/api-reference.md#triggers) as the API returns it: never the token or its
+ * hash.
+ */
 export interface TriggerRecord {
   id: string;
   name: string;

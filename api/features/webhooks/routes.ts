@@ -50,7 +50,10 @@ const DeliverySchema = z.object({
 
 const IdParams = z.object({ id: idSchema });
 
-/** Webhooks, which belong to a project (docs/api-reference.md#webhooks). Every route needs settings:manage on it. */
+/**
+ * Webhooks, which belong to a project (docs/api-reference.md#webhooks). Every route needs
+ * settings:manage on it.
+ */
 export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
   const { webhooks } = deps;
   return [
