@@ -10474,7 +10474,7 @@ export interface operations {
                      * @default 0.95
                      */
                     confidenceThreshold?: number;
-                    /** @description Outcome event (CONTRACT 8) counted as a conversion, read from the warehouse at every reallocation */
+                    /** @description Outcome event (docs/api-reference.md#outcome-events) counted as a conversion, read from the warehouse at every reallocation */
                     conversionEvent?: string;
                     /**
                      * @description Default production
@@ -24316,7 +24316,7 @@ export interface operations {
                             id: string;
                             name: string;
                             orgId: string;
-                            /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                            /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                             requireWriteToken: boolean;
                             /**
                              * @description The caller's role; null for a project API token
@@ -24545,7 +24545,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -24763,7 +24763,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -25189,7 +25189,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -28591,7 +28591,7 @@ export interface operations {
             header?: never;
             path: {
                 id: string;
-                /** @description The member's userId (CONTRACT 7) */
+                /** @description The member's userId */
                 memberId: string;
             };
             cookie?: never;
@@ -28789,7 +28789,7 @@ export interface operations {
             header?: never;
             path: {
                 id: string;
-                /** @description The member's userId (CONTRACT 7) */
+                /** @description The member's userId */
                 memberId: string;
             };
             cookie?: never;
@@ -30116,7 +30116,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -34755,7 +34755,7 @@ export interface operations {
                             id: string;
                             lastError: string | null;
                             lastStatusCode: number | null;
-                            /** @description The exact body sent (spec 6.1 envelope) */
+                            /** @description The exact body sent: the delivery envelope {event, timestamp, data} */
                             payload?: unknown;
                             /** @enum {string} */
                             status: "pending" | "delivered" | "failed" | "skipped";
