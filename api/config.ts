@@ -83,7 +83,7 @@ const envSchema = z.object({
     .pipe(z.array(z.string().refine(isCidr, 'must be CIDRs such as 10.0.0.0/8 or 2400:cb00::/32'))),
   COUNTRY_HEADER: z.string().regex(/^[A-Za-z0-9-]+$/).default('CF-IPCountry'),
   /**
-   * Admin analytics (docs/analytics-ingestion.md /ingest/admin-events): a site id accepted beside
+   * Admin analytics (/ingest/admin-events, docs/analytics-ingestion.md): a site id accepted beside
    * svc_admin_prod, _preview and _dev.
    */
   ADMIN_ANALYTICS_SITE_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/).optional(),
