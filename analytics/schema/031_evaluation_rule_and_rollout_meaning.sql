@@ -14,4 +14,4 @@
 --   * No rule's conditions held (or the flag is missing or disabled): rule_id = '', rollout_side = ''.
 -- A context without a targeting key is never inside a partial rollout and on neither side.
 ALTER TABLE evaluation_events COMMENT COLUMN rule_id 'the rule that decided: matched, or whose partial rollout left the key out; empty when no rule''s conditions held';
-ALTER TABLE evaluation_events COMMENT COLUMN rollout_side 'in / out of the partial rollout of rule_id (CONTRACT 9 cohorts); empty when no partial rollout decided';
+ALTER TABLE evaluation_events COMMENT COLUMN rollout_side 'in / out of the partial rollout of rule_id (the canary cohorts of docs/evaluation.md); empty when no partial rollout decided';
