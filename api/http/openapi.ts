@@ -12,18 +12,19 @@ const ErrorEnvelope = z
   })
   .passthrough();
 
+/** Every error answer is the envelope of docs/errors.md; each status says where its rules are. */
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'Invalid parameters or validation failure',
-  401: 'Missing or invalid authentication',
-  403: 'Insufficient permission',
-  404: 'Not found',
+  400: 'Invalid parameters or validation failure; `details` lists every problem (docs/errors.md)',
+  401: 'Missing or invalid authentication (docs/api-reference.md#credentials)',
+  403: 'Insufficient permission (docs/errors.md#permission-messages)',
+  404: 'Not found, or a resource the caller cannot see',
   409: 'Conflict',
   410: 'Gone (a single-use resource already used, cancelled or expired)',
-  413: 'Request body too large',
+  413: 'Request body too large (docs/limits.md#request-sizes)',
   415: 'Unsupported media type, or a compressed body (no Content-Encoding is accepted)',
-  429: 'Rate limited',
+  429: 'Rate limited (docs/limits.md#rate-limits)',
   500: 'Internal error',
-  503: 'Service unavailable',
+  503: 'Service unavailable: a backend the request needs is down (docs/errors.md)',
 };
 
 /** The document's introduction: where the rules that no schema carries are written down. */
