@@ -11,7 +11,7 @@ import { finalStatusOf, type AttemptResult, type DeliveryActivities, type Delive
 export interface DeliveryDeps {
   sql: Sql;
   outbound: OutboundClient;
-  /** Spec 8: 10 s per attempt. */
+  /** 10 s per attempt (docs/limits.md). */
   attemptTimeoutMs?: number;
 }
 
@@ -19,7 +19,9 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 
 type PreparedRequest = { url: string; headers: Record<string, string> } | { skip: string };
 
-/** Spec 8 / section 3 webhook rows: which answers are worth another attempt. */
+/**
+ * Which answers are worth another attempt: 5xx, 429 and timeouts (docs/api-reference.md#webhooks).
+ */
 export function classifyStatus(status: number): Pick<AttemptResult, 'outcome' | 'error'> {
   if (status >= 200 && status < 300) return { outcome: 'delivered', error: null };
   if (status === 429 || status >= 500) return { outcome: 'retry', error: `HTTP ${status}` };

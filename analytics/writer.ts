@@ -72,9 +72,9 @@ interface Batch {
 }
 
 /**
- * The batched ClickHouse writer every analytics producer shares (DESIGN data flow 3), one per
- * table: producers push rows into an in-memory buffer and never wait; up to PARALLEL_INSERTS
- * inserts drain it in batches of `batchSize` rows, when a batch is full or every
+ * The batched ClickHouse writer every analytics producer shares (docs/architecture.md#data-flow),
+ * one per table: producers push rows into an in-memory buffer and never wait; up to
+ * PARALLEL_INSERTS inserts drain it in batches of `batchSize` rows, when a batch is full or every
  * `flushIntervalMs`.
  *
  * Rows become TabSeparated text within one event-loop turn of arriving (`serialize`), so what

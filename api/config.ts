@@ -71,9 +71,10 @@ const envSchema = z.object({
   /** Number of trusted reverse-proxy hops in front of us; 0 = use the socket address. */
   TRUST_PROXY: z.coerce.number().int().min(0).max(10).default(0),
   /**
-   * Browser ingestion's country (CONTRACT 11): read from COUNTRY_HEADER only when the socket peer
-   * is in one of these comma-separated CIDRs (the proxy that sets it, e.g. Cloudflare's ranges or
-   * the load balancer's subnet); '' otherwise, since any client can send the header itself.
+   * Browser ingestion's country (docs/api-reference.md#browser-analytics): read from COUNTRY_HEADER
+   * only when the socket peer is in one of these comma-separated CIDRs (the proxy that sets it,
+   * e.g. Cloudflare's ranges or the load balancer's subnet); '' otherwise, since any client can
+   * send the header itself.
    */
   TRUSTED_PROXIES: z
     .string()
@@ -81,7 +82,10 @@ const envSchema = z.object({
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
     .pipe(z.array(z.string().refine(isCidr, 'must be CIDRs such as 10.0.0.0/8 or 2400:cb00::/32'))),
   COUNTRY_HEADER: z.string().regex(/^[A-Za-z0-9-]+$/).default('CF-IPCountry'),
-  /** Admin analytics (spec 4.10 /ingest/admin-events): a site id accepted beside svc_admin_prod, _preview and _dev. */
+  /**
+   * Admin analytics (/ingest/admin-events, docs/analytics-ingestion.md): a site id accepted beside
+   * svc_admin_prod, _preview and _dev.
+   */
   ADMIN_ANALYTICS_SITE_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/).optional(),
   SESSION_TTL_HOURS: positiveInt.default(24 * 14),
   /** Instance administrators by (verified) e-mail, comma-separated: /api/health/admin and /api/health/evaluation. */
@@ -174,7 +178,10 @@ const envSchema = z.object({
    */
   EVAL_BUDGET_CONDITIONS: positiveInt.default(100_000),
   EVAL_BUDGET_REGEX_MS: z.coerce.number().min(0).default(5),
-  /** Evaluation-context ring size per instance (spec 4.6, /api/contexts). */
+  /**
+   * Evaluation-context ring size per instance
+   * (docs/data-plane.md#context-ring-get-apicontexts-control-plane, /api/contexts).
+   */
   CONTEXT_RING_SIZE: positiveInt.default(1_000),
   /**
    * Context attributes never stored in the recent-contexts warehouse that simulate replays
@@ -191,7 +198,10 @@ const envSchema = z.object({
     .string()
     .default('')
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
-  /** Seed the 4,096-flag public demo service at start (CONTRACT 5); default: on the embedded profile only. */
+  /**
+   * Seed the 4,096-flag public demo service at start (docs/api-reference.md#demo-service); default:
+   * on the embedded profile only.
+   */
   DEMO_SEED: booleanFlag.optional(),
   /**
    * Development conveniences: on in the embedded profile (no backend URL set), off as soon as
@@ -210,11 +220,11 @@ const envSchema = z.object({
   HTTP_MAX_CONNECTIONS: positiveInt.default(20_000),
 
   /**
-   * Project JWTs (spec 2.4, 5.4) are signed with Ed25519 (EdDSA). JWT_PRIVATE_KEY is the current
-   * signing key as PKCS#8 PEM (`\\n` escapes allowed); required in production, generated once
-   * under DATA_DIR otherwise. JWT_KEY_ID names it (default: its RFC 7638 thumbprint).
-   * JWT_PUBLIC_KEYS is a JWKS (`{"keys":[…]}`, each with `kid`) of retired keys whose tokens
-   * are still accepted while they run out.
+   * Project JWTs (docs/api-reference.md#project-api-tokens) are signed with Ed25519 (EdDSA).
+   * JWT_PRIVATE_KEY is the current signing key as PKCS#8 PEM (`\\n` escapes allowed); required in
+   * production, generated once under DATA_DIR otherwise. JWT_KEY_ID names it (default: its RFC 7638
+   * thumbprint). JWT_PUBLIC_KEYS is a JWKS (`{"keys":[…]}`, each with `kid`) of retired keys whose
+   * tokens are still accepted while they run out.
    */
   JWT_PRIVATE_KEY: z.string().optional(),
   JWT_KEY_ID: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/).optional(),
@@ -226,7 +236,7 @@ const envSchema = z.object({
 export type Config = z.infer<typeof envSchema> & {
   /** Absolute DATA_DIR. */
   dataDir: string;
-  /** True when no backend URL is set at all (CONTRACT section 6). */
+  /** True when no backend URL is set at all (docs/api-reference.md#profiles). */
   embedded: boolean;
   allowPrivateTargets: boolean;
   devMailbox: boolean;

@@ -90,7 +90,10 @@ export interface Platform {
   canary: CanaryActivityDeps;
   /** What this process's worker runs the bandit reallocation activity with. */
   bandit: BanditActivityDeps;
-  /** Which services are public demo services (spec 4.2): isDemoService / demoServiceIds (also isDemo / list). */
+  /**
+   * Which services are public demo services (docs/api-reference.md#demo-service): isDemoService /
+   * demoServiceIds (also isDemo / list).
+   */
   demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
   outbound: OutboundClient;
@@ -175,7 +178,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // Project API tokens (opaque, JWT) and personal access tokens: resolvers and routes.
     const credentials = await createCredentialFeatures({ config, sql: db.sql, cache, logger, authenticator });
     onShutdown(() => credentials.stop());
-    // The one project gate every feature shares (spec 5.3 through api/auth/permissions.ts).
+    // The one project gate every feature shares (docs/api-reference.md#roles-and-capabilities,
+    // through api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(db.sql, config.ADMIN_EMAILS);
     // OAuth 2.1 for MCP clients: consent, connections and `mcp_` connector tokens (docs/mcp.md).
     const oauth = createOAuthFeature({ sql: db.sql, logger, rateLimiter, authenticator, publicBaseUrl: config.PUBLIC_BASE_URL });
@@ -197,9 +201,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // Production guardrail: a watch per toggle or serving change, judged by the worker (docs/guardrails.md).
     const guardrails = createGuardrailFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
     outbox.register(guardrails.consumer);
-    // Canary pipelines (CONTRACT 9): routes here, the pipeline a workflow per flag (docs/canary.md).
+    // Canary pipelines: routes here, the pipeline a workflow per flag (docs/canary.md).
     const canary = createCanaryFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
-    // Bandit experiments (CONTRACT 10): routes here, reallocation a workflow per experiment (docs/experiments.md).
+    // Bandit experiments: routes here, reallocation a workflow per experiment
+    // (docs/experiments.md).
     const experiments = createExperimentFeature({ sql: db.sql, analytics, temporal, flags: flagService, logger });
     // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
     const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
@@ -296,7 +301,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       routes: { control, data, ingest },
       evaluation,
       front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
-      // The web console (issue 18, api/features/console): its CSP lets it reach the public data plane.
+      // The web console (api/features/console): its CSP lets it reach the public data plane.
       consoleSite: config.ROLES.includes('control')
         ? consoleSite({ dir: projectPath('dist', 'web'), connectSrc: [...(config.PUBLIC_DATA_URL ? [new URL(config.PUBLIC_DATA_URL).origin] : []), ...config.CONSOLE_CONNECT_SRC], logger })
         : undefined,

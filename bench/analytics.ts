@@ -1,6 +1,6 @@
 /**
- * `npm run bench:analytics` (issue 12, Speed): the analytics warehouse on chDB (in this process,
- * a fresh temporary data path; CLICKHOUSE_URL is ignored).
+ * `npm run bench:analytics` (docs/quality-bars.md#analytics): the analytics warehouse on chDB (in
+ * this process, a fresh temporary data path; CLICKHOUSE_URL is ignored).
  *
  * 1. Ingest through the one writer every producer uses (createAnalyticsWriter: the evaluation
  *    recorder beside the other tables' writers, settings from the configuration): BENCH_EVENTS

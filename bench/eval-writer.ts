@@ -3,7 +3,7 @@
  * (api/features/evaluation/recorder.ts) into ClickHouse: chDB in-process unless CLICKHOUSE_URL
  * is set. Events are produced as fast as the buffer accepts them for BENCH_DURATION seconds
  * (default 20); the run reports events/s written, drops, and heap/RSS over time so growth
- * shows. DESIGN bar: >= 200,000 events/s sustained without growing memory.
+ * shows. The bar (docs/quality-bars.md): >= 200,000 events/s sustained without growing memory.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -10,7 +10,7 @@
  *   7. bulk 5/50/500    POST /api/ofrep/v1/evaluate/flags (OFREP bulk): every flag of a service of
  *                       5, 50 or 500 boolean flags with 10% rollouts, for one context
  *   8. batch 5/50/100   POST /api/flags/evaluate/batch (Express) naming those flags; 100 is the
- *                       route's limit (spec 8), so batch 100 names the first 100 of the 500
+ *                       route's limit (docs/limits.md), so batch 100 names the first 100 of the 500
  *
  * The per-flag cost of the all-flags paths: server CPU per request (CPU time / requests) minus
  * bare node:http's, divided by the flags the request carried.
@@ -126,7 +126,7 @@ async function setUp(urls: ServerUrls) {
 
 /** Flags per service of the all-flags scenarios (bulk N, batch N). */
 const FLAG_SET_SIZES = [5, 50, 500] as const;
-/** Flags one batch request may name (spec 8). */
+/** Flags one batch request may name (docs/limits.md). */
 const BATCH_LIMIT = 100;
 
 /** Waits until the data plane's snapshot serves every flag of each sized service (they arrive over the bus). */

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:memory`: the three memory bars of DESIGN.md "Quality bars", each measured on
+ * `npm run bench:memory`: the three memory bars of docs/quality-bars.md, each measured on
  * the real built app (`node dist/api/main.js`, as `npm start` and the Docker image run it), one
  * process per role so every RSS is its own:
  *

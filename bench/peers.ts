@@ -20,9 +20,9 @@
  * evaluation events recorded into the in-process chDB unless BENCH_EVENTS=off.
  *
  * The peers are built from their public sources for the measurement only and never committed;
- * point at the binaries with FLAGD_BIN and UNLEASH_EDGE_BIN (docs/benchmarks.md says how to build
- * them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single, bulk,
- * bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
+ * point at the binaries with FLAGD_BIN and UNLEASH_EDGE_BIN (docs/data-plane.md#benchmarks says how
+ * to build them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single,
+ * bulk, bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to our server's node.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

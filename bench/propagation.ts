@@ -1,13 +1,14 @@
 /**
- * `npm run bench:propagation` (issue 11): how fast a flag change reaches SDKs and webhooks.
- * Starts bench/eval-server.ts on the embedded profile with every role `npm start` runs here
- * (control, data, worker: PGlite, in-memory cache, the local Temporal dev server), an SSE client
- * on the data plane and a webhook receiver on 127.0.0.1 that answers after 50 ms. Then four
- * bursts of BENCH_TOGGLES (300) toggles, BENCH_IN_FLIGHT (8) requests in flight: one flag, and
- * across 100 flags, without and then with one webhook subscribed; last, a fan-out burst (100
- * toggles, 10 webhooks) for deliveries per second beyond the toggle rate. Reports the SSE lag
- * (the toggle's 200 to its flag-update), webhook deliveries per second and the time from the
- * last toggle's 200 to the burst's last delivery, against the issue's bars.
+ * `npm run bench:propagation` (docs/quality-bars.md#propagation-and-streams): how fast a flag
+ * change reaches SDKs and webhooks. Starts bench/eval-server.ts on the embedded profile with every
+ * role `npm start` runs here (control, data, worker: PGlite, in-memory cache, the local Temporal
+ * dev server), an SSE client on the data plane and a webhook receiver on 127.0.0.1 that answers
+ * after 50 ms. Then four bursts of BENCH_TOGGLES (300) toggles, BENCH_IN_FLIGHT (8) requests in
+ * flight: one flag, and across 100 flags, without and then with one webhook subscribed; last, a
+ * fan-out burst (100 toggles, 10 webhooks) for deliveries per second beyond the toggle rate.
+ * Reports the SSE lag (the toggle's 200 to its flag-update), webhook deliveries per second and the
+ * time from the last toggle's 200 to the burst's last delivery, against the bars of
+ * docs/quality-bars.md.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:regex`: the worst evaluation request we can build against the per-request work
  * budget (engine/budget.ts), its server time next to the same request on flags without rules,
- * measured in the same run, and the 50 ms bar of issue 9.
+ * measured in the same run, and the 50 ms bar of docs/quality-bars.md.
  *
  * The attack service holds ATTACK_FLAGS flags written through bulk create (25.6 MB bodies, so
  * no 256 KB single-write limit), each with 20 `matches` conditions (the per-flag cap) and as

@@ -1,5 +1,5 @@
 /**
- * `npm run sim:gates` (issue 13, "proof by simulation"): SIM_CANARIES (1,000) simulated canary
+ * `npm run sim:gates` (docs/quality-bars.md#release-safety): SIM_CANARIES (1,000) simulated canary
  * stages per scenario through the real gate code (api/features/release-safety/gates.ts), with
  * synthetic exposures and outcomes from a seeded PRNG, so every run prints the same figures.
  *
@@ -13,7 +13,7 @@
  * Scenarios: A/A (at the 1% base rate, and at 0.1% where error counts are small and skewed); treatment error rate doubled (1% -> 2%) at a 10% and a 5% first stage;
  * treatment latency +50 ms; a 45/55 split where 50/50 was expected (sample-ratio mismatch).
  * For comparison on the same simulated data: a fixed-horizon one-sided z-test (pooled two
- * proportions; Welch z for latency) peeked at every check, and the issue's reference, a plain
+ * proportions; Welch z for latency) peeked at every check, and a reference for comparison, a plain
  * one-sided normal-mixture mSPRT with a mixture sd of one percentage point and Wald variance.
  */
 import { evaluateGate, SRM_REASON, type CohortSummary, type GateConfig } from '../api/features/release-safety/gates';
@@ -31,7 +31,7 @@ const LATENCY_MEDIAN_MS = 100;
 const LATENCY_LOG_SD = 1;
 const ALPHA = 0.05;
 const MIN_SAMPLES = 100;
-/** The issue's reference test: mixture sd of one percentage point on the error-rate difference. */
+/** The reference test: mixture sd of one percentage point on the error-rate difference. */
 const REFERENCE_MIXTURE_SD = 0.01;
 const BARS = { falseRollbacks: ALPHA, detected: 0.95, medianSeconds: 100, srmFalseAlarms: 0.01 };
 
@@ -97,7 +97,10 @@ function fixedHorizonRejects(t: CohortSummary, c: CohortSummary): boolean {
   return rateZ > Z_FIXED || latencyZ > Z_FIXED;
 }
 
-/** The issue's reference: one-sided half-normal mixture (sd 1 point) on the error-rate difference, Wald variance. */
+/**
+ * The reference test: one-sided half-normal mixture (sd 1 point) on the error-rate difference, Wald
+ * variance.
+ */
 function referenceRejects(t: CohortSummary, c: CohortSummary): boolean {
   const p1 = t.errors / t.exposures;
   const p2 = c.errors / c.exposures;
@@ -223,7 +226,7 @@ function main() {
   for (const r of rows) {
     console.log(`| ${r.figure.padEnd(width)} | ${r.measured.padEnd(13)} | ${r.bar.padEnd(14)} | ${r.met === null ? '-  ' : r.met ? 'yes' : 'NO '} |`);
   }
-  console.log(`\n(median over the canaries that detected; reference mSPRT: one-sided normal mixture, sd 1 point, Wald variance, as in the issue; total ${Math.round((Date.now() - started) / 1000)} s)`);
+  console.log(`\n(median over the canaries that detected; reference mSPRT: one-sided normal mixture, sd 1 point, Wald variance; total ${Math.round((Date.now() - started) / 1000)} s)`);
 }
 
 main();

@@ -1,10 +1,10 @@
 /**
- * `npm run bench:streams`: 10,000 open SSE streams on one data-plane process (issue 4: they
- * must not exhaust memory). Starts bench/eval-server.ts (same profile rules as bench:eval),
- * opens BENCH_STREAMS (default 10,000) anonymous streams on the demo service, and reports the
- * server's RSS and heap before and after, per stream; then makes one demo write and measures
- * how long until every stream got its `flag-update`; then closes all streams and checks the
- * server forgot them. Last, one client that resumes (a full replay) and never reads: the
+ * `npm run bench:streams`: 10,000 open SSE streams on one data-plane process (they
+ * must not exhaust memory; docs/quality-bars.md). Starts bench/eval-server.ts (same profile rules
+ * as bench:eval), opens BENCH_STREAMS (default 10,000) anonymous streams on the demo service, and
+ * reports the server's RSS and heap before and after, per stream; then makes one demo write and
+ * measures how long until every stream got its `flag-update`; then closes all streams and checks
+ * the server forgot them. Last, one client that resumes (a full replay) and never reads: the
  * server's memory meanwhile, and how long until it is dropped (STREAM_STALL_TIMEOUT_MS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';

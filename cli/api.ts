@@ -2,7 +2,10 @@ import { CliError, EXIT, notLoggedIn } from './errors';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
-/** The flag service's REST API as the CLI calls it: bearer token, JSON, the spec's error envelope. */
+/**
+ * The flag service's REST API as the CLI calls it: bearer token, JSON, the error envelope of
+ * docs/errors.md.
+ */
 export class ApiClient {
   constructor(
     readonly server: string,
@@ -58,7 +61,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The spec 7 envelope `{error, message}` as a CliError; 401 means the token is gone or wrong. */
+/**
+ * The error envelope `{error, message}` (docs/errors.md) as a CliError; 401 means the token is gone
+ * or wrong.
+ */
 export function apiError(status: number, body: unknown, text: string): CliError {
   const envelope = (body ?? {}) as { error?: unknown; message?: unknown };
   const error = typeof envelope.error === 'string' ? envelope.error : `HTTP ${status}`;

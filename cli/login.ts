@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CliError } from './errors';
 
-/** Spec 2.5: what the server hands over. */
+/** What the server hands over (docs/api-reference.md#personal-access-tokens). */
 const PERSONAL_TOKEN = /^fgp_[0-9a-f]{64}$/;
 const MAX_CALLBACK_BODY = 16 * 1024;
 const CALLBACK_PATH = '/callback';
@@ -19,9 +19,9 @@ export interface LoginOptions {
 }
 
 /**
- * The CLI side of the login flow (spec 5.5, CONTRACT 12): a listener on 127.0.0.1 and a random
- * port, the approval URL naming it as callback with a random state, then the browser's form POST
- * of `token` and `state`. Answers with the token; an answer with another state is ignored.
+ * The CLI side of the login flow (docs/api-reference.md#cli-login): a listener on 127.0.0.1 and a
+ * random port, the approval URL naming it as callback with a random state, then the browser's form
+ * POST of `token` and `state`. Answers with the token; an answer with another state is ignored.
  */
 export async function waitForBrowserLogin(opts: LoginOptions): Promise<string> {
   const state = randomBytes(32).toString('base64url');

@@ -1,4 +1,4 @@
--- Accounts, organizations, sessions and the dev mailbox (CONTRACT section 2).
+-- Accounts, organizations, sessions and the dev mailbox (docs/api-reference.md#organizations).
 
 CREATE TABLE users (
   id             text PRIMARY KEY,

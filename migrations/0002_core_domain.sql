@@ -61,8 +61,9 @@ CREATE TABLE flags (
 CREATE INDEX flags_project_idx ON flags (project_id, service_id, environment, key);
 CREATE INDEX flags_project_updated_idx ON flags (project_id, updated_at);
 
--- Every change of a flag writes its full content here (spec 3: version snapshot).
--- No FK to flags: history outlives a deleted flag and is removed with its project.
+-- Every change of a flag writes its full content here (the version snapshot of
+-- docs/api-reference.md#flags). No FK to flags: history outlives a deleted flag and is removed with
+-- its project.
 CREATE TABLE flag_versions (
   id          text PRIMARY KEY,
   flag_id     text NOT NULL,
@@ -80,8 +81,8 @@ CREATE TABLE flag_versions (
 );
 CREATE INDEX flag_versions_lookup_idx ON flag_versions (service_id, environment, flag_key, version DESC);
 
--- Audit entries (spec 2.7). project_id has no FK on purpose: see docs/architecture.md for
--- what happens to a deleted project's audit trail.
+-- Audit entries (docs/api-reference.md#audit-log). project_id has no FK on purpose: see
+-- docs/architecture.md for what happens to a deleted project's audit trail.
 CREATE TABLE audit_logs (
   id            text PRIMARY KEY,
   project_id    text NOT NULL,

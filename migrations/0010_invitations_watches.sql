@@ -1,9 +1,10 @@
 -- Projects feature: invitations, flag watches and notification read marks, and the record a
 -- deleted project leaves behind so its audit trail stays readable by the organization.
 
--- Spec 2.3: an invitation to a project by e-mail, valid 7 days. Only the SHA-256 of the mailed
--- token is stored. `status` is the stored state; a pending row past `expires_at` is treated as
--- expired everywhere even before the expiry workflow has marked it.
+-- An invitation to a project by e-mail, valid 7 days
+-- (docs/api-reference.md#members-and-invitations). Only the SHA-256 of the mailed token is stored.
+-- `status` is the stored state; a pending row past `expires_at` is treated as expired everywhere
+-- even before the expiry workflow has marked it.
 CREATE TABLE invitations (
   id           text PRIMARY KEY,
   project_id   text NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
@@ -21,8 +22,9 @@ CREATE INDEX invitations_project_idx ON invitations (project_id, created_at DESC
 -- At most one pending invitation per address and project.
 CREATE UNIQUE INDEX invitations_pending_email_key ON invitations (project_id, lower(email)) WHERE status = 'pending';
 
--- Spec 4.6: a user watches one flag (service, environment, key). `flag_id` is the flag row the
--- watch was made on, kept after the flag is deleted so its flag.delete entry still notifies.
+-- A user watches one flag (service, environment, key;
+-- docs/api-reference.md#watching-and-notifications). `flag_id` is the flag row the watch was made
+-- on, kept after the flag is deleted so its flag.delete entry still notifies.
 CREATE TABLE flag_watches (
   user_id     text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
   project_id  text NOT NULL REFERENCES projects (id) ON DELETE CASCADE,

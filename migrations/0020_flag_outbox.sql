@@ -1,4 +1,4 @@
--- Transactional outbox for flag changes (DESIGN "Data flow" 1-2).
+-- Transactional outbox for flag changes (docs/architecture.md#data-flow).
 -- FlagService inserts one row in the same transaction as the flag row, its version snapshot and
 -- its audit entry; the outbox relay publishes committed rows to the bus and runs the registered
 -- consumers, then marks them completed.

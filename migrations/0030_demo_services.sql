@@ -1,4 +1,4 @@
--- Public demo services (spec 4.2, CONTRACT 5). A service listed here (or named in
+-- Public demo services (docs/api-reference.md#demo-service). A service listed here (or named in
 -- DEMO_SERVICE_IDS) accepts unauthenticated list reads, evaluation and `enabled`-only bulk
 -- writes. Kept in the database so every replica agrees on the services seeded at start; the
 -- configured ids are not stored (every replica reads the same configuration).

@@ -1,4 +1,5 @@
--- Project API tokens (spec 2.4, 3, 5.4): opaque `fgr_` secrets and JWT token families.
+-- Project API tokens (docs/api-reference.md#project-api-tokens): opaque `fgr_` secrets and JWT
+-- token families.
 
 -- One row per token the project owns. An opaque token stores only the SHA-256 of its secret;
 -- a JWT row is a token *family*: the access/refresh pairs issued for it live in

@@ -1,5 +1,5 @@
--- Personal access tokens (spec 2.5, 3, 5.5): `fgp_` + 64 hex. Only the SHA-256 of the secret
--- and its last four characters are stored; the secret is shown once.
+-- Personal access tokens (docs/api-reference.md#personal-access-tokens): `fgp_` + 64 hex. Only the
+-- SHA-256 of the secret and its last four characters are stored; the secret is shown once.
 CREATE TABLE personal_tokens (
   id                  text PRIMARY KEY,
   user_id             text NOT NULL REFERENCES users (id) ON DELETE CASCADE,

@@ -1,5 +1,6 @@
--- Outbound delivery: project webhooks (spec 2.6, 4.9), organization alert channels (spec 2.9,
--- 4.7) and the log of every delivery made to either, one row per Temporal delivery workflow.
+-- Outbound delivery: project webhooks (docs/api-reference.md#webhooks), organization alert
+-- channels (docs/api-reference.md#organizations) and the log of every delivery made to either, one
+-- row per Temporal delivery workflow.
 
 CREATE TABLE webhooks (
   id          text PRIMARY KEY,

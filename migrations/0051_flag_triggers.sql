@@ -1,6 +1,6 @@
--- Flag triggers (spec 2.8, 4.6): a capability URL that enables, disables or toggles one flag in
--- one environment. Only the SHA-256 of the URL token is stored. Deleting the flag (or its
--- project) removes its triggers; DELETE on the API only revokes, keeping the record.
+-- Flag triggers (docs/api-reference.md#triggers): a capability URL that enables, disables or
+-- toggles one flag in one environment. Only the SHA-256 of the URL token is stored. Deleting the
+-- flag (or its project) removes its triggers; DELETE on the API only revokes, keeping the record.
 CREATE TABLE flag_triggers (
   id               text PRIMARY KEY,
   flag_id          text NOT NULL REFERENCES flags (id) ON DELETE CASCADE,

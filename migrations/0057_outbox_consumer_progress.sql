@@ -1,4 +1,4 @@
--- Each outbox consumer (the bus publish, webhook dispatch, ...) keeps its own progress (issue 11):
+-- Each outbox consumer (the bus publish, webhook dispatch, ...) keeps its own progress:
 -- one slow or failing consumer delays only itself, never every SDK's view of a flag.
 --
 -- A writer inserts, with each event and in the same transaction, one pending row per registered

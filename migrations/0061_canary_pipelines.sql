@@ -1,9 +1,9 @@
--- Canary pipelines (spec 2.9, CONTRACT 9): one record per pipeline, the state its Temporal
--- workflow (workflows/canary.ts) persists at every change. `config` is the validated spec 2.9
+-- Canary pipelines (docs/canary.md): one record per pipeline, the state its Temporal
+-- workflow (workflows/canary.ts) persists at every change. `config` is the validated canary
 -- configuration; `current_stage` and `completed_stages` hold stages with their gate evidence
--- (CONTRACT 9 shapes) as JSONB; `pre_canary_version` is the flag version abort and rollback
--- restore. At most one active (running or paused) pipeline per flag, service and environment:
--- the partial unique index makes two concurrent starts give one pipeline and one 409.
+-- (the shapes of docs/canary.md) as JSONB; `pre_canary_version` is the flag version abort and
+-- rollback restore. At most one active (running or paused) pipeline per flag, service and
+-- environment: the partial unique index makes two concurrent starts give one pipeline and one 409.
 CREATE TABLE canary_pipelines (
   id                  text PRIMARY KEY,
   project_id          text NOT NULL REFERENCES projects (id) ON DELETE CASCADE,

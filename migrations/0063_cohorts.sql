@@ -1,4 +1,4 @@
--- Cohorts (spec 4.5, CONTRACT 10): reusable audiences of a project. A context is a member when
+-- Cohorts (docs/cohorts.md): reusable audiences of a project. A context is a member when
 -- any rule's conditions all hold; flags use one with the `in_cohort` operator, which snapshots
 -- compile into the flag (evaluation never reads this table). `version` rises on every change:
 -- snapshots keep the highest they saw and fold it into the ETag of every flag that uses the

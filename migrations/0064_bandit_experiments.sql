@@ -1,4 +1,4 @@
--- Bandit experiments (spec 2.9 and 4.5, CONTRACT 10; docs/experiments.md). One row per
+-- Bandit experiments (docs/experiments.md). One row per
 -- experiment on a flag's variants, one row per variant (arm).
 --
 -- Counters per arm come from two sources, kept apart so neither overwrites the other:

@@ -1,6 +1,7 @@
--- OAuth 2.1 for MCP clients (spec 5.6, CONTRACT 12): dynamically registered public clients,
--- one-time authorization codes, and connections (one consent of a user to a client) whose
--- connector tokens `mcp_` + 64 hex are stored as SHA-256 only.
+-- OAuth 2.1 for MCP clients (docs/api-reference.md#connector-tokens,
+-- docs/api-reference.md#oauth-and-mcp): dynamically registered public clients, one-time
+-- authorization codes, and connections (one consent of a user to a client) whose connector tokens
+-- `mcp_` + 64 hex are stored as SHA-256 only.
 CREATE TABLE oauth_clients (
   id             text PRIMARY KEY,
   client_name    text NOT NULL,

@@ -60,10 +60,10 @@ function targetGone(error: unknown): string | null {
 }
 
 /**
- * One canary pipeline (CONTRACT 9): each stage sets the canaried rule's rolloutPercentage through
- * the flag write path, soaks, and is gated (treatment against the randomized control of the same
- * rule over the stage's window) every checkIntervalMs and at the soak's end. A failing gate rolls
- * back (autoRollbackOnBreach) or pauses; too little data past maxWaitMinutes pauses; a paused
+ * One canary pipeline (docs/canary.md): each stage sets the canaried rule's rolloutPercentage
+ * through the flag write path, soaks, and is gated (treatment against the randomized control of the
+ * same rule over the stage's window) every checkIntervalMs and at the soak's end. A failing gate
+ * rolls back (autoRollbackOnBreach) or pauses; too little data past maxWaitMinutes pauses; a paused
  * pipeline waits for an operator's advance or abort. Every change of state is written to the
  * pipeline record by saveCanaryState, and the canaryState query answers it while running.
  */

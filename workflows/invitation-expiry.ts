@@ -1,7 +1,10 @@
 import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import { invitationSettledSignal, type InvitationActivities, type InvitationExpiryInput, type InvitationExpiryResult } from './messages';
 
-/** Spec 2.3 / 8: an invitation expires 7 days after creation. */
+/**
+ * An invitation expires 7 days after creation (docs/api-reference.md#members-and-invitations,
+ * docs/limits.md).
+ */
 export const INVITATION_LIFETIME = '7 days';
 
 const { expireInvitation } = proxyActivities<InvitationActivities>({

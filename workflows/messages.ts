@@ -135,7 +135,7 @@ export const DELIVERIES_QUEUED_ARGS = z.array(queuedDelivery).min(1);
 
 // ---------------------------------------------------------------------------------------------
 // canaryPipeline: one workflow per flag, service and environment ramping a rule's rollout
-// through gated stages (workflows/canary.ts; CONTRACT 9). The shapes are the API's record.
+// through gated stages (workflows/canary.ts; docs/canary.md). The shapes are the API's record.
 
 export type CanaryStatus = 'running' | 'paused' | 'completed' | 'rolled_back' | 'aborted';
 
@@ -160,7 +160,10 @@ export interface CanaryCohort {
   latencyP99: number | null;
 }
 
-/** A gate's evidence (CONTRACT 9), as api/features/release-safety/gates.ts evaluateGate answers it. */
+/**
+ * A gate's evidence (docs/canary.md), as api/features/release-safety/gates.ts evaluateGate answers
+ * it.
+ */
 export interface CanaryGate {
   decision: 'pass' | 'fail' | 'wait';
   reason: string;

@@ -2,9 +2,10 @@ import { patched, proxyActivities, sleep } from '@temporalio/workflow';
 import { finalStatusOf, type AttemptResult, type DeliverOutboundInput, type DeliverOutboundResult, type DeliveryActivities, type RecordedAttempt } from './messages';
 
 /**
- * Spec 8: at most 4 attempts, made 0, 1, 2 and 4 seconds after the previous one failed (7 s
- * of waiting in all). The waits are durable workflow timers, so a worker that stops during a
- * backoff loses nothing: another worker fires the timer and makes the next attempt.
+ * At most 4 attempts, made 0, 1, 2 and 4 seconds after the previous one failed (7 s of waiting in
+ * all; docs/limits.md#time-windows-and-lifetimes). The waits are durable workflow timers, so a
+ * worker that stops during a backoff loses nothing: another worker fires the timer and makes the
+ * next attempt.
  */
 export const DELIVERY_DELAYS_MS = [0, 1_000, 2_000, 4_000] as const;
 export const MAX_DELIVERY_ATTEMPTS = DELIVERY_DELAYS_MS.length;

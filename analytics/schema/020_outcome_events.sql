@@ -1,7 +1,8 @@
--- Outcome events (CONTRACT 8): what SDKs report through POST /api/analytics/track, and SDK
--- telemetry errors (event 'error', origin 'sdk-telemetry'). Release-safety gates, flag variants
--- and funnels count these. `flags` maps flag key -> the value the client saw (JSON text);
--- events without it are attributed through evaluation_events at query time.
+-- Outcome events (docs/api-reference.md#outcome-events): what SDKs report through POST
+-- /api/analytics/track, and SDK telemetry errors (event 'error', origin 'sdk-telemetry').
+-- Release-safety gates, flag variants and funnels count these. `flags` maps flag key -> the value
+-- the client saw (JSON text); events without it are attributed through evaluation_events at query
+-- time.
 -- `value` is NULL when the client sent none (a conversion without revenue).
 -- `targeting_key_hash` is hashTargetingKey(targetingKey), the same form evaluation_events keeps,
 -- so the two join on it. `event_id` is the writer's per-event dedup key.

@@ -1,6 +1,6 @@
--- SDK telemetry (spec 4.10, POST /api/analytics/sdk-telemetry): one row per summary an SDK
--- reports (its own evaluations of a flag variant since its last report, cache hits and misses),
--- and one row per report's diagnostics. Web vitals and errors of the same report go to
+-- SDK telemetry (docs/analytics-ingestion.md, POST /api/analytics/sdk-telemetry): one row per
+-- summary an SDK reports (its own evaluations of a flag variant since its last report, cache hits
+-- and misses), and one row per report's diagnostics. Web vitals and errors of the same report go to
 -- web_vitals and client_errors (origin 'sdk').
 CREATE TABLE IF NOT EXISTS sdk_telemetry
 (

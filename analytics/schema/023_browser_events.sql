@@ -1,9 +1,10 @@
--- Browser analytics (CONTRACT 11, spec 4.10): events posted to {ingest_url}/e. `service_id` is the
--- event's siteId. country, browser, os and device are derived by the server (User-Agent parser;
--- country only from a trusted proxy's header, '' otherwise). `visitor_hash` is
--- hashTargetingKey(visitorId) ('' without one); `flags` maps flag key -> value (JSON text) the page
--- had; `data` is the event's data object as JSON text. `name`/`value`: the web vital or custom
--- event's name and number. `event_id` is the writer's per-event dedup key.
+-- Browser analytics (docs/api-reference.md#browser-analytics, docs/analytics-ingestion.md): events
+-- posted to {ingest_url}/e. `service_id` is the event's siteId. country, browser, os and device are
+-- derived by the server (User-Agent parser; country only from a trusted proxy's header, ''
+-- otherwise). `visitor_hash` is hashTargetingKey(visitorId) ('' without one); `flags` maps flag key
+-- -> value (JSON text) the page had; `data` is the event's data object as JSON text.
+-- `name`/`value`: the web vital or custom event's name and number. `event_id` is the writer's
+-- per-event dedup key.
 CREATE TABLE IF NOT EXISTS browser_events
 (
     timestamp DateTime64(3),

@@ -1,6 +1,7 @@
--- Product analytics of the console itself (spec 4.10 /ingest/admin-events): screen_viewed,
--- flag_viewed, activation and the like. `project_id` is properties.projectId when present, for
--- the admin funnel; `properties` is the JSON text; `user_hash` is hashTargetingKey(userId).
+-- Product analytics of the console itself (/ingest/admin-events, docs/analytics-ingestion.md):
+-- screen_viewed, flag_viewed, activation and the like. `project_id` is properties.projectId when
+-- present, for the admin funnel; `properties` is the JSON text; `user_hash` is
+-- hashTargetingKey(userId).
 CREATE TABLE IF NOT EXISTS admin_events
 (
     occurred_at DateTime64(3),

@@ -9,9 +9,9 @@
 --       - the key is inside it: that rule served; rule_id = that rule, rollout_side = 'in';
 --       - the key is outside it: a later rule, the variants or the default served (reason says
 --         which); rule_id = the rule the key fell outside of, rollout_side = 'out'.
---     These are CONTRACT 9's treatment and control cohorts of that rule: conditions held, bucket
+--     These are the canary's treatment and control cohorts (docs/canary.md) of that rule: conditions held, bucket
 --     inside or outside. A TYPE_MISMATCH of the served value keeps the side.
 --   * No rule's conditions held (or the flag is missing or disabled): rule_id = '', rollout_side = ''.
 -- A context without a targeting key is never inside a partial rollout and on neither side.
 ALTER TABLE evaluation_events COMMENT COLUMN rule_id 'the rule that decided: matched, or whose partial rollout left the key out; empty when no rule''s conditions held';
-ALTER TABLE evaluation_events COMMENT COLUMN rollout_side 'in / out of the partial rollout of rule_id (CONTRACT 9 cohorts); empty when no partial rollout decided';
+ALTER TABLE evaluation_events COMMENT COLUMN rollout_side 'in / out of the partial rollout of rule_id (the canary cohorts of docs/evaluation.md); empty when no partial rollout decided';

@@ -1,4 +1,4 @@
--- Recent evaluation contexts (issue 14, spec 4.5 simulate): the latest attributes of each
+-- Recent evaluation contexts (docs/simulate.md): the latest attributes of each
 -- targeting key evaluated in a service and environment, so a simulation replays more than one
 -- instance's context ring. Written through the batched writer by api/features/simulate/recorder.ts,
 -- at most once per key per minute per instance; `attributes` is the context without its

@@ -28,18 +28,24 @@ import { actingUser, type OrgRole, type Principal, type ProjectRole } from './pr
  * - public: anyone; the principal may be anonymous (handlers decide per resource, e.g. isPublic flags).
  * - authenticated: any credential (session, personal token, project token).
  * - user: a credential acting as a user (session or personal token).
- * - session: a dashboard session only (spec 5.5 "dashboard-only").
+ * - session: a dashboard session only (docs/api-reference.md#personal-access-tokens,
+ *   "Dashboard-only").
  */
 export type AuthMode = 'public' | 'authenticated' | 'user' | 'session';
 
 /** A route's credential policy (its RouteSpec fields of the same names). */
 export interface CredentialPolicy {
   auth: AuthMode;
-  /** Evaluation and SDK routes: personal tokens are refused with the spec 7 message. */
+  /**
+   * Evaluation and SDK routes: personal tokens are refused with the message of
+   * docs/errors.md#permission-messages.
+   */
   sdk?: boolean;
   /** A POST that only reads (explain, simulate, …): allowed for read-tier personal tokens. */
   readOnly?: boolean;
-  /** Personal tokens may never call this (spec 5.5 list). */
+  /**
+   * Personal tokens may never call this (the list in docs/api-reference.md#personal-access-tokens).
+   */
   noPersonalTokens?: boolean;
   /** Needs the personal-token admin tier when called with one (org/project creation …). */
   adminTier?: boolean;
@@ -47,7 +53,10 @@ export interface CredentialPolicy {
   access?: unknown;
 }
 
-/** Spec 5.2 and 5.5, decided for every route from its declared policy (before any I/O). */
+/**
+ * CSRF and personal-token refusals (docs/api-reference.md#credentials), decided for every route
+ * from its declared policy (before any I/O).
+ */
 export function enforceCredentialPolicy(policy: CredentialPolicy, p: Principal, method: string): void {
   if (policy.sdk && p.type === 'personal_access_token') throw personalTokenRefused();
   switch (policy.auth) {
@@ -92,7 +101,8 @@ export type Denial = 'anonymous' | 'hidden' | 'missing' | 'read-only' | 'admin-t
  * The core decision, without I/O: may `principal` use `capability` on project `projectId`, where
  * `role` is the acting user's role there (null: not a member; unused for project tokens)? null
  * allows. A caller with no access at all to the project is `hidden` (answered 404: existence is
- * not revealed); access without the capability is `missing` (403, spec 7).
+ * not revealed); access without the capability is `missing` (403,
+ * docs/errors.md#permission-messages).
  */
 export function decide(principal: Principal, projectId: string, role: ProjectRole | null, capability: Capability): Denial | null {
   switch (principal.type) {
@@ -106,7 +116,8 @@ export function decide(principal: Principal, projectId: string, role: ProjectRol
       if (principal.type === 'personal_access_token' && principal.connection && !principal.connection.projectIds.includes(projectId)) return 'hidden';
       if (!roleGrants(role, capability)) return 'missing';
       if (principal.type === 'personal_access_token') {
-        // Spec 7: what is missing is the admin tier when the capability needs it, else write access.
+        // What is missing is the admin tier when the capability needs it, else write access
+        // (docs/errors.md#permission-messages).
         if (!tierAllowsCapability(principal.tier, capability)) return ADMIN_TIER_CAPABILITIES.has(capability) ? 'admin-tier' : 'read-only';
         if (OWNER_ACTION_CAPABILITIES.has(capability) && !ownerActionsAllowed(principal)) return 'owner-actions';
       }
@@ -114,7 +125,10 @@ export function decide(principal: Principal, projectId: string, role: ProjectRol
   }
 }
 
-/** The spec 7 answer to a denial; a `hidden` resource is reported as `resource` not found. */
+/**
+ * The answer to a denial (docs/errors.md#permission-messages); a `hidden` resource is reported as
+ * `resource` not found.
+ */
 export function refusal(denial: Denial, capability: Capability, resource = 'Project'): HttpError {
   switch (denial) {
     case 'anonymous':
@@ -276,7 +290,7 @@ export class ProjectAccess {
 }
 
 /**
- * Adding, inviting or promoting someone to `role` (issue 9): a token cannot hand out more than
+ * Adding, inviting or promoting someone to `role`: a token cannot hand out more than
  * it holds itself. Sessions are bounded by the caller's own role through the route's rule
  * (members:manage) and members:owner.
  */

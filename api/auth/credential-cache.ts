@@ -5,7 +5,7 @@ import type { Logger } from '../infra/logger';
  * A short-lived, per-process memo of resolved bearer credentials, keyed by the SHA-256 of the
  * secret, so hot paths (evaluation) do not query Postgres on every request. Revocation evicts
  * the entry here at once and on every other replica through the shared cache's pub/sub; the
- * TTL bounds staleness should a message be lost (spec 8: about 10 s with a shared cache).
+ * TTL bounds staleness should a message be lost (docs/limits.md: about 10 s with a shared cache).
  */
 export class CredentialCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();

@@ -6,10 +6,10 @@ import type { Logger } from '../infra/logger';
 import type { TokenScope } from './principal';
 
 /**
- * Project JWTs (spec 2.4, 5.4). The algorithm is pinned to EdDSA over Ed25519: asymmetric, so
- * a verifier never holds a signing secret, and with no parameters to get wrong. Every token
- * carries the `kid` of its signing key so keys can rotate: the current key signs, retired
- * keys (JWT_PUBLIC_KEYS) still verify until their tokens run out.
+ * Project JWTs (docs/api-reference.md#project-api-tokens). The algorithm is pinned to EdDSA over
+ * Ed25519: asymmetric, so a verifier never holds a signing secret, and with no parameters to get
+ * wrong. Every token carries the `kid` of its signing key so keys can rotate: the current key
+ * signs, retired keys (JWT_PUBLIC_KEYS) still verify until their tokens run out.
  */
 export const JWT_ALGORITHM = 'EdDSA';
 export const ACCESS_TOKEN_TTL_SECONDS = 24 * 3600;
@@ -22,7 +22,7 @@ const loadJose = () => (josePromise ??= import('jose'));
 
 export const TOKEN_SCOPES = ['read', 'write', 'delete', 'manage_settings', 'manage_members'] as const satisfies readonly TokenScope[];
 
-/** The claims of spec 2.4, exactly. */
+/** Exactly the claims docs/api-reference.md#project-api-tokens lists. */
 export interface ProjectJwtClaims {
   sub: string;
   iss: string;

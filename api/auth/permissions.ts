@@ -1,9 +1,9 @@
 import type { OrgRole, PersonalTokenTier, ProjectRole, TokenScope } from './principal';
 
 /**
- * The one permission map (spec 5.3). Roles, project-token scopes and opaque permissions all
- * reduce to capabilities; every endpoint names the capability it needs and nothing else
- * decides access.
+ * The one permission map (docs/api-reference.md#roles-and-capabilities). Roles, project-token
+ * scopes and opaque permissions all reduce to capabilities; every endpoint names the capability it
+ * needs and nothing else decides access.
  */
 export const CAPABILITIES = [
   'flags:read',
@@ -41,7 +41,7 @@ export const SCOPE_CAPABILITIES: Record<TokenScope, readonly Capability[]> = {
   manage_members: ['members:manage', 'members:view'],
 };
 
-/** The permission word used in "Forbidden: You need '<permission>' permission" (spec 7). */
+/** The permission word used in "Forbidden: You need '<permission>' permission" (docs/errors.md). */
 export const CAPABILITY_PERMISSION_NAME: Record<Capability, string> = {
   'flags:read': 'read',
   'flags:write': 'write',
@@ -58,10 +58,16 @@ export const CAPABILITY_PERMISSION_NAME: Record<Capability, string> = {
   'settings:slug': 'change_slug',
 };
 
-/** Capabilities that need the personal-token admin tier (spec 5.5). */
+/**
+ * Capabilities that need the personal-token admin tier
+ * (docs/api-reference.md#personal-access-tokens).
+ */
 export const ADMIN_TIER_CAPABILITIES: ReadonlySet<Capability> = new Set(['members:manage', 'settings:manage', 'project:delete', 'members:owner', 'settings:slug']);
 
-/** Owner actions (spec 5.5): with a personal token they also need `allowOwnerActions`. */
+/**
+ * Owner actions (docs/api-reference.md#personal-access-tokens): with a personal token they also
+ * need `allowOwnerActions`.
+ */
 export const OWNER_ACTION_CAPABILITIES: ReadonlySet<Capability> = new Set(['project:delete', 'members:owner']);
 
 export function roleGrants(role: ProjectRole, capability: Capability): boolean {
@@ -80,7 +86,7 @@ export function tierAllowsCapability(tier: PersonalTokenTier, capability: Capabi
 
 /**
  * The first capability of `role` that a credential does not hold, or null: a credential grants
- * only what it holds (issue 9). A project token holds its scopes, compared by permission word
+ * only what it holds. A project token holds its scopes, compared by permission word
  * ('read', 'write' ...) since roles also cover services, which no scope names; the owner role
  * has words no scope has. A personal token holds what its tier allows.
  */
@@ -96,9 +102,9 @@ export function roleBeyondCredential(credential: { scopes: readonly TokenScope[]
 }
 
 /**
- * Organizations (CONTRACT 2) have their own roles: every member views what belongs to the
- * organization (its alert channels); owners and admins manage it (create projects in it,
- * manage alert channels, read the audit trail of its deleted projects).
+ * Organizations (docs/api-reference.md#organizations) have their own roles: every member views what
+ * belongs to the organization (its alert channels); owners and admins manage it (create projects in
+ * it, manage alert channels, read the audit trail of its deleted projects).
  */
 export type OrgCapability = 'org:view' | 'org:manage';
 

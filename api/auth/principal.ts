@@ -41,9 +41,9 @@ export interface PersonalTokenPrincipal {
   tier: PersonalTokenTier;
   allowOwnerActions: boolean;
   /**
-   * Set for connector tokens (`mcp_`, spec 5.6): they act as the user exactly like a personal
-   * token of tier `read` or `write` (refused wherever personal tokens are), and only on the
-   * projects consented to on this OAuth connection.
+   * Set for connector tokens (`mcp_`, docs/api-reference.md#connector-tokens): they act as the user
+   * exactly like a personal token of tier `read` or `write` (refused wherever personal tokens are),
+   * and only on the projects consented to on this OAuth connection.
    */
   connection?: ConnectorGrant;
 }
@@ -62,7 +62,7 @@ export function actingUser(p: Principal): UserRecord | null {
   return p.type === 'session' || p.type === 'personal_access_token' ? p.user : null;
 }
 
-/** `credential` of GET /api/users/me (CONTRACT 2). */
+/** `credential` of GET /api/users/me (docs/api-reference.md#accounts-and-sessions). */
 export function describeCredential(p: Principal): Record<string, unknown> {
   switch (p.type) {
     case 'session':

@@ -8,8 +8,8 @@ export interface FieldProblem {
 /**
  * What went wrong, for code that reacts to an error: protocol adapters map it to their own
  * codes (OFREP errorCode, Connect codes) and never read the message. It stays internal: the
- * envelope is what spec 7 fixes (a spec row that puts a `code` in the body, EMAIL_NOT_VERIFIED,
- * does it through `extra`).
+ * envelope is what docs/errors.md describes (a refusal that puts a `code` in the body,
+ * EMAIL_NOT_VERIFIED, does it through `extra`).
  */
 export type ErrorCode =
   | 'bad_request'
@@ -49,14 +49,16 @@ export function codeForStatus(status: number): ErrorCode {
 
 /**
  * Every failure the API reports is an HttpError; the error middleware turns it into the
- * spec's envelope `{error, message}` (plus `details` or other extra fields when given).
+ * envelope `{error, message}` of docs/errors.md (plus `details` or other extra fields when given).
  */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly extra: Record<string, unknown> = {},
-    /** The envelope's short `error` text; the HTTP status text unless a spec row fixes another. */
+    /**
+     * The envelope's short `error` text; the HTTP status text unless docs/errors.md fixes another.
+     */
     readonly errorText: string = STATUS_CODES[status] ?? 'Error',
     /** The machine code adapters map (not part of the envelope). */
     readonly code: ErrorCode = codeForStatus(status),
@@ -88,7 +90,10 @@ export const payloadTooLarge = (limitBytes: number) =>
 export const unsupportedMediaType = () => new HttpError(415, 'Content-Type must be application/json');
 /** Compressed request bodies are refused: a few KB of gzip can inflate to the whole body limit. */
 export const unsupportedEncoding = () => new HttpError(415, 'Unsupported body encoding: send the body uncompressed (no Content-Encoding)');
-/** The message and `error` text spec 7 fixes for personal tokens on evaluation and SDK routes. */
+/**
+ * The message and `error` text (docs/errors.md#permission-messages) for personal tokens on
+ * evaluation and SDK routes.
+ */
 export const PERSONAL_TOKEN_REFUSAL = 'Forbidden: personal tokens cannot evaluate flags or call SDK endpoints; use a project API token';
 export const personalTokenRefused = () => new HttpError(403, PERSONAL_TOKEN_REFUSAL, {}, 'FORBIDDEN', 'personal_token_refused');
 export const serviceUnavailable = (message: string) => new HttpError(503, message);

@@ -12,19 +12,34 @@ const ErrorEnvelope = z
   })
   .passthrough();
 
+/** Every error answer is the envelope of docs/errors.md; each status says where its rules are. */
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'Invalid parameters or validation failure',
-  401: 'Missing or invalid authentication',
-  403: 'Insufficient permission',
-  404: 'Not found',
+  400: 'Invalid parameters or validation failure; `details` lists every problem (docs/errors.md)',
+  401: 'Missing or invalid authentication (docs/api-reference.md#credentials)',
+  403: 'Insufficient permission (docs/errors.md#permission-messages)',
+  404: 'Not found, or a resource the caller cannot see',
   409: 'Conflict',
   410: 'Gone (a single-use resource already used, cancelled or expired)',
-  413: 'Request body too large',
+  413: 'Request body too large (docs/limits.md#request-sizes)',
   415: 'Unsupported media type, or a compressed body (no Content-Encoding is accepted)',
-  429: 'Rate limited',
+  429: 'Rate limited (docs/limits.md#rate-limits)',
   500: 'Internal error',
-  503: 'Service unavailable',
+  503: 'Service unavailable: a backend the request needs is down (docs/errors.md)',
 };
+
+/** The document's introduction: where the rules that no schema carries are written down. */
+const API_DESCRIPTION = [
+  'Feature flags: management on the control plane, evaluation on the data plane (REST, OFREP, Connect, gRPC-Web, SSE).',
+  '',
+  'The schemas here are generated from the validators the routes use. The rules they do not carry are in the repository:',
+  '',
+  '- `docs/api-reference.md`: addresses, profiles, credentials, CSRF, roles and capabilities, tokens, the demo service, webhooks, triggers, outcome events, OAuth and CLI login.',
+  '- `docs/evaluation.md`: evaluation order, reasons, operators, bucketing and evaluation error codes.',
+  '- `docs/limits.md`: rate limits, request sizes, batch and page sizes, stream caps, lifetimes.',
+  '- `docs/errors.md`: the error envelope `{error, message, details?}` of every non-2xx answer, the statuses, permission messages and codes.',
+  '',
+  'Authenticate with `Authorization: Bearer <token>` (project API token, personal access token or connector token) or a dashboard session cookie; cookie-session mutations also send `X-CSRF-Token` from `GET /api/csrf-token`.',
+].join('\n');
 
 /** Collects every mounted route, so /api/openapi.json documents exactly what validates requests. */
 export class OpenApiCatalog {
@@ -77,7 +92,7 @@ export class OpenApiCatalog {
   document(): object {
     this.cached ??= new OpenApiGeneratorV31(this.registry.definitions).generateDocument({
       openapi: '3.1.0',
-      info: this.info,
+      info: { ...this.info, description: API_DESCRIPTION },
       servers: [{ url: '/' }],
     });
     return this.cached;

@@ -8,7 +8,10 @@ import { checkBodyHeaders } from './body';
 import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, validationFailed, type FieldProblem } from './errors';
 
 export const KB = 1024;
-/** Spec 8 request-size limits; anonymousBulk is what an unauthenticated demo write may send (4,096 updates fit in about 0.5 MB). */
+/**
+ * Request-size limits (docs/limits.md#request-sizes); anonymousBulk is what an unauthenticated demo
+ * write may send (4,096 updates fit in about 0.5 MB).
+ */
 export const BODY_LIMITS = { default: 256 * KB, flagWrite: 256 * KB, evaluation: 64 * KB, bulk: 25.6 * 1024 * KB, anonymousBulk: 1024 * KB } as const;
 
 export interface RequestContext<P, Q, B> {
@@ -192,7 +195,10 @@ function bodyReader(route: AnyRoute, limit: number) {
     });
 }
 
-/** Spec 5.2: cookie-session mutations carry X-CSRF-Token; bearer requests never need it. */
+/**
+ * Cookie-session mutations carry X-CSRF-Token; bearer requests never need it
+ * (docs/api-reference.md#csrf).
+ */
 export function checkCsrf(p: Principal, method: string, header: string | undefined, exempt?: boolean) {
   if (p.type !== 'session' || exempt || !MUTATING.has(method.toLowerCase())) return;
   if (!header || !safeEqual(p.csrfToken, header)) {

@@ -24,7 +24,7 @@ interface Canary {
 }
 
 export function canaryCommands(program: Command, session: Session): void {
-  const canary = program.command('canary').description('canary pipelines (CONTRACT 9)');
+  const canary = program.command('canary').description('canary pipelines (docs/canary.md)');
   canary
     .command('show <key>')
     .description("the flag's active canary pipeline, else its latest")

@@ -104,7 +104,8 @@ export function flagCommands(program: Command, session: Session): void {
       const context = parseObject(opts.context, '--context');
       const projectToken = opts.token ?? process.env.FLAGSHIP_PROJECT_TOKEN;
       if (projectToken) {
-        // Personal tokens are refused on evaluation (spec 5.5): this call uses the project token.
+        // Personal tokens are refused on evaluation (docs/api-reference.md#personal-access-tokens):
+        // this call uses the project token.
         const result = await api.withToken(projectToken).post<Record<string, unknown>>('/api/flags/evaluate', { flagKey: key, serviceId: opts.service, environment: opts.env, context });
         return out.result(result, () => out.line(`${key} = ${show(result.value)}  (${result.reason}${result.variant ? `, variant ${result.variant}` : ''})`));
       }

@@ -34,8 +34,9 @@ const report = (out: Output, change: { at: string; version: number; change: stri
   out.result(change, () => out.line(`${change.at}  v${change.version}  ${change.change.padEnd(8)} ${change.enabled ? 'ON ' : 'OFF'}${change.actor ? `  by ${change.actor}` : ''}`));
 
 /**
- * Personal tokens are refused on SSE streams (spec 5.5), so without a project token the CLI reads
- * the flag's version history, which a personal token may: every change is a version there.
+ * Personal tokens are refused on SSE streams (docs/api-reference.md#personal-access-tokens), so
+ * without a project token the CLI reads the flag's version history, which a personal token may:
+ * every change is a version there.
  */
 async function pollHistory(api: ApiClient, out: Output, opts: TailOptions, stop: Promise<void>): Promise<void> {
   const path = `/api/flags/${encodeURIComponent(opts.key)}/history`;

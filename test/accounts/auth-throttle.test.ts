@@ -3,7 +3,7 @@ import { HttpError } from '../../api/http/errors';
 import { eventually, startTestApp, type TestApp, type TestResponse } from '../support/harness';
 
 /**
- * Sign-in throttles (issue 9, point 5): a per-account lockout with exponential backoff, a
+ * Sign-in throttles: a per-account lockout with exponential backoff, a
  * per-IP budget on every /api/auth/* route, both answering 429 with Retry-After in the header
  * and the envelope, and a bound on concurrent scrypt work. TRUST_PROXY lets each test speak
  * from its own address through X-Forwarded-For.

@@ -8,7 +8,10 @@ import { DeliveryQueue, DeliveryStore } from '../../api/features/webhooks/delive
 import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { expectStatus, opaqueToken, personalToken, startReceiver, uniquePath, type Receiver } from '../webhooks/support';
 
-/** Organization alert channels (spec 2.9, 4.7): CRUD, test send per type, delivery, roles and isolation. */
+/**
+ * Organization alert channels (docs/api-reference.md#organizations): CRUD, test send per type,
+ * delivery, roles and isolation.
+ */
 
 let app: TestApp;
 let receiver: Receiver;

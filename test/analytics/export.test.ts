@@ -2,7 +2,10 @@ import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, opaqueToken, personalToken, startReceiver, uniquePath, type Project, type Receiver } from '../webhooks/support';
 import { DAY, evaluationRow, insertRows, MINUTE, outcomeRow, type Tenant } from './queries-fixtures';
 
-/** POST /api/analytics/export (spec 4.10): signed chunks to a webhook, bounds, access, SSRF guard. */
+/**
+ * POST /api/analytics/export (docs/analytics.md): signed chunks to a webhook, bounds, access, SSRF
+ * guard.
+ */
 
 let app: TestApp;
 let receiver: Receiver;
@@ -92,7 +95,7 @@ describe('exporting to a webhook', () => {
     expect(none.body).toEqual({ ok: true, exported: { evaluations: 0, outcomes: 0 } });
   });
 
-  it('retries a chunk on the spec 8 schedule, same delivery id, until the receiver takes it', async () => {
+  it('retries a chunk on the webhook schedule, same delivery id, until the receiver takes it', async () => {
     const path = uniquePath('flaky');
     receiver.expectSecret(path, SECRET);
     receiver.behave(path, (attempt) => ({ status: attempt === 1 ? 503 : attempt === 2 ? 429 : 200 }));

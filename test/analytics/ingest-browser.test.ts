@@ -4,9 +4,10 @@ import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, opaqueToken, type Project } from '../webhooks/support';
 
 /**
- * Browser and admin ingestion (CONTRACT 11, spec 4.10 and 8): POST /e on the ingest listener and
- * /ingest/admin-events, what lands in ClickHouse, and every limit. One trusted proxy hop: each
- * test speaks from its own X-Forwarded-For address, so per-IP budgets do not mix.
+ * Browser and admin ingestion (docs/api-reference.md#browser-analytics,
+ * docs/analytics-ingestion.md, docs/limits.md): POST /e on the ingest listener and
+ * /ingest/admin-events, what lands in ClickHouse, and every limit. One trusted proxy hop: each test
+ * speaks from its own X-Forwarded-For address, so per-IP budgets do not mix.
  */
 
 const CHROME_WINDOWS = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36';
@@ -267,7 +268,7 @@ describe('POST /ingest/admin-events', () => {
   });
 });
 
-describe('a lone ingest process (CONTRACT 1)', () => {
+describe('a lone ingest process', () => {
   let ingest: TestApp;
   afterAll(() => ingest?.stop());
 

@@ -3,7 +3,10 @@ import { PERSONAL_TOKEN_REFUSAL } from '../../api/http/errors';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
-/** SDK ingestion (CONTRACT 8, spec 4.10): track and sdk-telemetry on both planes, what lands in ClickHouse, and every refusal. */
+/**
+ * SDK ingestion (docs/api-reference.md#outcome-events, docs/analytics-ingestion.md): track and
+ * sdk-telemetry on both planes, what lands in ClickHouse, and every refusal.
+ */
 
 let app: TestApp;
 let p: Project;
@@ -260,7 +263,7 @@ describe('when the writer is over its memory bound', () => {
   });
 });
 
-describe('a lone data-plane process (CONTRACT 1)', () => {
+describe('a lone data-plane process', () => {
   let data: TestApp;
   afterAll(() => data?.stop());
 

@@ -2,7 +2,10 @@ import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, qs, type Project } from '../webhooks/support';
 import { adminRow, browserRow, DAY, evaluationRow, HOUR, insertRows, MINUTE, outcomeRow, vitalRow, type Tenant } from './queries-fixtures';
 
-/** Spec 4.10 analytics queries over known rows: exact counts, rates, funnels, cohorts, boundaries, access. */
+/**
+ * The analytics queries (docs/analytics.md) over known rows: exact counts, rates, funnels, cohorts,
+ * boundaries, access.
+ */
 
 let app: TestApp;
 let p: Project;

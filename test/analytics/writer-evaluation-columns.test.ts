@@ -6,9 +6,9 @@ import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from
 
 /**
  * Evaluation events record the rule that decided and the side of its partial rollout
- * (analytics/schema/031, CONTRACT 9 cohorts): exact values per case, through HTTP evaluation
- * then ClickHouse. Also: the writer's per-table state in /api/health/admin, and the configured
- * retention applied at start.
+ * (analytics/schema/031, the canary cohorts of docs/canary.md): exact values per case, through HTTP
+ * evaluation then ClickHouse. Also: the writer's per-table state in /api/health/admin, and the
+ * configured retention applied at start.
  */
 
 let app: TestApp;

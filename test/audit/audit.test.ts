@@ -20,7 +20,7 @@ async function seed(projectId: string, rows: { action: string; resourceId: strin
 }
 
 describe('GET /api/audit', () => {
-  it('returns spec 2.7 entries, newest first, with changes, request IP and user agent', async () => {
+  it('returns audit entries, newest first, with changes, request IP and user agent', async () => {
     const owner = await app.signup();
     const project = await createProject(owner);
     const service = await createService(owner, project.id, { name: 'Audit Me' });

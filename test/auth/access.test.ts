@@ -5,7 +5,7 @@ import type { Principal, ProjectRole } from '../../api/auth/principal';
 /**
  * The core decision every route, bulk item and data-plane grant asks (api/auth/access.ts).
  * HTTP tests cover it end to end (test/projects/role-matrix.test.ts, test/security/*); this
- * pins the decision table and the spec 7 texts without a server.
+ * pins the decision table and the texts of docs/errors.md#permission-messages without a server.
  */
 const user = { id: 'usr_1', email: 'a@example.com', name: 'A', emailVerified: true, createdAt: '2024-01-01T00:00:00Z' };
 const session: Principal = { type: 'session', user, sessionId: 's', csrfToken: 'c' };
@@ -56,7 +56,7 @@ it('bounds personal tokens by their tier and owner actions, after the role', () 
   expect(decide(personal('admin', true), 'prj_1', 'viewer', 'flags:write')).toBe('missing');
 });
 
-it('answers each denial with the spec 7 status and text', () => {
+it('answers each denial with its documented status and text', () => {
   const answer = (e: { status: number; message: string }) => [e.status, e.message];
   expect(answer(refusal('anonymous', 'flags:read'))).toEqual([401, expect.any(String)]);
   expect(answer(refusal('hidden', 'flags:read'))).toEqual([404, 'Project not found']);

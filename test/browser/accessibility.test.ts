@@ -5,7 +5,7 @@ import type { TestUser } from '../support/harness';
 import { ARTIFACT_DIR, screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
- * axe-core against the console's main pages (issue 18 point 8), in the light and the dark colour
+ * axe-core against the console's main pages, in the light and the dark colour
  * scheme: violations of the WCAG 2 A/AA rules (contrast, labels, names of buttons and links,
  * ARIA) and of the landmark and heading basics fail the test when their impact is serious or
  * critical; the rest are printed. The data behind the pages (a project, a service, a flag with a

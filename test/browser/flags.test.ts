@@ -3,7 +3,7 @@ import type { TestUser } from '../support/harness';
 import { screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
- * The flags area of the console (issue 18 point 2): create a flag, find it in the list with
+ * The flags area of the console: create a flag, find it in the list with
  * the filters, toggle it with the keyboard alone, and edit its targeting on the detail page
  * (a condition and a 30% rollout), simulated over recent real contexts before it is saved.
  * The user, project, service, a second flag and the evaluations come from the API.

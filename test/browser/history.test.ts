@@ -3,7 +3,7 @@ import type { TestUser } from '../support/harness';
 import { screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
- * A flag's history, the project's audit trail and explain in the console (issue 18 point 2): a
+ * A flag's history, the project's audit trail and explain in the console: a
  * flag created and changed twice through the API; in the browser its versions, the field-level
  * diff of the latest change, a context explained against the current rules, a confirmed rollback
  * to version 1 (checked through the API), and the audit entries of all of it.

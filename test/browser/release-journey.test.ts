@@ -3,7 +3,7 @@ import { eventually, type TestResponse } from '../support/harness';
 import { mailLink, screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
- * The issue's end-to-end journey (issue 18 "Tests") in one browser flow: sign up and verify the
+ * The console's end-to-end journey in one browser flow: sign up and verify the
  * address through the mailed link, create a project, a service and a flag, turn it on and add a
  * rule in the editor, evaluate it through the data plane, see the evaluations on the flag's
  * metrics page, roll back to version 1 from its history. Then the admin funnel counts what the

@@ -3,7 +3,7 @@ import { eventually, type TestUser } from '../support/harness';
 import { screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
- * Release safety in the console (issue 18 point 3): a canary started from the form (the API's
+ * Release safety in the console: a canary started from the form (the API's
  * validation error beside its field first), its live timeline with stage 1 running, aborted after
  * a confirmation (the flag restored, checked through the API), the abort in the rollback history
  * and the project's list, and the guardrails view. The canary runs on the test app's own

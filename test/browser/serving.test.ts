@@ -64,7 +64,7 @@ describe('the console served by the control plane', () => {
     }
   });
 
-  it('keeps the first load under 300 KB of gzipped JavaScript (issue 18): the entry, what it preloads, the largest page', async () => {
+  it('keeps the first load under 300 KB of gzipped JavaScript: the entry, what it preloads, the largest page', async () => {
     const index = await app.request('GET', '/', { headers: HTML });
     const initial = [...index.text.matchAll(/(?:src|href)="(\/assets\/[^"]+\.js)"/g)].map((m) => m[1].slice('/assets/'.length));
     const gzipped = (file: string) => gzipSync(fs.readFileSync(projectPath('dist', 'web', 'assets', file))).length;

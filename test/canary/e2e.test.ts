@@ -3,7 +3,7 @@ import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, qs, type Project } from '../webhooks/support';
 
 /**
- * Issue 13's "done when", end to end in real time on the app's own Temporal and worker: a release
+ * A canary pipeline, end to end in real time on the app's own Temporal and worker: a release
  * engineer starts a canary over HTTP, real evaluations go through the evaluation API (recorded
  * with their rule and rollout side) and the service reports errors through the track API for the
  * users the canary served; the pipeline's gate sees the spike, rolls the flag back by itself and

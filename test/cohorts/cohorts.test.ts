@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
-/** Cohort CRUD, evaluate, validation, limits and who may call what (spec 4.5, 5.5; CONTRACT 10), over HTTP. */
+/**
+ * Cohort CRUD, evaluate, validation, limits and who may call what (docs/cohorts.md;
+ * docs/api-reference.md#personal-access-tokens), over HTTP.
+ */
 
 let app: TestApp;
 let p: Project;
@@ -122,7 +125,7 @@ describe('cohort evaluate', () => {
     expect((await p.viewer.request('POST', url, { userId: 'x', context: { targetingKey: 'vip-1' } })).body).toMatchObject({ userId: 'x', member: true });
   });
 
-  it('lets read-tier personal tokens and read project tokens evaluate (spec 5.5), not create', async () => {
+  it('lets read-tier personal tokens and read project tokens evaluate, not create', async () => {
     const pat = await personalToken(p.viewer, 'read');
     expect((await app.request('POST', `${base(p)}/${cohortId}/evaluate`, { token: pat, body: { userId: 'u' } })).status).toBe(200);
     const create = await app.request('POST', base(p), { token: pat, body: { name: unique('PAT') } });

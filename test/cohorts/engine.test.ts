@@ -10,7 +10,10 @@ import {
 } from '../../api/features/evaluation/engine';
 import { explainFlag } from '../../api/features/evaluation/engine/explain';
 
-/** The in_cohort operator in the engine (CONTRACT 10): compiled from the project's cohorts, evaluated without lookups. */
+/**
+ * The in_cohort operator in the engine (docs/evaluation.md#operators): compiled from the project's
+ * cohorts, evaluated without lookups.
+ */
 
 const betaTesters: CohortDefinition = {
   id: 'coh_beta',

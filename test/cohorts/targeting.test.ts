@@ -8,7 +8,7 @@ import { expectOfrepBulk, expectOfrepSingle } from '../support/ofrep-schema';
 import { createProject, expectStatus, opaqueToken, type Project } from '../webhooks/support';
 
 /**
- * in_cohort in flag targeting (CONTRACT 10) over REST, OFREP and Connect; a cohort change
+ * in_cohort in flag targeting (docs/cohorts.md) over REST, OFREP and Connect; a cohort change
  * reaching every evaluation path through the outbox and the bus without touching the flag
  * (values, ETag, stream); flag writes that name unknown cohorts; deleting a cohort in use.
  */

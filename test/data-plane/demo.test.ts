@@ -14,7 +14,7 @@ afterAll(() => app?.stop());
 
 const grid = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `px-${i}` }));
 
-describe('the demo service on the data plane (spec 4.2 rules 4-5)', () => {
+describe('the demo service on the data plane (anonymous batch evaluation and stream)', () => {
   it('evaluates a 4,096-flag batch without a token, items using `key`', async () => {
     for (const listener of ['control', 'data'] as const) {
       const res = await app.request('POST', '/api/flags/evaluate/batch?debug=true', {
@@ -40,7 +40,8 @@ describe('the demo service on the data plane (spec 4.2 rules 4-5)', () => {
     expect(rest.body).toEqual({ flagKey: 'px-7', value: false, reason: 'DEFAULT' });
     const ofrep = await app.request('POST', '/api/ofrep/v1/evaluate/flags/px-7', { listener: 'data', headers: { 'x-service-id': demoServiceId }, body: { context: {} } });
     expect(ofrep.status).toBe(200);
-    // Demo cells start disabled: OFREP says DISABLED where REST says DEFAULT (CONTRACT 4).
+    // Demo cells start disabled: OFREP says DISABLED where REST says DEFAULT
+    // (docs/evaluation.md#reasons).
     expect(ofrep.body).toMatchObject({ key: 'px-7', value: false, reason: 'DISABLED' });
     expectOfrepSingle(ofrep);
     const config = await app.request('GET', `/api/sdk-config?serviceId=${demoServiceId}`, { listener: 'data' });

@@ -107,7 +107,7 @@ it('REST agrees with the engine on every storable case', async () => {
   expect(mismatches).toEqual([]);
 });
 
-/** How OFREP words the engine's reasons and error codes (issue 16: the published schema's enums). */
+/** How OFREP words the engine's reasons and error codes (the published schema's enums). */
 const OFREP_REASON: Record<string, string> = { DEFAULT: 'STATIC', VARIANT: 'SPLIT', TARGETING_MATCH: 'TARGETING_MATCH' };
 const OFREP_ERROR: Record<string, string> = { TYPE_MISMATCH: 'GENERAL' };
 

@@ -11,7 +11,7 @@ import { expectOfrepBulk, expectOfrepEventData } from '../support/ofrep-schema';
 import { createFixture, createFlag, personalToken, untilEvaluated, type DataPlaneFixture } from './support';
 
 /**
- * Issue 16: OFREP event streams (ADR-0008) for static-context (web) providers. The published
+ * OFREP event streams (ADR-0008) for static-context (web) providers. The published
  * OpenFeature web SDK and OFREP web provider run here in Node, with the `eventsource` package
  * as the browser's EventSource and polling off: a change reaches them through the stream.
  */
@@ -389,7 +389,7 @@ describe('the event stream', () => {
       expect(stream.status).toBe(200);
       const revoked = await fx.owner.request('DELETE', `/api/projects/${fx.projectId}/tokens/${token.id}`);
       expect(revoked.status).toBe(204);
-      // Spec 8: about 10 s; the watch checks every 5 s.
+      // About 10 s; the watch checks every 5 s (docs/limits.md).
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([stream.ended, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('stream still open')), 20_000)))]);
       clearTimeout(timer);

@@ -59,7 +59,7 @@ describe('the OpenFeature server SDK with the OFREP provider', () => {
       const matched = await of.getBooleanDetails(keys.bool, false, { targetingKey: 'u1', beta: true });
       expect(matched).toMatchObject({ value: true, reason: 'TARGETING_MATCH', flagKey: keys.bool });
       expect(matched.errorCode).toBeUndefined();
-      // OFREP's reasons (issue 16): the default value is STATIC, a weighted variant SPLIT.
+      // OFREP's reasons: the default value is STATIC, a weighted variant SPLIT.
       expect((await of.getBooleanDetails(keys.bool, true, { targetingKey: 'u1' })).reason).toBe('STATIC');
 
       const variant = await of.getStringDetails(keys.str, 'fallback', { targetingKey: 'u2' });

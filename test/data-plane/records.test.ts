@@ -85,7 +85,7 @@ describe('evaluation records', () => {
     const outsiderAll = await fx.outsider.request('GET', '/api/evaluations');
     expect(outsiderAll.status).toBe(200);
     expect(outsiderAll.body.evaluations).toEqual([]);
-    // Not a data-plane route (CONTRACT 1).
+    // Not a data-plane route (docs/api-reference.md#addresses-and-processes).
     expect((await app.request('GET', '/api/evaluations', { listener: 'data', token: fx.readToken })).status).toBe(404);
   });
 

@@ -6,7 +6,7 @@ import { expectOfrepBulk } from '../support/ofrep-schema';
 import { createFixture, createFlag, uniqueKey, untilEvaluated, type DataPlaneFixture } from './support';
 
 /**
- * Issue 9.1: the work of one evaluation request is bounded whatever its flag count, rule count
+ * The work of one evaluation request is bounded whatever its flag count, rule count
  * or input. Small budgets here (5,000 condition units, 5 ms of patterns) so that a request
  * over them is cheap to build; the defaults and the worst request are measured by bench:regex.
  */

@@ -193,7 +193,8 @@ describe('POST /api/flags/evaluate', () => {
       expect(res.body.error).toBe('Bad Request');
       expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
     }
-    // A context that is not an object is an evaluation error, as in the engine (CONTRACT 4).
+    // A context that is not an object is an evaluation error, as in the engine
+    // (docs/evaluation.md#context).
     const flag = await createFlag(fx.owner, fx.serviceId, { enabled: true, defaultValue: true });
     await untilEvaluated(app, { flagKey: flag.key, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken });
     const arrayContext = await app.request('POST', '/api/flags/evaluate', { token: fx.readToken, body: { flagKey: flag.key, serviceId: fx.serviceId, defaultValue: 'd', context: [] } });

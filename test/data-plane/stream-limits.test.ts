@@ -6,7 +6,7 @@ import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, projectToken, untilEvaluated, type DataPlaneFixture } from './support';
 
 /**
- * Issue 9 point 3: open streams are capped per IP, per credential and per service (429, or
+ * Open streams are capped per IP, per credential and per service (429, or
  * RESOURCE_EXHAUSTED on the Connect EventStream), listeners cap their connections, and a client
  * that stops reading is dropped without the server buffering what it does not read.
  */

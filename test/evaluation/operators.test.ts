@@ -14,7 +14,7 @@ import { parseIsoDate } from '../../api/features/evaluation/engine/dates';
 const condition = (operator: string, value?: unknown): Condition => ({ property: 'attr', operator, value });
 
 describe('OPERATORS', () => {
-  it('lists the 18 contract operators and in_cohort (CONTRACT 10)', () => {
+  it('lists the 18 documented operators and in_cohort', () => {
     expect(OPERATORS).toHaveLength(19);
     expect(new Set(OPERATORS).size).toBe(19);
     expect(OPERATORS).toContain('in_cohort');

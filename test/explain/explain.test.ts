@@ -2,7 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
-/** POST /api/flags/{key}/explain over HTTP (spec 4.5, 5.5; CONTRACT 10): the snapshot evaluation serves, the same engine, access. */
+/**
+ * POST /api/flags/{key}/explain over HTTP (docs/explain.md;
+ * docs/api-reference.md#personal-access-tokens): the snapshot evaluation serves, the same engine,
+ * access.
+ */
 
 let app: TestApp;
 let p: Project;
@@ -137,7 +141,7 @@ describe('explaining an evaluation', () => {
 });
 
 describe('who may explain', () => {
-  it('lets a viewer and read-tier personal tokens explain (spec 5.5), and project tokens that read flags', async () => {
+  it('lets a viewer and read-tier personal tokens explain, and project tokens that read flags', async () => {
     expect((await p.viewer.request('POST', `/api/flags/${key}/explain`, body({ targetingKey: 'u' }))).status).toBe(200);
     const pat = await personalToken(p.viewer, 'read');
     expect((await app.request('POST', `/api/flags/${key}/explain`, { token: pat, body: body({ targetingKey: 'u' }) })).status).toBe(200);

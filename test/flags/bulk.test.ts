@@ -46,7 +46,8 @@ describe('POST /api/flags/bulk', () => {
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ success: true, total: 2, succeeded: 2, failed: 0 });
     expect(res.body.results[0]).toMatchObject({ index: 0, key: a, status: 'success', flag: { key: a, environment: 'staging', type: 'string', defaultValue: 'x', version: 1 } });
-    // Without environment: every environment (CONTRACT 3), the development copy reported.
+    // Without environment: every environment (docs/api-reference.md#flags), the development copy
+    // reported.
     expect(res.body.results[1]).toMatchObject({ index: 1, key: b, status: 'success', flag: { key: b, environment: 'development', enabled: true } });
     expect(await flagRow(fx.serviceId, b, 'production')).toMatchObject({ enabled: false });
     expect(await flagRow(fx.serviceId, a, 'development')).toBeUndefined();

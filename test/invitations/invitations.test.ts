@@ -99,7 +99,7 @@ describe('POST /api/projects/{id}/invitations', () => {
     expect(byPat.body.message).toBe('Forbidden: personal tokens cannot do this');
     expect((await app.request('POST', invitations(project.id), { cookie: owner.cookie, body: { email: freshEmail(), role: 'viewer' } })).status).toBe(403);
     expect((await app.request('POST', invitations(project.id), { body: { email: freshEmail(), role: 'viewer' } })).status).toBe(401);
-    // A viewer reads flags: the token must hold read to grant it (issue 9).
+    // A viewer reads flags: the token must hold read to grant it.
     const token = await creds.project(project.id, ['read', 'manage_members'], owner);
     const byToken = await app.request('POST', invitations(project.id), { token, body: { email: freshEmail(), role: 'viewer' } });
     expect(byToken.status).toBe(201);

@@ -6,7 +6,11 @@ import { approveInBrowser, connect, REDIRECT_URI, registerClient, type OAuthClie
 import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { createFlag, createProject, expectStatus, personalToken, type Project } from '../webhooks/support';
 
-/** The hosted MCP server (spec 5.6, CONTRACT 12): the SDK's client with a connector token from the full OAuth flow. */
+/**
+ * The hosted MCP server (docs/api-reference.md#connector-tokens,
+ * docs/api-reference.md#oauth-and-mcp): the SDK's client with a connector token from the full OAuth
+ * flow.
+ */
 
 let app: TestApp;
 let a: Project;

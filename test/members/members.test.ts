@@ -92,7 +92,7 @@ describe('POST /api/projects/{id}/members', () => {
     expect(write.body.message).toBe('Forbidden: personal access token lacks the admin tier');
     const membersToken = await creds.project(project.id, ['manage_members'], owner);
     expect((await app.request('POST', path(project.id), { token: membersToken, body: { userId: (await app.signup()).id, role: 'owner' } })).status).toBe(403);
-    // A token grants no role beyond its own scopes (issue 9).
+    // A token grants no role beyond its own scopes.
     expect((await app.request('POST', path(project.id), { token: membersToken, body: { userId: (await app.signup()).id, role: 'admin' } })).status).toBe(403);
     const fullToken = await creds.project(project.id, ['read', 'write', 'delete', 'manage_settings', 'manage_members'], owner);
     expect((await app.request('POST', path(project.id), { token: fullToken, body: { userId: (await app.signup()).id, role: 'admin' } })).status).toBe(201);

@@ -2,7 +2,10 @@ import { startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 import { authorizationRequest, connect, consentBody, exchange, REDIRECT_URI, registerClient, tokenRequest, type OAuthClient } from './support';
 
-/** OAuth 2.1 for MCP clients (spec 5.5, 5.6; CONTRACT 12) driven by oauth4webapi over HTTP, and connector tokens in the one gate. */
+/**
+ * OAuth 2.1 for MCP clients (docs/api-reference.md#oauth-and-mcp) driven by oauth4webapi over HTTP,
+ * and connector tokens in the one gate.
+ */
 
 let app: TestApp;
 let a: Project;

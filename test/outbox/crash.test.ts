@@ -9,7 +9,7 @@ import { eventually, requireInfra, startTestApp } from '../support/harness';
 import { createFlag, createProject, createWebhook, personalToken, qs, startReceiver, uniquePath, type Receiver } from '../webhooks/support';
 
 /**
- * Issue 11.4: the app is killed with SIGKILL (its whole process group: listeners, relay, Temporal
+ * The app is killed with SIGKILL (its whole process group: listeners, relay, Temporal
  * worker and its embedded Temporal dev server) in the middle of a burst of toggles, then restarted
  * on the same Postgres, Redis and Temporal data directory. Every change that committed reaches the
  * webhook at least once, and a change delivered more than once carries the same delivery id each time.

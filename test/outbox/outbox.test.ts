@@ -67,7 +67,7 @@ function gate() {
 }
 
 describe('outbox relay on the platform', () => {
-  it('publishes every committed change exactly once with the spec 6.1 envelope and the full flag', async () => {
+  it('publishes every committed change exactly once with the webhook envelope and the full flag', async () => {
     const received = await listen();
     const key = uniqueKey();
     const created = await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, type: 'string', defaultValue: 'a' });

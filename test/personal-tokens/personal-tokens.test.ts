@@ -227,7 +227,7 @@ describe('revoke', () => {
   });
 });
 
-describe('acting as the user (spec 5.5)', () => {
+describe('acting as the user', () => {
   it('reports itself on /api/users/me with the user and records last use', async () => {
     const t = await createPersonalToken(user, { tier: 'read' });
     const me = await app.request('GET', '/api/users/me', { token: t.value });
@@ -237,7 +237,7 @@ describe('acting as the user (spec 5.5)', () => {
     await eventually(async () => (await user.request('GET', PATS)).body.tokens.find((x: { id: string }) => x.id === t.token.id).lastUsedAt, 30_000);
   });
 
-  it('enforces the tiers with the spec 7 messages', async () => {
+  it('enforces the tiers with the documented messages', async () => {
     const projectId = await createProject(user);
     const read = await createPersonalToken(user, { tier: 'read' });
     const write = await createPersonalToken(user, { tier: 'write' });

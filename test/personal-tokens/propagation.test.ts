@@ -2,12 +2,13 @@ import { eventually, startTestApp, type TestApp, type TestUser } from '../suppor
 import { appSigningKey, createJwt, createOpaque, createPersonalToken, createProject } from '../tokens/support';
 
 /**
- * Spec 3 and 8: a revoked personal token stops working at once on the replica that revoked it
- * and within about 10 s on every other replica sharing the cache. Two full platform instances
- * share one Postgres database, one Redis key prefix and the JWT signing key, as production
- * replicas do. The order is asserted here (refused at once where revoked, then on the other
- * replica) with a generous bound for a loaded machine; that the other replica forgets through
- * pub/sub rather than by waiting out its memo is test/auth/credential-cache.test.ts.
+ * Revocation (docs/api-reference.md#personal-access-tokens): a revoked personal token stops working
+ * at once on the replica that revoked it and within about 10 s on every other replica sharing the
+ * cache. Two full platform instances share one Postgres database, one Redis key prefix and the JWT
+ * signing key, as production replicas do. The order is asserted here (refused at once where
+ * revoked, then on the other replica) with a generous bound for a loaded machine; that the other
+ * replica forgets through pub/sub rather than by waiting out its memo is
+ * test/auth/credential-cache.test.ts.
  */
 let first: TestApp;
 let second: TestApp;

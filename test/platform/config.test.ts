@@ -4,7 +4,7 @@ import { CONFIG_VARIABLES, ConfigError, parseConfig } from '../../api/config';
 import { projectPath } from '../../api/infra/paths';
 
 describe('configuration', () => {
-  it('defaults to the embedded profile on the contract ports', () => {
+  it('defaults to the embedded profile on the documented ports', () => {
     const config = parseConfig({});
     expect(config).toMatchObject({ PORT: 3000, DATA_PORT: 3001, INGEST_PORT: 3002, HOST: '127.0.0.1', embedded: true });
     expect(config.ROLES).toEqual(['control', 'data', 'ingest', 'worker']);

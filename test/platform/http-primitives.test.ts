@@ -3,7 +3,7 @@ import { HttpError, badRequest, malformedJson, personalTokenRefused, retryLater,
 import { rateHeaders, tighter, type RateDecision } from '../../api/http/rate-limit';
 import { requestIdOf } from '../../api/http/request-id';
 
-/** Issue 10 point 3: the HTTP pieces Express and the lean path share. */
+/** The HTTP pieces Express and the lean path share. */
 describe('error codes', () => {
   it('gives every error a machine code from its status unless its maker names a finer one', () => {
     expect(new HttpError(404, 'Flag not found').code).toBe('not_found');

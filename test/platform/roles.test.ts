@@ -64,7 +64,7 @@ describe('data plane and ingest listeners', () => {
     }
   });
 
-  it('health reports real cache and storage checks with the spec fields', async () => {
+  it('health reports real cache and storage checks with the documented fields', async () => {
     const res = await app.request('GET', '/api/health');
     expect(res.body).toMatchObject({
       status: 'ok',

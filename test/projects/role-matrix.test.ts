@@ -4,9 +4,9 @@ import { startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { addMember, createService, projectWithRoles } from './support';
 
 /**
- * Spec 5.3 enforced on every endpoint of projects, services, members, invitations, audit and
- * watching: each role is refused exactly what the table denies it, a non-member is refused
- * everything with 404, and nothing changes on a refusal.
+ * The roles of docs/api-reference.md#roles-and-capabilities enforced on every endpoint of projects,
+ * services, members, invitations, audit and watching: each role is refused exactly what the table
+ * denies it, a non-member is refused everything with 404, and nothing changes on a refusal.
  */
 let app: TestApp;
 let ctx: Awaited<ReturnType<typeof build>>;
@@ -87,7 +87,7 @@ async function snapshot() {
   };
 }
 
-describe('refused mutations per role (spec 5.3)', () => {
+describe('refused mutations per role', () => {
   const cases = MUTATIONS.flatMap((row) =>
     Object.entries(row.refused).map(([role, permission]) => [row.name, role as ProjectRole, permission as string, row] as const),
   );

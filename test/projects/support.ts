@@ -10,8 +10,9 @@ export function testCredentials(app: TestApp) {
   const sql = app.platform.db.sql;
   return {
     /**
-     * A personal access token of `user`. Creating one needs a verified address (spec 7): a user
-     * who has none is verified for the call and put back, so the test's user stays as it was.
+     * A personal access token of `user`. Creating one needs a verified address
+     * (docs/errors.md#permission-messages): a user who has none is verified for the call and put
+     * back, so the test's user stays as it was.
      */
     async personal(user: TestUser, tier: PersonalTokenTier, allowOwnerActions = false): Promise<string> {
       const [{ email_verified: verified }] = await sql<{ email_verified: boolean }[]>`SELECT email_verified FROM users WHERE id = ${user.id}`;

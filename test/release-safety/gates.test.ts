@@ -32,7 +32,7 @@ describe('evaluateGate against the scipy reference', () => {
 });
 
 describe('evaluateGate rules', () => {
-  it('returns the CONTRACT 9 gate shape with the cohorts as evidence', () => {
+  it('returns the documented gate shape with the cohorts as evidence', () => {
     const gate = evaluateGate(cohort(1000, 10, { count: 1000, mean: 170, variance: 40_000 }), cohort(9000, 90, { count: 9000, mean: 165, variance: 40_000 }), config, { final: true });
     expect(gate).toEqual({
       decision: 'pass',

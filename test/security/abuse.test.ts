@@ -6,7 +6,7 @@ import { eventually, startTestApp, type TestApp, type TestResponse } from '../su
 import { expectOfrepBulk, expectOfrepSingle } from '../support/ofrep-schema';
 
 /**
- * Issue 9 points 2 and 4: bodies are read only after the caller passed its route's credential
+ * Bodies are read only after the caller passed its route's credential
  * policy, compressed bodies are refused, anonymous demo writes get a small body, anonymous
  * callers never spend a service's budget, and per-IP buckets take IPv6 by /64.
  */

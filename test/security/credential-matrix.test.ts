@@ -3,10 +3,11 @@ import { expectOfrepSingle } from '../support/ofrep-schema';
 import { addMember, createJwt, createOpaque, createPersonalToken, createProject } from '../tokens/support';
 
 /**
- * Spec 5.3 and 5.5 as a table: every credential kind against one representative endpoint per
- * capability row, each expected to be allowed (2xx) or refused with the exact spec 7 message.
- * Sessions per role, opaque tokens per permission, JWTs per scope, personal tokens per tier
- * (the user is the project owner) with and without owner actions.
+ * docs/api-reference.md#roles-and-capabilities and docs/api-reference.md#personal-access-tokens
+ * as a table: every credential kind against one representative endpoint per
+ * capability row, each expected to be allowed (2xx) or refused with the exact message of
+ * docs/errors.md#permission-messages. Sessions per role, opaque tokens per permission, JWTs per
+ * scope, personal tokens per tier (the user is the project owner) with and without owner actions.
  */
 
 type Row = 'readFlags' | 'writeFlags' | 'deleteFlags' | 'manageSettings' | 'manageMembers' | 'deleteProject' | 'evaluate';
@@ -185,7 +186,7 @@ describe.each(Object.keys(EXPECTED))('%s', (label) => {
   });
 });
 
-describe('personal tokens on evaluation and SDK endpoints (spec 5.5, 7)', () => {
+describe('personal tokens on evaluation and SDK endpoints', () => {
   it.each(['control', 'data'] as const)('are refused with 403 FORBIDDEN on the %s listener: REST, OFREP and SSE', async (listener) => {
     const pat = await createPersonalToken(owner, { tier: 'admin', allowOwnerActions: true });
     const body = { flagKey: READ_KEY, serviceId, environment: ENV, defaultValue: true, context: { targetingKey: 'user-1' } };

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { createJwt, createOpaque, createPersonalToken, createProject } from '../tokens/support';
 
 /**
- * Issue 9, points 6 and 7: what a credential can reach beyond its own project's flags. A
+ * What a credential can reach beyond its own project's flags. A
  * read-scoped project token ships in browser bundles, so it must not browse other users'
  * evaluation contexts or logs, nor learn its creator's e-mail; and no credential can grant a
  * role that holds more than the credential itself.

@@ -7,7 +7,7 @@ import { requireInfra, startTestApp, type TestApp } from '../support/harness';
 import { createOpaque, createPersonalToken, createProject } from '../tokens/support';
 
 /**
- * Issue 9, point 10: the detailed health endpoints are for instance administrators
+ * The detailed health endpoints are for instance administrators
  * (ADMIN_EMAILS, verified), and no backend error text reaches an anonymous caller: not through
  * the public health check, REST, Connect or gRPC-Web.
  */

@@ -3,7 +3,7 @@ import { eventually, startTestApp, type TestApp, type TestResponse, type TestUse
 import { expectStatus, startReceiver, uniquePath, type Receiver } from '../webhooks/support';
 
 /**
- * What users can make us send to addresses of their choosing (issue 9, points 8 and 9):
+ * What users can make us send to addresses of their choosing:
  * alert-channel tests and verification resends need a verified e-mail where it matters and are
  * throttled per user and per recipient; e-mail channels mail only recipients who confirmed;
  * accepting an invitation needs a verified e-mail.

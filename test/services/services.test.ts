@@ -185,7 +185,8 @@ describe('PATCH and DELETE /api/services/{id}', () => {
     const [entry] = await auditEntries(app, project.id, 'service.delete');
     expect(entry).toMatchObject({ resource_id: service.id, user_id: admin.id, before: expect.objectContaining({ id: service.id }) });
     expect((await admin.request('DELETE', `/api/services/${service.id}`)).status).toBe(404);
-    // Project-token scopes cover flags (spec 5.3); services stay with users.
+    // Project-token scopes cover flags (docs/api-reference.md#roles-and-capabilities); services
+    // stay with users.
     const other = await createService(owner, project.id);
     const deleteToken = await creds.project(project.id, ['read', 'write', 'delete'], owner);
     expect((await app.request('DELETE', `/api/services/${other.id}`, { token: deleteToken })).status).toBe(403);

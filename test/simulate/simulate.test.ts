@@ -3,9 +3,10 @@ import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, type Project } from '../webhooks/support';
 
 /**
- * POST /api/flags/{key}/simulate over HTTP (spec 4.5, 5.5; CONTRACT 10): contexts from the
- * context ring (evaluated over the API with a project token) and from the recent-contexts
- * warehouse (rows put in directly), exact counts, nothing written, access.
+ * POST /api/flags/{key}/simulate over HTTP (docs/simulate.md;
+ * docs/api-reference.md#personal-access-tokens): contexts from the context ring (evaluated over the
+ * API with a project token) and from the recent-contexts warehouse (rows put in directly), exact
+ * counts, nothing written, access.
  */
 
 let app: TestApp;
@@ -259,7 +260,7 @@ describe('simulating a candidate', () => {
 describe('who may simulate, and what input', () => {
   const path = `/api/flags/${key}/simulate`;
 
-  it('lets a viewer and read-tier personal tokens simulate (spec 5.5)', async () => {
+  it('lets a viewer and read-tier personal tokens simulate', async () => {
     expect((await p.viewer.request('POST', path, body({}))).status).toBe(200);
     const pat = await personalToken(p.viewer, 'read');
     const byPat = await app.request('POST', path, { token: pat, body: body({}) });

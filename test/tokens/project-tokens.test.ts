@@ -255,7 +255,7 @@ describe('GET /api/users/me/tokens', () => {
 });
 
 describe('JWT project tokens', () => {
-  it('issues an EdDSA access/refresh pair with a kid and exactly the spec 2.4 claims', async () => {
+  it('issues an EdDSA access/refresh pair with a kid and exactly the documented claims', async () => {
     const before = Math.floor(Date.now() / 1000);
     const res = await owner.request('POST', tokensPath(), { name: 'deployer', scopes: ['read', 'write'] });
     expect(res.status).toBe(201);
@@ -284,7 +284,7 @@ describe('JWT project tokens', () => {
 
     const me = await app.request('GET', '/api/users/me', { token: res.body.accessToken });
     expect(me.status).toBe(200);
-    // The token, never its creator (issue 9).
+    // The token, never its creator.
     expect(me.body).toEqual({ credential: { type: 'project_api_token', id: res.body.token.id, tokenType: 'jwt', scopes: ['read', 'write'], projectId } });
 
     const jwks = await app.request('GET', '/.well-known/jwks.json');

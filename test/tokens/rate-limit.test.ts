@@ -1,7 +1,10 @@
 import { startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { createJwt, createOpaque, createPersonalToken, createProject } from './support';
 
-/** Spec 8: a per-token budget (5,000 a minute in production; 3 here) shared by every replica. */
+/**
+ * A per-token budget (5,000 a minute in production; 3 here) shared by every replica
+ * (docs/limits.md).
+ */
 let app: TestApp;
 let owner: TestUser;
 let projectId: string;

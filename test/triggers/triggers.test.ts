@@ -4,7 +4,10 @@ import { createLogger } from '../../api/infra/logger';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, createWebhook, expectStatus, opaqueToken, personalToken, qs, startReceiver, uniquePath, type Project, type Receiver } from '../webhooks/support';
 
-/** Flag triggers (spec 2.8, 3, 4.6, 8): creation, secrecy, listing, revocation, execution, rate limit, access. */
+/**
+ * Flag triggers (docs/api-reference.md#triggers, docs/limits.md): creation, secrecy, listing,
+ * revocation, execution, rate limit, access.
+ */
 
 const BASE = 'https://flags.example.com';
 let app: TestApp;
@@ -154,7 +157,7 @@ describe('who may manage triggers', () => {
     expect((await p.member.request('DELETE', `/api/flags/${key}/triggers/${created.body.id}${qs({ serviceId: p.serviceId })}`)).status).toBe(204);
   });
 
-  it('refuses personal access tokens of every tier on create (spec 5.5), even an owner\'s admin token', async () => {
+  it('refuses personal access tokens of every tier on create, even an owner\'s admin token', async () => {
     for (const tier of ['read', 'write', 'admin'] as const) {
       const pat = await personalToken(p.owner, tier);
       const res = await app.request('POST', `/api/flags/${key}/triggers`, { token: pat, body: createBody() });

@@ -72,7 +72,8 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
     expect(got.map((d) => d.body.event).sort()).toEqual(
       ['flag.created', 'flag.updated', 'flag.toggled', 'flag.toggled', 'flag.updated', 'flag.updated', 'flag.deleted'].sort(),
     );
-    // Spec 6.1: (event, flagKey, timestamp) identifies a delivery; each arrived once.
+    // (event, flagKey, timestamp) identifies a delivery; each arrived once
+    // (docs/api-reference.md#webhooks).
     expect(new Set(got.map((d) => `${d.body.event}|${d.body.data.flagKey}|${d.body.timestamp}`)).size).toBe(7);
     expect(new Set(got.map((d) => d.headers['webhook-id'])).size).toBe(7);
     for (const d of got) {
@@ -191,7 +192,7 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
   });
 });
 
-describe('retry policy (spec 8): 4 attempts, 0/1/2/4 s apart, only 5xx, 429 and timeouts retried', () => {
+describe('retry policy: 4 attempts, 0/1/2/4 s apart, only 5xx, 429 and timeouts retried', () => {
   let p: Project;
   const hooks: Record<string, { id: string; path: string; secret: string }> = {};
   const behaviours: Record<string, (n: number) => { status: number; delayMs?: number; headers?: Record<string, string> }> = {

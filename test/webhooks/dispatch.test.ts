@@ -10,7 +10,7 @@ import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, createWebhook, startReceiver, uniquePath, type Receiver } from './support';
 
 /**
- * Issue 11.2: dispatch keeps pace with change. The shape of the work is asserted, not its
+ * Dispatch keeps pace with change. The shape of the work is asserted, not its
  * speed: an event's deliveries are recorded by one statement whatever the number of webhooks,
  * their workflow starts overlap (bounded), and a re-dispatch finds the same delivery ids.
  */
@@ -56,7 +56,7 @@ function countingTemporal(temporal: Temporal, counter: { inFlight: number; maxIn
   return { ...temporal, client: { workflow } as unknown as Client };
 }
 
-describe('webhook dispatch (issue 11.2)', () => {
+describe('webhook dispatch', () => {
   it('records an event for every webhook in one statement, signals each webhook lane concurrently, and a re-dispatch reuses the delivery ids', async () => {
     const p = await createProject(app);
     const hooks: { id: string; path: string; secret: string }[] = [];

@@ -1,7 +1,10 @@
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, createWebhook, jwtToken, opaqueToken, personalToken, qs, type Project } from './support';
 
-/** Webhook CRUD (spec 2.6, 4.9, CONTRACT 7): fields, validation, secrecy, roles, credentials and BOLA. */
+/**
+ * Webhook CRUD (docs/api-reference.md#webhooks): fields, validation, secrecy, roles, credentials
+ * and BOLA.
+ */
 
 let app: TestApp;
 let p: Project;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 
 /**
- * Issue 9, point 11: anyone who can read Temporal (its UI, its database, an exported history)
+ * Anyone who can read Temporal (its UI, its database, an exported history)
  * must not find a live invitation or verification token there. Workflows carry ids; the
  * activity reads the message from Postgres.
  */

@@ -64,7 +64,7 @@ export const routes: ConsoleRoute[] = [
   // A flag's canary timeline, guardrail and rollbacks: ?serviceId=&environment= name the flag's record.
   { path: '/projects/:projectId/releases/flags/:flagKey', screen: 'flag_release', title: 'Flag release safety', access: 'user', page: lazy(() => import('./pages/releases/flag')) },
   { path: '/projects/:projectId/releases/guardrails', screen: 'guardrails', title: 'Guardrails', access: 'user', page: lazy(() => import('./pages/releases/guardrails')) },
-  // Flag history, audit and explain (issue 18 point 2); flag pages link here with ?serviceId=&environment=.
+  // Flag history, audit and explain; flag pages link here with ?serviceId=&environment=.
   { path: '/projects/:projectId/flags/:flagKey/history', screen: 'flag_history', title: 'Flag history', access: 'user', page: lazy(() => import('./pages/history/flag-history')) },
   { path: '/projects/:projectId/flags/:flagKey/explain', screen: 'flag_explain', title: 'Explain a flag', access: 'user', page: lazy(() => import('./pages/history/explain')) },
   {
@@ -75,9 +75,9 @@ export const routes: ConsoleRoute[] = [
     page: lazy(() => import('./pages/history/audit')),
     nav: { label: 'Audit', scope: 'project', order: 60 },
   },
-  // The public demo grid (spec 4.2): anyone, signed in or not.
+  // The public demo grid (docs/api-reference.md#demo-service): anyone, signed in or not.
   { path: '/demo', screen: 'demo', title: 'Demo', access: 'public', page: lazy(() => import('./pages/demo/demo-grid-page')), nav: { label: 'Demo', scope: 'global', order: 90 } },
-  // Settings (issue 18 point 5): the project's sections, and the user's own credentials under /account.
+  // Settings: the project's sections, and the user's own credentials under /account.
   {
     path: '/projects/:projectId/settings',
     screen: 'settings',

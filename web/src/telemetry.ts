@@ -1,14 +1,17 @@
 /**
- * The console's own usage (spec 4.10 `/ingest/admin-events`), which the admin funnel
- * (GET /api/analytics/admin-funnel: screen_viewed -> flag_viewed -> activation per user) reads.
- * The control plane serves that route too, so the console posts it same-origin: no CORS, no
- * other origin in connect-src. Events are batched (at most 100 a post, spec 8) and flushed every
- * few seconds and when the tab is hidden; losing a batch is fine, so failures are dropped.
+ * The console's own usage (`/ingest/admin-events`, docs/analytics-ingestion.md), which the admin
+ * funnel (GET /api/analytics/admin-funnel: screen_viewed -> flag_viewed -> activation per user)
+ * reads. The control plane serves that route too, so the console posts it same-origin: no CORS, no
+ * other origin in connect-src. Events are batched (at most 100 a post, docs/limits.md) and flushed
+ * every few seconds and when the tab is hidden; losing a batch is fine, so failures are dropped.
  *
  * The router calls screenViewed on every screen change; pages call flagViewed and activation.
  */
 
-/** Spec 4.10 site ids: the built console reports as production, the dev server as dev. */
+/**
+ * The console's site ids (docs/analytics-ingestion.md): the built console reports as production,
+ * the dev server as dev.
+ */
 const SITE_ID = import.meta.env.PROD ? 'svc_admin_prod' : 'svc_admin_dev';
 const MAX_BATCH = 100;
 const FLUSH_MS = 5_000;

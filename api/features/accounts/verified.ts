@@ -3,7 +3,8 @@ import { HttpError } from '../../http/errors';
 
 /**
  * Actions that reach other people (mail, alerts, joining projects) need a verified address:
- * 403 in the spec's shape for unverified personal-token creation (section 7).
+ * 403 with `code: EMAIL_NOT_VERIFIED`, as for unverified personal-token creation
+ * (docs/errors.md#codes).
  */
 export function requireVerifiedEmail(user: UserRecord, action: string): void {
   if (user.emailVerified) return;

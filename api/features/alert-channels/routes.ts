@@ -50,7 +50,10 @@ const ChannelParams = z.object({ orgId: idSchema, channelId: idSchema });
 
 const MANAGE_REFUSED = 'managing alert channels needs the owner or admin role in the organization';
 
-/** Spec 4.7 organization alert channels: every member of the organization sees them, owners and admins manage them. */
+/**
+ * Organization alert channels (docs/api-reference.md#organizations): every member of the
+ * organization sees them, owners and admins manage them.
+ */
 export function alertChannelRoutes(deps: { alertChannels: AlertChannelService }): AnyRoute[] {
   const { alertChannels } = deps;
   return [

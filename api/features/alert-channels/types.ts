@@ -1,4 +1,7 @@
-/** Organization alert channels (spec 2.9, 4.7): inherited by every project of the organization. */
+/**
+ * Organization alert channels (docs/api-reference.md#organizations): inherited by every project of
+ * the organization.
+ */
 
 export const ALERT_CHANNEL_TYPES = ['chat', 'paging', 'email', 'webhook'] as const;
 export type AlertChannelType = (typeof ALERT_CHANNEL_TYPES)[number];
@@ -65,5 +68,5 @@ export interface NotifiedChannel {
 /** The hook release safety calls after a rollback; returns the channels that were notified. */
 export type NotifyOrgAlertChannels = (orgId: string, alert: OrgAlert) => Promise<NotifiedChannel[]>;
 
-/** Spec-shaped default for incident paging (PagerDuty Events API v2). */
+/** The default for incident paging (PagerDuty Events API v2). */
 export const DEFAULT_PAGING_URL = 'https://events.pagerduty.com/v2/enqueue';

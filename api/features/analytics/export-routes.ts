@@ -10,9 +10,10 @@ import { rangeParam, windowOf } from './queries/range';
 
 
 /**
- * POST /api/analytics/export (spec 4.10). It sends the project's raw events to an address the
- * caller chooses, so it needs what configuring a webhook needs: `settings:manage` on the project
- * (owner and admin roles, project tokens with manage_settings, personal tokens of the admin tier).
+ * POST /api/analytics/export (docs/analytics.md). It sends the project's raw events to an address
+ * the caller chooses, so it needs what configuring a webhook needs: `settings:manage` on the
+ * project (owner and admin roles, project tokens with manage_settings, personal tokens of the admin
+ * tier).
  */
 export function analyticsExportRoutes(deps: { analytics: Analytics; outbound: OutboundClient; deliveries: DeliveryQueue; logger: Logger }): AnyRoute[] {
   const exporter = new AnalyticsExporter(deps);

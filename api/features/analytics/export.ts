@@ -10,10 +10,10 @@ import { rawInWindow, windowParams, type TimeWindow } from './queries/range';
 /**
  * POST /api/analytics/export: a project's raw evaluation and outcome events of a period, sent to
  * a webhook in chunks, in order. Each chunk is an outbound delivery like a webhook event's (the
- * delivery lanes on Temporal: spec 8 attempts and backoff, 10 s per attempt, the SSRF guard at
- * every attempt, X-Svc-Signature and Standard Webhooks headers when a signing secret is given).
- * The request waits for each chunk's outcome: a chunk not accepted stops the export and the
- * caller hears which data was delivered.
+ * delivery lanes on Temporal: the webhook attempts and backoff of docs/limits.md, 10 s per attempt,
+ * the SSRF guard at every attempt, X-Svc-Signature and Standard Webhooks headers when a signing
+ * secret is given). The request waits for each chunk's outcome: a chunk not accepted stops the
+ * export and the caller hears which data was delivered.
  */
 
 export const EXPORT_DATA_TYPES = ['evaluations', 'outcomes'] as const;
@@ -147,8 +147,8 @@ export class AnalyticsExporter {
 
   /**
    * One chunk as a durable delivery to the given URL, in its export's lane (the webhook delivery
-   * machinery: spec 8 schedule, signing, SSRF guard at every attempt); waits for its outcome.
-   * Null when accepted, else why not.
+   * machinery: the docs/limits.md schedule, signing, SSRF guard at every attempt); waits for its
+   * outcome. Null when accepted, else why not.
    */
   private async send(req: ExportRequest, exportId: string, chunkId: string, body: string): Promise<string | null> {
     const { deliveryId } = await this.deps.deliveries.enqueue({

@@ -5,13 +5,13 @@ import { KB, defineRoute, reply, type AnyRoute } from '../../http/route';
 import { hashTargetingKey } from '../evaluation/recorder';
 import { EventName, EventTime, PREFLIGHT_HEADERS, inWindow, jsonObjectText, newEventId, parseItem, pending, publicIngestGate, recordAll, type ItemProblem, type PendingRow } from './ingest-common';
 
-/** Spec 4.10 and 8: at most 100 admin events per batch. */
+/** At most 100 admin events per batch (docs/analytics-ingestion.md, docs/limits.md). */
 export const ADMIN_MAX_EVENTS = 100;
-/** The spec gives no byte limit; the browser ingestion's (100 events, 100 KB) is kept. */
+/** Admin events take the browser ingestion's byte limit (100 KB) beside their own 100 events. */
 export const ADMIN_BODY_LIMIT = 100 * KB;
 const MAX_PROPERTIES_JSON = 4_096;
 
-/** The console's own site ids (spec 4.10); ADMIN_ANALYTICS_SITE_ID adds one. */
+/** The console's own site ids (docs/analytics-ingestion.md); ADMIN_ANALYTICS_SITE_ID adds one. */
 export const ADMIN_SITE_IDS = ['svc_admin_prod', 'svc_admin_preview', 'svc_admin_dev'] as const;
 
 const Short = z.string().max(64);
@@ -42,9 +42,9 @@ const AdminResponse = z.object({
 });
 
 /**
- * Product analytics of the console itself (spec 4.10 `/ingest/admin-events`), on the control
- * plane and the ingest listener. Called by instrumentation without a credential: only the allowed
- * site ids are taken, and each IP may post 100 batches per minute.
+ * Product analytics of the console itself (`/ingest/admin-events`, docs/analytics-ingestion.md), on
+ * the control plane and the ingest listener. Called by instrumentation without a credential: only
+ * the allowed site ids are taken, and each IP may post 100 batches per minute.
  */
 export function adminIngestRoutes(deps: { sink: AnalyticsSink; limiter: RateLimiter; extraSiteId?: string }): AnyRoute[] {
   const { sink } = deps;

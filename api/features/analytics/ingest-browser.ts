@@ -27,7 +27,7 @@ import {
 import type { IngestSites } from './ingest-sites';
 import type { UserAgentFacts } from './user-agent';
 
-/** Spec 8: 100 items and 100 KB per request (and 100 requests per minute per IP). */
+/** 100 items and 100 KB per request, and 100 requests per minute per IP (docs/limits.md). */
 export const BROWSER_MAX_ITEMS = 100;
 export const BROWSER_BODY_LIMIT = 100 * KB;
 const MAX_URL = 2_048;
@@ -82,9 +82,10 @@ export interface BrowserIngestDeps {
 const WRITE_TOKEN_NEEDED = "siteId: the site's project requires X-Write-Token, a project API token with write";
 
 /**
- * Browser analytics (CONTRACT 11, spec 4.10 and 8): `POST /e` on the ingest listener. Anyone may
- * post for a site unless its project requires a write token. Browser, OS, device and country are
- * the server's own reading of the request; fields of those names from the client are refused.
+ * Browser analytics (docs/api-reference.md#browser-analytics, docs/analytics-ingestion.md,
+ * docs/limits.md): `POST /e` on the ingest listener. Anyone may post for a site unless its project
+ * requires a write token. Browser, OS, device and country are the server's own reading of the
+ * request; fields of those names from the client are refused.
  */
 export function browserIngestRoutes(deps: BrowserIngestDeps): AnyRoute[] {
   const { sink, sites } = deps;

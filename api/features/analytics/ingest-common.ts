@@ -6,10 +6,16 @@ import type { RateLimiter } from '../../http/rate-limit';
 import type { RequestContext } from '../../http/route';
 import { ipBucket } from '../../http/client-ip';
 
-/** Event names (CONTRACT 8) and admin event names: 1-64 of [A-Za-z0-9_.:-]. */
+/**
+ * Event names (docs/api-reference.md#outcome-events) and admin event names: 1-64 of
+ * [A-Za-z0-9_.:-].
+ */
 export const EventName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -');
 
-/** Events are accepted from 2 hours old to 60 seconds ahead of the server's clock (CONTRACT 8, spec 4.10). */
+/**
+ * Events are accepted from 2 hours old to 60 seconds ahead of the server's clock
+ * (docs/api-reference.md#outcome-events, docs/analytics-ingestion.md).
+ */
 export const MAX_AGE_MS = 2 * 3600_000;
 export const MAX_AHEAD_MS = 60_000;
 
@@ -98,7 +104,10 @@ export function recordAll(sink: AnalyticsSink, rows: readonly PendingRow[]): voi
   }
 }
 
-/** Browser and admin ingestion: 100 requests per minute per client IP (IPv6 by /64), spec 8. */
+/**
+ * Browser and admin ingestion: 100 requests per minute per client IP (IPv6 by /64;
+ * docs/limits.md#rate-limits).
+ */
 export const INGEST_REQUESTS_PER_MINUTE = 100;
 
 /**

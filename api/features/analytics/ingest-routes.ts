@@ -21,13 +21,16 @@ export interface IngestDeps {
   sink: AnalyticsSink;
 }
 
-/** Spec 8 counts browser and admin ingestion per minute, whatever RATE_LIMIT_WINDOW_SECONDS is. */
+/**
+ * Browser and admin ingestion are counted per minute (docs/limits.md#rate-limits), whatever
+ * RATE_LIMIT_WINDOW_SECONDS is.
+ */
 const INGEST_WINDOW_SECONDS = 60;
 
 /**
- * Ingestion routes per listener (CONTRACT 1): SDK track and telemetry on the control and data
- * planes; browser events on the ingest listener; admin events on the control plane and the
- * ingest listener.
+ * Ingestion routes per listener (docs/api-reference.md#addresses-and-processes): SDK track and
+ * telemetry on the control and data planes; browser events on the ingest listener; admin events on
+ * the control plane and the ingest listener.
  */
 export function ingestRoutes(deps: IngestDeps): Record<'control' | 'data' | 'ingest', AnyRoute[]> {
   const { config, sink } = deps;

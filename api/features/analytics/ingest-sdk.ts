@@ -11,10 +11,10 @@ import { idSchema } from '../projects/common';
 import { EventName, EventTime, FlagValues, inWindow, newEventId, parseItem, pending, recordAll, type ItemProblem, type PendingRow } from './ingest-common';
 import type { IngestSites } from './ingest-sites';
 
-/** CONTRACT 8: at most 1,000 events and 256 KB per track request. */
+/** At most 1,000 events and 256 KB per track request (docs/api-reference.md#outcome-events). */
 export const TRACK_MAX_EVENTS = 1_000;
 
-/** SDK telemetry bounds (spec 4.10 leaves them open; docs/analytics-ingestion.md). */
+/** SDK telemetry bounds (docs/analytics-ingestion.md). */
 export const TELEMETRY_LIMITS = { summaries: 1_000, webVitals: 500, errors: 100, message: 2_048, stack: 16_384, url: 2_048 } as const;
 
 const Environment = z.enum(ENVIRONMENTS).default(DEFAULT_ENVIRONMENT).describe('Defaults to development, as on evaluation');
@@ -145,9 +145,10 @@ async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceI
 }
 
 /**
- * SDK ingestion (both listeners; CONTRACT 1 and 8, spec 4.10): outcome events and telemetry.
- * Callers authenticate like evaluation: a project API token with `read` (or a member's session)
- * of the service's project; personal tokens are refused as on every SDK route.
+ * SDK ingestion (both listeners; docs/api-reference.md#outcome-events,
+ * docs/analytics-ingestion.md): outcome events and telemetry. Callers authenticate like evaluation:
+ * a project API token with `read` (or a member's session) of the service's project; personal tokens
+ * are refused as on every SDK route.
  */
 export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
   const { sink } = deps;
@@ -241,7 +242,8 @@ export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
           );
         }
         // Samples outside the accepted window (a skewed or long-offline client) are left out and
-        // not counted in `processed`: the report has no per-item rejections in spec 4.10.
+        // not counted in `processed`: the report's answer has no per-item rejections
+        // (docs/analytics-ingestion.md).
         let vitals = 0;
         for (const v of webVitals) {
           const timestamp = inWindow(v.timestamp, now);
@@ -282,7 +284,8 @@ export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
               eventId: newEventId(),
             }),
           );
-          // CONTRACT 8: each error is one `error` outcome event attributed through its active flags.
+          // Each error is one `error` outcome event attributed through its active flags
+          // (docs/api-reference.md#outcome-events).
           rows.push(
             pending('outcome_events', {
               timestamp,

@@ -1,6 +1,6 @@
 import type { Sql } from '../../infra/postgres';
 
-/** What browser ingestion needs of a site (a service, CONTRACT 11). */
+/** What browser ingestion needs of a site (a service, docs/api-reference.md#browser-analytics). */
 export interface IngestSite {
   projectId: string;
   orgId: string;

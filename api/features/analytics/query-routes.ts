@@ -14,12 +14,13 @@ import { flagImpact, latestEvents, overview, VITAL_METRICS, vitals, type Site } 
 import { flagVariants } from './queries/variants';
 
 /**
- * The analytics queries of spec 4.10 (GET /api/analytics/...). Every one needs a credential and
+ * The analytics queries (GET /api/analytics/..., docs/analytics.md). Every one needs a credential
+ * and
  * `flags:read` on the project it reads: named by `siteId` (a service id), `serviceId` or
  * `projectId`. A project the caller cannot see answers 404 like a missing one.
  */
 
-/** CONTRACT 8 event names. */
+/** Outcome event names (docs/api-reference.md#outcome-events). */
 export const eventNameSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -');
 const environment = z.enum(ENVIRONMENTS);
 const PERIODS = ['1h', '24h', '7d', '30d'] as const;

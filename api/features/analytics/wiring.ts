@@ -23,7 +23,7 @@ const WRITER_ATTEMPTS = 4;
 const WRITER_RETRY_BASE_MS = 500;
 
 /**
- * The one batched writer of the process (issue 12.2): evaluation events with their own settings
+ * The one batched writer of the process: evaluation events with their own settings
  * (the hot table), every other table with ANALYTICS_*. Created before the evaluation feature,
  * which records into `evaluations`; started here, closed by the analytics feature's stop().
  */
@@ -86,7 +86,7 @@ export interface AnalyticsFeature {
 }
 
 /**
- * The analytics warehouse (issue 12): one batched writer for every producer, ingestion routes
+ * The analytics warehouse: one batched writer for every producer, ingestion routes
  * on each listener, and the queries analysts, SREs and the release-safety gates read.
  */
 export function createAnalyticsFeature(deps: AnalyticsFeatureDeps): AnalyticsFeature {

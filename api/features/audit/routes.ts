@@ -70,7 +70,7 @@ async function auditAccess(deps: AuditRouteDeps, principal: Principal, projectId
   return [{ projectId, orgId: deleted.orgId, role: null }];
 }
 
-/** Spec 4.9 GET /api/audit. */
+/** GET /api/audit (docs/api-reference.md#audit-log). */
 export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
   return [
     defineRoute({

@@ -1,7 +1,10 @@
 import type { Queryable } from '../projects/common';
 import type { FieldChange } from './writer';
 
-/** An audit entry as the API returns it (spec 2.7), plus `actor` (who, when no user did it). */
+/**
+ * An audit entry as the API returns it (docs/api-reference.md#audit-log), plus `actor` (who, when
+ * no user did it).
+ */
 export interface AuditLogRecord {
   id: string;
   projectId: string;

@@ -57,7 +57,8 @@ export function actorFromPrincipal(p: Principal, client: { ip?: string; userAgen
     case 'session':
       return { name: p.user.email, userId: p.user.id, ...base };
     case 'personal_access_token':
-      // A connector token's changes are attributed to its OAuth connection (spec 5.6).
+      // A connector token's changes are attributed to its OAuth connection
+      // (docs/api-reference.md#connector-tokens).
       if (p.connection) return { name: `mcp:${p.connection.id}`, userId: p.user.id, ...base };
       return { name: `${p.user.email} (personal token ${p.tokenId})`, userId: p.user.id, ...base };
     case 'project_api_token':

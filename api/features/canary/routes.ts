@@ -6,7 +6,7 @@ import { FlagKeyParams, idSchema } from '../projects/common';
 import type { CanaryService } from './service';
 
 /**
- * Canary pipelines (spec 4.5, CONTRACT 9). Starting, advancing and aborting need `flags:write`
+ * Canary pipelines (docs/canary.md). Starting, advancing and aborting need `flags:write`
  * on the service's project, reading needs `flags:read`; a project the caller cannot see answers
  * 404 like a missing one.
  */

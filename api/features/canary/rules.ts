@@ -1,6 +1,6 @@
 import type { FlagTargetingRule } from '../flags/types';
 
-/** The id of the rule a pipeline inserts when it is not given one (CONTRACT 9). */
+/** The id of the rule a pipeline inserts when it is not given one (docs/canary.md). */
 export const INSERTED_RULE_ID = 'canary';
 
 /** The targeting with the rule's rollout set (the inserted rule first when it is missing). */

@@ -28,14 +28,17 @@ import { runCanaryGate } from './gate';
 import { ACTIVE_STATUSES, type CanaryPipeline, type CanaryStore } from './store';
 import type { CanaryWarehouse } from './warehouse';
 
-/** Spec 2.9 configuration plus CONTRACT 9's optional fields, as the start route validated it. */
+/**
+ * The canary configuration with its optional fields (docs/canary.md), as the start route validated
+ * it.
+ */
 export interface CanaryStartInput extends Omit<CanaryConfig, 'maxWaitMinutes'> {
   maxWaitMinutes?: number;
   ruleId?: string;
   value?: unknown;
 }
 
-/** The record the API answers (CONTRACT 9). */
+/** The record the API answers (docs/canary.md). */
 export interface CanaryRecord {
   id: string;
   flagKey: string;
@@ -74,7 +77,7 @@ const PREVIOUS_RUN_WAIT_MS = 15_000;
 const activeConflict = (ref: FlagRef) => conflict(`Flag "${ref.key}" already has an active canary pipeline in ${ref.environment}`);
 
 /**
- * Canary pipelines (spec 4.5, CONTRACT 9): the record lives in Postgres (one active per flag,
+ * Canary pipelines (docs/canary.md): the record lives in Postgres (one active per flag,
  * service and environment), the pipeline itself is the canaryPipeline workflow. Start inserts
  * the record (a second concurrent start hits the partial unique index: 409) and starts the
  * workflow; GET answers the workflow's query while it runs and the record otherwise; advance and
@@ -122,7 +125,7 @@ export class CanaryService {
       latencyGateDeltaMs: input.latencyGateDeltaMs,
       autoRollbackOnBreach: input.autoRollbackOnBreach,
       minSamplesPerCohort: input.minSamplesPerCohort,
-      // CONTRACT 9: the larger of 10 soak periods and 1 minute.
+      // The larger of 10 soak periods and 1 minute (docs/canary.md).
       maxWaitMinutes: input.maxWaitMinutes ?? Math.max(10 * input.soakPeriodMinutes, 1),
       alpha: input.alpha,
     };

@@ -2,8 +2,9 @@ import type { Analytics } from '../../../analytics/client';
 import type { CohortSummary } from '../release-safety/gates';
 
 /**
- * The gate's inputs from the warehouse (CONTRACT 8 and 9; docs/canary.md lists exactly what
- * counts). For one rule of one flag in one service and environment, over [fromMs, toMs]:
+ * The gate's inputs from the warehouse (docs/api-reference.md#outcome-events; docs/canary.md lists
+ * exactly what counts). For one rule of one flag in one service and environment, over [fromMs,
+ * toMs]:
  *   - exposures: evaluations of that rule (sum of evaluation_events.evaluations) with
  *     rollout_side 'in' (treatment) or 'out' (control);
  *   - errors: those evaluations that failed (error_code != ''), plus `error` outcome events (track

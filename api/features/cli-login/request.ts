@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
-/** Loopback hosts a CLI login may hand its token to (CONTRACT 12: only loopback callbacks). */
+/**
+ * Loopback hosts a CLI login may hand its token to (docs/api-reference.md#cli-login: only loopback
+ * callbacks).
+ */
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export const MAX_CALLBACK_LENGTH = 2048;
 

@@ -8,10 +8,13 @@ import type { PersonalTokenService } from '../personal-tokens/service';
 import { escapeHtml, hidden, sendPage } from '../../http/html-page';
 import { CliLoginBody, CliLoginQuery, type CliLoginRequest } from './request';
 
-/** Spec 5.5: what a CLI login issues. */
+/** What a CLI login issues (docs/api-reference.md#cli-login). */
 export const CLI_TOKEN_TIER = 'write';
 export const CLI_TOKEN_DAYS = 90;
-/** Approvals one user may send per rate-limit window: each issues a token (20 live at most, spec 8). */
+/**
+ * Approvals one user may send per rate-limit window: each issues a token (20 live at most,
+ * docs/limits.md).
+ */
 export const CLI_LOGINS_PER_WINDOW = 10;
 const BODY_LIMIT = 8 * KB;
 
@@ -21,9 +24,9 @@ export interface CliLoginDeps {
 }
 
 /**
- * The CLI login flow (spec 5.5, CONTRACT 12): a signed-in browser approves, the server issues a
- * write personal token and the page hands it to the CLI's loopback listener by form POST (never
- * in a URL). Only dashboard sessions approve; personal and project tokens never do.
+ * The CLI login flow (docs/api-reference.md#cli-login): a signed-in browser approves, the server
+ * issues a write personal token and the page hands it to the CLI's loopback listener by form POST
+ * (never in a URL). Only dashboard sessions approve; personal and project tokens never do.
  */
 export function cliLoginRoutes(deps: CliLoginDeps): AnyRoute[] {
   return [

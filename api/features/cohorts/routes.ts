@@ -26,9 +26,10 @@ const ProjectParams = z.object({ id: idSchema });
 const CohortParams = z.object({ id: idSchema, cohortId: idSchema });
 
 /**
- * Spec 4.5 / CONTRACT 10 cohorts under a project: read with flags:read (every member, read
+ * Cohorts under a project (docs/cohorts.md): read with flags:read (every member, read
  * tokens), written with flags:write (member role and up), as flag targeting is. Evaluate is a
- * read-only POST: read-tier personal tokens may call it (spec 5.5).
+ * read-only POST: read-tier personal tokens may call it
+ * (docs/api-reference.md#personal-access-tokens).
  */
 export function cohortRoutes(deps: { cohorts: CohortService }): AnyRoute[] {
   const { cohorts } = deps;

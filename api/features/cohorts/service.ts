@@ -16,7 +16,7 @@ export interface CohortServiceDeps {
   afterCommit?: () => void;
 }
 
-/** Cohort evaluate's answer (CONTRACT 10). */
+/** Cohort evaluate's answer (docs/cohorts.md). */
 export interface CohortMembershipAnswer {
   cohortId: string;
   userId: string;
@@ -27,7 +27,7 @@ export interface CohortMembershipAnswer {
 const nameTaken = (name: string) => conflict(`A cohort named "${name}" already exists in this project`);
 
 /**
- * Cohorts of a project (CONTRACT 10). Every change is one transaction: the row, its audit entry
+ * Cohorts of a project (docs/cohorts.md). Every change is one transaction: the row, its audit entry
  * and a cohort event in the outbox, which the relay publishes to every replica's snapshots;
  * they recompile the flags that use the cohort. The routes check the project capability.
  */

@@ -1,7 +1,7 @@
 import type { FlagCondition } from '../flags/types';
 
 /**
- * Cohorts (spec 4.5, CONTRACT 10): named audiences of a project that flags reuse with the
+ * Cohorts (docs/cohorts.md): named audiences of a project that flags reuse with the
  * `in_cohort` operator. A context is a member when any rule's conditions all hold.
  */
 
@@ -38,9 +38,9 @@ export interface CohortInput {
 export type CohortPatch = Partial<CohortInput>;
 
 /**
- * Limits in the style of spec 8's targeting limits (docs/cohorts.md). A flag pays for the
- * conditions of every cohort it names on each evaluation (budget.ts), so these keep one cohort
- * about as heavy as one large targeting rule set.
+ * Limits in the style of the flag content limits of docs/limits.md (docs/cohorts.md). A flag pays
+ * for the conditions of every cohort it names on each evaluation (budget.ts), so these keep one
+ * cohort about as heavy as one large targeting rule set.
  */
 export const COHORT_LIMITS = {
   cohortsPerProject: 100,

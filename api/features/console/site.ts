@@ -19,7 +19,7 @@ export interface ConsoleSiteOptions {
 }
 
 /**
- * The web console on the control plane (issue 18): hashed files under /assets/ cached for a year
+ * The web console on the control plane: hashed files under /assets/ cached for a year
  * as immutable, and index.html, never cached without revalidation, for every other GET a
  * browser navigates to (`/`, `/projects/...`, the mailed `/verify-email` and
  * `/invitations/accept` links), under a strict Content-Security-Policy. Runs after the API's

@@ -8,7 +8,7 @@ import type { FlagService } from '../flags/service';
 import { FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import type { DemoServiceRegistry } from './registry';
 
-/** Spec 4.2 rule 1 and spec 8: the list page size on a demo service. */
+/** The list page size on a demo service (docs/api-reference.md#demo-service, docs/limits.md). */
 export const DEMO_LIST_MAX_LIMIT = 4096;
 
 export interface DemoFlagListDeps {
@@ -40,16 +40,16 @@ const MAX_SNAPSHOTS = 64;
 const ALL_ENVIRONMENTS = '*';
 
 /**
- * Demo list reads (spec 4.2 rules 1-3). The plain grid request (no filters, no cursor) is
- * served from memory: the flags of a (service, environment) are read once, and each page is
- * serialized once per (fields, limit, offset) with its weak ETag (a hash of the body, so it
- * changes exactly when what the caller would see changes, and every replica computes the same
- * one). A FlagChangeEvent for the service on the bus carries the changed flag: an update or
- * toggle replaces it in the cached grid (newer versions only, so a late or repeated event is
- * harmless) and drops the serialized pages; a create or delete drops the grid. A read that was
- * under way when a change arrived is served but not kept. After `maxAgeMs` a grid is re-read in
- * the background while the cached one keeps serving (a safety net for a lost bus message).
- * Filtered or cursor requests go to the store like any list, with an ETag too.
+ * Demo list reads (docs/api-reference.md#demo-service). The plain grid request (no filters, no
+ * cursor) is served from memory: the flags of a (service, environment) are read once, and each page
+ * is serialized once per (fields, limit, offset) with its weak ETag (a hash of the body, so it
+ * changes exactly when what the caller would see changes, and every replica computes the same one).
+ * A FlagChangeEvent for the service on the bus carries the changed flag: an update or toggle
+ * replaces it in the cached grid (newer versions only, so a late or repeated event is harmless) and
+ * drops the serialized pages; a create or delete drops the grid. A read that was under way when a
+ * change arrived is served but not kept. After `maxAgeMs` a grid is re-read in the background while
+ * the cached one keeps serving (a safety net for a lost bus message). Filtered or cursor requests
+ * go to the store like any list, with an ETag too.
  */
 export class DemoFlagList {
   private readonly snapshots = new Map<string, Snapshot>();

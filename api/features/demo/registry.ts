@@ -18,9 +18,9 @@ export interface DemoRegistryDeps {
 }
 
 /**
- * Which services are public demo services (spec 4.2, CONTRACT 5): the configured ids plus the
- * services stored in `demo_services` (the one the embedded profile seeds). The answer is in
- * memory, so the hot paths (list, evaluation, bulk PATCH) ask it synchronously.
+ * Which services are public demo services (docs/api-reference.md#demo-service): the configured ids
+ * plus the services stored in `demo_services` (the one the embedded profile seeds). The answer is
+ * in memory, so the hot paths (list, evaluation, bulk PATCH) ask it synchronously.
  *
  * `isDemo`/`list` are the same questions under the names the evaluation feature's
  * `DemoServices` interface uses, so this object can be passed to it as is.

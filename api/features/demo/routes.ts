@@ -3,7 +3,10 @@ import { defineRoute, type AnyRoute } from '../../http/route';
 import { ENVIRONMENTS } from '../flags/types';
 import type { DemoServiceRegistry } from './registry';
 
-/** CONTRACT 5: GET /api/demo lists the public demo services, without authentication. */
+/**
+ * GET /api/demo lists the public demo services, without authentication
+ * (docs/api-reference.md#demo-service).
+ */
 export function demoRoutes(deps: { registry: DemoServiceRegistry }): AnyRoute[] {
   return [
     defineRoute({

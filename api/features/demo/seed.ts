@@ -3,7 +3,7 @@ import type { Sql } from '../../infra/postgres';
 import { writeAudit } from '../audit/writer';
 import { ENVIRONMENTS } from '../flags/types';
 
-/** The demo grid: 64 x 64 boolean flags `px-0` … `px-4095` (spec 4.2). */
+/** The demo grid: 64 x 64 boolean flags `px-0` … `px-4095` (docs/api-reference.md#demo-service). */
 export const DEMO_GRID_SIDE = 64;
 export const DEMO_GRID_SIZE = DEMO_GRID_SIDE * DEMO_GRID_SIDE;
 

@@ -1,12 +1,12 @@
 import { ipBucket } from '../../http/client-ip';
 import type { Cache } from '../../infra/cache';
 
-/** Spec 8: one demo write per IP per 2 seconds. */
+/** One demo write per IP per 2 seconds (docs/limits.md). */
 export const DEMO_WRITE_INTERVAL_SECONDS = 2;
 
 /**
- * The demo write throttle (spec 4.2 rule 6). A claim is a SET NX with a 2 s expiry in the
- * shared cache, so it holds across every replica (Redis) and needs one round trip.
+ * The demo write throttle (docs/api-reference.md#demo-service). A claim is a SET NX with a 2 s
+ * expiry in the shared cache, so it holds across every replica (Redis) and needs one round trip.
  */
 export class DemoWriteThrottle {
   constructor(

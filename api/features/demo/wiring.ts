@@ -22,9 +22,9 @@ export interface DemoFeature {
 }
 
 /**
- * The public demo service (spec 4.2, CONTRACT 5): seeds the 4,096-flag grid when configured to
- * (DEMO_SEED, default on the embedded profile), loads the demo registry and starts the demo list
- * cache's invalidation from the bus.
+ * The public demo service (docs/api-reference.md#demo-service): seeds the 4,096-flag grid when
+ * configured to (DEMO_SEED, default on the embedded profile), loads the demo registry and starts
+ * the demo list cache's invalidation from the bus.
  */
 export async function createDemoFeature(deps: { config: Config; sql: Sql; cache: Cache; logger: Logger; flags: FlagService }): Promise<DemoFeature> {
   const { config, sql, cache, logger } = deps;

@@ -3,7 +3,10 @@ import type { Principal, ProjectRole } from '../../auth/principal';
 import { notFound, personalTokenRefused, unauthorized, type HttpError } from '../../http/errors';
 import type { ServiceSnapshot, SnapshotStore, Visibility } from './snapshots';
 
-/** Which services are public demo services (spec 4.2): config ids plus the ones seeded at start. */
+/**
+ * Which services are public demo services (docs/api-reference.md#demo-service): config ids plus the
+ * ones seeded at start.
+ */
 export interface DemoServices {
   isDemo(serviceId: string): boolean;
   list(): string[];
@@ -60,9 +63,10 @@ const DENIALS: Record<Denial, () => HttpError> = {
 };
 
 /**
- * Who may evaluate what (spec 4.1, 5.3): public flags need no credential; every other flag
- * needs a project API token of the service's project with `read`, or a session of a project
- * member. Demo services are open to everyone. Personal access tokens never evaluate (5.5).
+ * Who may evaluate what (docs/data-plane.md#who-may-evaluate-accessts,
+ * docs/api-reference.md#roles-and-capabilities): public flags need no credential; every other flag
+ * needs a project API token of the service's project with `read`, or a session of a project member.
+ * Demo services are open to everyone. Personal access tokens never evaluate (5.5).
  *
  * A caller without read access sees only public flags. Asking for anything else is 401 for
  * an anonymous caller (it may have access with a credential), 403 for a token of the project

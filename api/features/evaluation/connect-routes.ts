@@ -21,7 +21,7 @@ import { DEFAULT_ENVIRONMENT, spendOrThrow, type EvaluationService } from './ser
 /**
  * The Connect (JSON and binary, /api/connect/*) and gRPC-Web (/api/grpc-web/*) adapters of
  * flags.v1.EvaluationService (connect-rpc.ts), mounted as Express routes so the per-IP limit,
- * authentication and request logging are shared with REST; and the spec's JSON routes next to
+ * authentication and request logging are shared with REST; and the plain JSON routes next to
  * them (/api/connect/evaluate, /api/connect/bulk-evaluate).
  */
 
@@ -99,7 +99,8 @@ export function connectRoutes(deps: ConnectDeps): AnyRoute[] {
       summary: `flags.v1.EvaluationService over ${what} (see proto/flags/v1/evaluation.proto)`,
       tags: ['connect'],
       auth: 'public',
-      // Read-only RPCs; personal tokens are refused inside with PERMISSION_DENIED (spec 7).
+      // Read-only RPCs; personal tokens are refused inside with PERMISSION_DENIED
+      // (docs/errors.md#other-protocols).
       readOnly: true,
       csrfExempt: true,
       params: z.object({ method: z.string() }),
@@ -143,7 +144,7 @@ const ProtoResult = z
   .passthrough();
 
 /**
- * The spec's JSON routes next to the RPCs: POST /api/connect/evaluate answers the protobuf JSON
+ * The plain JSON routes next to the RPCs: POST /api/connect/evaluate answers the protobuf JSON
  * of a Resolve*Response plus `flagKey`; POST /api/connect/bulk-evaluate the protobuf JSON of a
  * ResolveAllResponse (`flags` map of AnyFlag with boolValue / stringValue / doubleValue /
  * objectValue). Fields with default values are omitted, as protobuf JSON does.

@@ -19,9 +19,9 @@ import { StallGuard, type StreamClientLimits, type StreamHub, type StreamMessage
  * flags.v1.EvaluationService (proto/flags/v1/evaluation.proto): the RPC implementation shared by
  * the Connect and gRPC-Web adapters (connect-routes.ts mounts them). Transport failures map to
  * Connect codes: no or bad credential UNAUTHENTICATED, personal token or missing permission
- * PERMISSION_DENIED (spec 7), unknown or inaccessible service NOT_FOUND, bad arguments
- * INVALID_ARGUMENT, rate limits RESOURCE_EXHAUSTED. Evaluation errors (FLAG_NOT_FOUND,
- * TYPE_MISMATCH …) are part of the response, with reason ERROR, as on REST.
+ * PERMISSION_DENIED (docs/errors.md#other-protocols), unknown or inaccessible service NOT_FOUND,
+ * bad arguments INVALID_ARGUMENT, rate limits RESOURCE_EXHAUSTED. Evaluation errors
+ * (FLAG_NOT_FOUND, TYPE_MISMATCH …) are part of the response, with reason ERROR, as on REST.
  */
 
 const kPrincipal = createContextKey<Principal>(ANONYMOUS, { description: 'caller' });

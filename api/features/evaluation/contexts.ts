@@ -26,10 +26,10 @@ export interface ContextSummary {
 const MAX_VALUES_PER_ENTRY = 64;
 
 /**
- * The evaluation-context ring of spec 4.6: the last `capacity` (about 1,000) evaluation
- * requests of this instance that carried a targetingKey, bounded also by `maxBytes` so large
- * contexts cannot grow it past a few megabytes. Pushing is O(1) and allocation-light; grouping
- * by targetingKey happens when someone reads it.
+ * The evaluation-context ring (docs/data-plane.md#context-ring-get-apicontexts-control-plane): the
+ * last `capacity` (about 1,000) evaluation requests of this instance that carried a targetingKey,
+ * bounded also by `maxBytes` so large contexts cannot grow it past a few megabytes. Pushing is O(1)
+ * and allocation-light; grouping by targetingKey happens when someone reads it.
  */
 export class ContextRing {
   private readonly entries: (ContextEntry | undefined)[];

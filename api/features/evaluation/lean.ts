@@ -13,7 +13,7 @@ import type { LocalRateLimiter } from './local-rate-limiter';
 
 /**
  * The lean edge: the hottest data-plane routes served straight from node:http, in front of
- * Express (DESIGN "Quality bars"). The routes are the adapters' (wiring.ts passes them in):
+ * Express (docs/quality-bars.md). The routes are the adapters' (wiring.ts passes them in):
  *   POST /api/flags/evaluate                    REST single evaluation   rest.ts
  *   POST /api/flags/evaluate/batch              REST batch               rest.ts
  *   POST /api/ofrep/v1/evaluate/flags/{key}     OFREP single             ofrep.ts

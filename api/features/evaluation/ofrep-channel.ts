@@ -6,7 +6,7 @@ import type { Sql } from '../../infra/postgres';
 import { ENVIRONMENTS, type Environment } from '../flags/types';
 
 /**
- * Channel tokens of the OFREP event stream (issue 16, OFREP ADR-0008). A browser's EventSource
+ * Channel tokens of the OFREP event stream (OFREP ADR-0008). A browser's EventSource
  * cannot send an Authorization header, so the stream URL carries its own credential: a JWT
  * signed with the service's key under its own audience, naming the API token it was issued for
  * (by id, never the secret), the service and the environment, and nothing else it could open.
@@ -118,7 +118,7 @@ const SWEEP_BATCH = 1_000;
  * Ends event streams whose API token stopped being valid. A stream opens only while its token
  * is valid (answers remembered for `intervalMs`); every `intervalMs` the tokens of all open
  * streams are checked again in one query, and the streams of a revoked one end. So a revoked
- * token's streams end within about `intervalMs` on every replica (spec 8: about 10 s), and
+ * token's streams end within about `intervalMs` on every replica (docs/limits.md: about 10 s), and
  * its channel tokens open nothing more.
  */
 export class IssuerWatch {

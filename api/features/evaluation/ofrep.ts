@@ -23,8 +23,8 @@ import type { EnvironmentSnapshot, Visibility } from './snapshots';
  * Status codes follow the published OFREP OpenAPI document (open-feature/protocol 0.3.0):
  * 200 success, 400 {key, errorCode, errorDetails} for evaluation errors, 404 FLAG_NOT_FOUND,
  * 401/403/429 for access and rate limits, 304 for an unchanged bulk answer. Reasons and error
- * codes are the document's (OFREP_REASONS, OFREP_EVALUATION_ERRORS); the REST routes keep the
- * spec's own. Error bodies also carry our `{error, message}`.
+ * codes are the document's (OFREP_REASONS, OFREP_EVALUATION_ERRORS); the REST routes keep their
+ * own (docs/evaluation.md#reasons). Error bodies also carry our `{error, message}`.
  *
  * Bulk answers name an event stream (ofrep-events.ts) for callers who read the service with a
  * project API token, and take the stream's flagConfigEtag / flagConfigLastModified back: a
@@ -261,7 +261,8 @@ function ofrepBody(raw: unknown): { context?: unknown } {
 /**
  * The reasons of the published OFREP schema (STATIC, TARGETING_MATCH, SPLIT, DISABLED, UNKNOWN)
  * for the engine's: the flag's default value is STATIC, a weighted variant SPLIT, a matched rule
- * TARGETING_MATCH, and a disabled flag DISABLED (CONTRACT 4). UNKNOWN does not occur.
+ * TARGETING_MATCH, and a disabled flag DISABLED (docs/evaluation.md#reasons). UNKNOWN does not
+ * occur.
  */
 export const OFREP_REASONS: Record<Exclude<Reason, 'ERROR'>, string> = {
   DEFAULT: 'STATIC',

@@ -86,7 +86,7 @@ function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
 }
 
 /**
- * The evaluation event writer (DESIGN data flow 3): the shared batched writer
+ * The evaluation event writer (docs/architecture.md#data-flow): the shared batched writer
  * (analytics/writer.ts) on `evaluation_events`, plus two things of its own.
  *
  * Requests alike are folded together for `foldMs` (`recordRequest`): same service,
@@ -94,8 +94,9 @@ function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
  * result for every flag. They become one row per flag with their count in `evaluations`, stamped
  * with the first one's time. An SDK polling for its user, or a page loading all flags for each
  * view, costs a map lookup instead of a row per flag in ClickHouse; every exposure keeps its
- * targeting key and the value served (CONTRACT 8 and 9), and counts and latency percentiles stay
- * exact to the folding (evaluation_minutes weighs latencies by `evaluations`).
+ * targeting key and the value served (docs/api-reference.md#outcome-events, docs/canary.md), and
+ * counts and latency percentiles stay exact to the folding (evaluation_minutes weighs latencies by
+ * `evaluations`).
  *
  * And DELETE /api/evaluations: forgetting a flag's events not written yet.
  */

@@ -10,13 +10,14 @@ import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, Eva
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 
 /**
- * REST evaluation (spec 2.2), both on the lean edge (lean.ts): POST /api/flags/evaluate, one
- * flag, and POST /api/flags/evaluate/batch, up to 100 flags (4,096 on a demo service). Both
- * answer `{flagKey, value, reason, variant?, errorCode?, errorMessage?}` per flag and add
+ * REST evaluation (docs/evaluation.md#results), both on the lean edge (lean.ts): POST
+ * /api/flags/evaluate, one flag, and POST /api/flags/evaluate/batch, up to 100 flags (4,096 on a
+ * demo service). Both answer `{flagKey, value, reason, variant?, errorCode?, errorMessage?}` per
+ * flag and add
  * `_debug` timings with `?debug=true`.
  */
 
-/** `_debug` of spec 2.2 (milliseconds). */
+/** `_debug` of a result (docs/evaluation.md#results), in milliseconds. */
 interface DebugInfo {
   timings: { rateLimit: number; validation: number; cacheGet: number; evaluate: number };
   cacheHit: boolean;
@@ -184,7 +185,10 @@ export const restBatchDoc: AnyRoute = defineRoute({
 /** One result of a batch answer as JSON, built once per interned result (engine/evaluate.ts). */
 const restEntry = perInternedResult((r) => JSON.stringify(restResult(r)));
 
-/** The REST result shape (spec 2.2): absent fields are left out, `value` is never undefined. */
+/**
+ * The REST result shape (docs/evaluation.md#results): absent fields are left out, `value` is never
+ * undefined.
+ */
 function restResult(r: EvaluationResult): Record<string, unknown> {
   const out: Record<string, unknown> = { flagKey: r.flagKey, value: r.value === undefined ? null : r.value, reason: r.reason };
   if (r.variant !== undefined) out.variant = r.variant;

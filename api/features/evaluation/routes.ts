@@ -16,7 +16,10 @@ export interface EvaluationRouteDeps {
   limits: { perIp: number; perToken: number; perService: number; windowSeconds: number };
 }
 
-/** Routes served on both listeners (CONTRACT 1: evaluation and SDK routes). */
+/**
+ * Routes served on both listeners (evaluation and SDK routes,
+ * docs/api-reference.md#addresses-and-processes).
+ */
 export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
   const { evaluation } = deps;
 
@@ -115,7 +118,7 @@ const EvaluationEntry = z.object({
 /**
  * Dashboard routes (control plane only): evaluation log and the context browser. They are for
  * users (sessions, personal tokens): a project read token ships in browser bundles and must not
- * browse other users' contexts and evaluations (issue 9).
+ * browse other users' contexts and evaluations.
  */
 export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
   return [

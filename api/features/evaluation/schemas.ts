@@ -4,10 +4,11 @@ import { ENVIRONMENTS } from '../flags/types';
 import type { EvaluationContext } from './engine/index';
 
 /**
- * Evaluation context (spec 2.2): an object with `targetingKey` (string) plus any attributes.
- * It is handed to the engine as sent, so every protocol answers exactly what the engine does:
- * a context that is not an object evaluates to ERROR / INVALID_CONTEXT, a targetingKey that
- * is not a non-empty string counts as missing (CONTRACT 4, test/evaluation/cases.json).
+ * Evaluation context (docs/evaluation.md#context): an object with `targetingKey` (string) plus any
+ * attributes. It is handed to the engine as sent, so every protocol answers exactly what the engine
+ * does: a context that is not an object evaluates to ERROR / INVALID_CONTEXT, a targetingKey that
+ * is not a non-empty string counts as missing (docs/evaluation.md#context,
+ * test/evaluation/cases.json).
  */
 export const ContextSchema = z
   .unknown()

@@ -62,15 +62,18 @@ export class EvaluationService {
   }
 
   /**
-   * Spec 8: 10,000 evaluation requests per minute per service (shared by every replica), spent
-   * only by callers who read the service (`grant.reader`); undefined for anyone else, whom the
-   * per-IP limit holds, so anonymous callers cannot use up a tenant's budget.
+   * 10,000 evaluation requests per minute per service (docs/limits.md#rate-limits) (shared by every
+   * replica), spent only by callers who read the service (`grant.reader`); undefined for anyone
+   * else, whom the per-IP limit holds, so anonymous callers cannot use up a tenant's budget.
    */
   consumeServiceBudget(grant: ServiceGrant): RateDecision | undefined {
     return grant.reader ? this.deps.limiter.consume(`service:${grant.service.id}`, this.deps.perServiceLimit) : undefined;
   }
 
-  /** Throws the grant's denial when the caller may not see one of the keys (spec 4.1 auth). */
+  /**
+   * Throws the grant's denial when the caller may not see one of the keys
+   * (docs/data-plane.md#who-may-evaluate-accessts).
+   */
   checkVisible(grant: ServiceGrant, environment: Environment, keys: Iterable<string>): void {
     if (grant.visibility === 'all') return;
     const env = grant.service.environments[environment];

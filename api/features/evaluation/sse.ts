@@ -12,10 +12,10 @@ import { STREAM_RETRY_AFTER_SECONDS, type StreamLimits } from './stream-limits';
 import { openSse, type StreamClientLimits, type StreamHub } from './streams';
 
 /**
- * Server-Sent Events of flag changes (spec 6.2): GET /api/flags/stream and /api/connect/stream,
- * on the lean edge so an open stream holds no Express or per-request logger state (see
- * bench:streams). The query is validated like a route's; then the caller's grant, the
- * open-stream caps, and the stream itself (streams.ts).
+ * Server-Sent Events of flag changes (docs/api-reference.md#change-events-and-streams): GET
+ * /api/flags/stream and /api/connect/stream, on the lean edge so an open stream holds no Express or
+ * per-request logger state (see bench:streams). The query is validated like a route's; then the
+ * caller's grant, the open-stream caps, and the stream itself (streams.ts).
  */
 export interface SseDeps {
   evaluation: EvaluationService;

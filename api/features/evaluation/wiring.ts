@@ -60,7 +60,10 @@ export interface EvaluationFeature {
   /** The lean hot path, put in front of Express on the control and data listeners. */
   front: FrontHandler;
   snapshots: SnapshotStore;
-  /** The context ring of spec 4.6 (simulate replays it). */
+  /**
+   * The context ring (docs/data-plane.md#context-ring-get-apicontexts-control-plane); simulate
+   * replays it.
+   */
   contexts: ContextRing;
   demo: DemoServices;
   recorder: EvaluationRecorder;
@@ -74,7 +77,7 @@ export interface EvaluationFeature {
 }
 
 /**
- * The evaluation data plane (spec 4.1, 4.2 evaluation, 6.2; CONTRACT 4, 5): snapshots kept
+ * The evaluation data plane (docs/data-plane.md, docs/evaluation.md): snapshots kept
  * current from the flag-change bus, the lean path, REST, OFREP, Connect and gRPC-Web, SSE
  * streams, the context ring and /api/sdk-config.
  */
@@ -104,7 +107,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const streamLimits = new StreamLimits({ perIp: config.STREAM_MAX_PER_IP, perCredential: config.STREAM_MAX_PER_CREDENTIAL, perService: config.STREAM_MAX_PER_SERVICE });
   const streamClient = { maxBufferedBytes: config.STREAM_MAX_BUFFERED_BYTES, stallTimeoutMs: config.STREAM_STALL_TIMEOUT_MS };
   // OFREP event streams: channel tokens, the watch that ends a revoked token's streams (within a
-  // credential-cache TTL, spec 8), and bulk re-fetches waiting for an announced change.
+  // credential-cache TTL, docs/limits.md), and bulk re-fetches waiting for an announced change.
   const channels = new ChannelTokens(deps.jwt, `${deps.jwt.audience}/ofrep-events`);
   const issuers = new IssuerWatch({ store: new IssuerStore(deps.sql), intervalMs: CREDENTIAL_CACHE_TTL_MS, logger });
   const waiters = new FlagConfigWaiters(snapshots);

@@ -6,7 +6,7 @@ import { betaSampler } from './allocation/random';
 export { seededRandom } from './allocation/random';
 
 /**
- * Bandit allocation (spec 2.9, CONTRACT 10; docs/experiments.md "Allocation"). Pure, no I/O:
+ * Bandit allocation (docs/experiments.md#allocation). Pure, no I/O:
  * the experiment store gathers the counts, calls decideAllocation with a seeded generator, and
  * writes the result to the flag's variant weights through the one flag write path.
  */

@@ -11,7 +11,7 @@ import { EXPERIMENT_STATUSES } from './store';
 import type { BanditService } from './service';
 
 /**
- * Bandit experiments (spec 4.5, CONTRACT 10; docs/experiments.md). Creating, rewarding,
+ * Bandit experiments (docs/experiments.md). Creating, rewarding,
  * reallocating and stopping need `flags:write` on the experiment's project (a read-tier personal
  * token or a read-only project token gets 403), reading needs `flags:read`; an experiment or
  * project the caller cannot see answers 404 like a missing one.
@@ -34,7 +34,7 @@ const CreateBody = z
     autoRolloutWinner: z.boolean().default(false).describe('Promote the winner to 100% and complete the experiment'),
     conversionEvent: EventName.refine((name) => !(RESERVED_OUTCOMES as readonly string[]).includes(name), 'error and latency are not conversions')
       .optional()
-      .describe('Outcome event (CONTRACT 8) counted as a conversion, read from the warehouse at every reallocation'),
+      .describe('Outcome event (docs/api-reference.md#outcome-events) counted as a conversion, read from the warehouse at every reallocation'),
     reallocationIntervalMinutes: z
       .number()
       .finite()

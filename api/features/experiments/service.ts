@@ -13,7 +13,10 @@ import { BANDIT_REALLOCATION, banditEndedSignal, banditWorkflowId } from '../../
 import { banditActor, variantsWithWeights, type BanditReallocator } from './reallocation';
 import type { BanditStore, StoredExperiment } from './store';
 
-/** Spec 2.9 input plus the optional fields docs/experiments.md describes, as the create route validated it. */
+/**
+ * The create input and the optional fields docs/experiments.md describes, as the create route
+ * validated it.
+ */
 export interface ExperimentInput {
   name: string;
   projectId: string;
@@ -43,7 +46,9 @@ export interface ExperimentVariant {
   sources: { rewards: { trials: number; successes: number }; events: { trials: number; successes: number } };
 }
 
-/** The record the API answers (CONTRACT 10, plus the experiment's own settings and state). */
+/**
+ * The record the API answers (docs/experiments.md, plus the experiment's own settings and state).
+ */
 export type ExperimentRecord = Omit<StoredExperiment, 'flagId' | 'arms' | 'flagVersion' | 'workflowId'> & { variants: ExperimentVariant[] };
 
 export interface BanditServiceDeps {
@@ -81,7 +86,7 @@ export function toRecord(e: StoredExperiment): ExperimentRecord {
 }
 
 /**
- * Bandit experiments (spec 4.5, CONTRACT 10; docs/experiments.md). The record lives in Postgres
+ * Bandit experiments (docs/experiments.md). The record lives in Postgres
  * (one running per flag, service and environment); each running experiment has a workflow that
  * reallocates on its interval; rewards are counters. Authorization is the routes'.
  */

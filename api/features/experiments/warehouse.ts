@@ -2,9 +2,10 @@ import type { Analytics } from '../../../analytics/client';
 import type { ArmErrors, ArmStats } from './allocation';
 
 /**
- * A bandit's evidence from the warehouse (CONTRACT 8; docs/experiments.md "Rewards" and
- * "Guardrail"), for one flag in one service and environment over [fromMs, toMs] (the experiment
- * so far). An evaluation belongs to an arm when it served that variant (evaluation_events.variant).
+ * A bandit's evidence from the warehouse (docs/api-reference.md#outcome-events,
+ * docs/experiments.md#rewards and docs/experiments.md#guardrail-cutting-an-arm-on-errors), for one
+ * flag in one service and environment over [fromMs, toMs] (the experiment so far). An evaluation
+ * belongs to an arm when it served that variant (evaluation_events.variant).
  *
  * Conversions: each targeting key that was served a variant is one trial of the arm it was
  * served last; it is a success when it has an outcome event named `conversionEvent` in the

@@ -42,7 +42,10 @@ export const ExplanationSchema = z.object({
   rules: z.array(RuleSchema).describe('The rules evaluation reached, in order: those that did not match, then the one that did'),
 });
 
-/** Spec 4.5 / CONTRACT 10 explain: a read-only POST, so read-tier personal tokens may call it (spec 5.5). */
+/**
+ * Explain (docs/explain.md): a read-only POST, so read-tier personal tokens may call it
+ * (docs/api-reference.md#personal-access-tokens).
+ */
 export function explainRoutes(deps: { explain: ExplainService }): AnyRoute[] {
   return [
     defineRoute({

@@ -5,8 +5,8 @@ import type { SnapshotStore } from '../evaluation/snapshots';
 import type { Environment } from '../flags/types';
 
 /**
- * Spec 4.5 explain: the current flag as evaluation holds it (the same snapshot) run through the
- * same engine with a tracer. Nothing is recorded: an explanation is not an evaluation.
+ * Explain (docs/explain.md): the current flag as evaluation holds it (the same snapshot) run
+ * through the same engine with a tracer. Nothing is recorded: an explanation is not an evaluation.
  */
 export class ExplainService {
   constructor(private readonly deps: { snapshots: SnapshotStore }) {}

@@ -22,9 +22,9 @@ export interface FlagBatchDeps {
 }
 
 /**
- * Bulk create/update/delete and export/import (spec 4.3), built on FlagService. Their fixed
- * paths (/api/flags/bulk, /export, /import) must win over /api/flags/:key: list these routes
- * before flagRoutes (mountRoutes also ranks fixed segments first).
+ * Bulk create/update/delete and export/import (docs/api-reference.md#flags), built on FlagService.
+ * Their fixed paths (/api/flags/bulk, /export, /import) must win over /api/flags/:key: list these
+ * routes before flagRoutes (mountRoutes also ranks fixed segments first).
  */
 export function flagBatchRoutes(deps: FlagBatchDeps): AnyRoute[] {
   const bulk = new BulkFlagOperations({

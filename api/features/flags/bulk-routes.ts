@@ -15,7 +15,7 @@ import {
 } from './bulk';
 import { FlagRecordSchema } from './routes';
 
-/** What bulk routes need to know about demo services (spec 4.2 rules 6-8). */
+/** What bulk routes need to know about demo services (docs/api-reference.md#demo-service). */
 export interface BulkDemoPolicy {
   isDemoService(serviceId: string): boolean;
   /** One demo write per IP per interval, across replicas. */
@@ -27,7 +27,7 @@ export interface BulkRouteDeps {
   demo: BulkDemoPolicy;
 }
 
-/** Audit actor of unauthenticated demo writes (spec 2.7). */
+/** Audit actor of unauthenticated demo writes (docs/api-reference.md#audit-log). */
 export const PUBLIC_DEMO_ACTOR = 'public-demo';
 
 const BulkBody = z
@@ -74,7 +74,8 @@ const STATUS_NOTE =
   '201 (create) / 200 when every item succeeded, 207 when results are mixed; when every item failed, the status they share (e.g. 403, 404, 409) or 400, with the same body plus error and message.';
 
 /**
- * Spec 4.3 bulk endpoints and the demo write rules of spec 4.2. Mounted before the
+ * The bulk endpoints (docs/api-reference.md#flags) and the demo write rules
+ * (docs/api-reference.md#demo-service). Mounted before the
  * /api/flags/:key routes (fixed segments win anyway, see mountRoutes).
  */
 export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
@@ -183,7 +184,10 @@ export function bulkFlagRoutes(deps: BulkRouteDeps): AnyRoute[] {
   ];
 }
 
-/** Spec 4.2 rule 8: a request that is not demo-only gets the checks an authenticated route gets. */
+/**
+ * A request that is not demo-only gets the checks an authenticated route gets
+ * (docs/api-reference.md#demo-service).
+ */
 function requireCredential(principal: Principal, method: string, csrfHeader: string | undefined) {
   if (principal.type === 'anonymous') throw unauthorized();
   checkCsrf(principal, method, csrfHeader);

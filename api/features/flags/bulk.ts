@@ -9,7 +9,7 @@ import type { FlagService } from './service';
 import { ENVIRONMENTS, type Environment, type FlagRecord } from './types';
 import { FlagCreateSchema, FlagPatchSchema } from './validation';
 
-/** Spec 8: items per bulk request, and on demo services. */
+/** Items per bulk request, and on demo services (docs/limits.md). */
 export const BULK_MAX_ITEMS = 100;
 export const BULK_DEMO_MAX_ITEMS = 4096;
 
@@ -44,7 +44,10 @@ export const BulkUpdateItemSchema = z.object({ ...FlagRefShape, updates: FlagPat
 export const BulkDeleteItemSchema = z
   .object({ ...FlagRefShape, version: z.number().int().positive().optional().describe('Expected current version; a stale one fails the item with 409') })
   .strict();
-/** Demo writes apply `updates.enabled` only: every other field of the item or of `updates` is ignored (spec 4.2 rule 6). */
+/**
+ * Demo writes apply `updates.enabled` only: every other field of the item or of `updates` is
+ * ignored (docs/api-reference.md#demo-service).
+ */
 export const DemoUpdateItemSchema = z
   .object({
     ...FlagRefShape,
@@ -79,11 +82,12 @@ export interface BulkFlagDeps {
 }
 
 /**
- * Bulk create, update and delete (spec 4.3). Every item is its own FlagService call (its own
- * transaction: row, snapshot, audit, outbox event), so items succeed or fail independently and a
- * failure never undoes another item. Items run in request order, so a later item sees an earlier
- * one's effect. Authorization is per item, on the item's service's project; an item for a service
- * the caller cannot see fails exactly like one for a service that does not exist.
+ * Bulk create, update and delete (docs/api-reference.md#flags). Every item is its own FlagService
+ * call (its own transaction: row, snapshot, audit, outbox event), so items succeed or fail
+ * independently and a failure never undoes another item. Items run in request order, so a later
+ * item sees an earlier one's effect. Authorization is per item, on the item's service's project; an
+ * item for a service the caller cannot see fails exactly like one for a service that does not
+ * exist.
  */
 export class BulkFlagOperations {
   constructor(private readonly deps: BulkFlagDeps) {}
@@ -208,9 +212,10 @@ export class BulkFlagOperations {
 }
 
 /**
- * The response status of a bulk request (spec 4.3): `allSucceeded` (201 create, 200 otherwise)
- * when nothing failed, 207 when results are mixed. When every item failed there is nothing
- * multi-status about it: the status all items share (403, 404, 409 …), or 400 when they differ.
+ * The response status of a bulk request (docs/api-reference.md#flags): `allSucceeded` (201 create,
+ * 200 otherwise) when nothing failed, 207 when results are mixed. When every item failed there is
+ * nothing multi-status about it: the status all items share (403, 404, 409 …), or 400 when they
+ * differ.
  */
 export function bulkStatus(results: BulkItemResult[], allSucceeded: number): number {
   const failures = results.filter((r) => r.status === 'failure');

@@ -63,7 +63,7 @@ const ImportReportSchema = z.object({
   message: z.string().optional(),
 });
 
-/** Spec 4.3 GET /api/flags/export and POST /api/flags/import. */
+/** GET /api/flags/export and POST /api/flags/import (docs/api-reference.md#flags). */
 export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[] {
   const { transfer } = deps;
   return [

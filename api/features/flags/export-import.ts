@@ -8,7 +8,10 @@ import type { FlagListFilter, ListPosition } from './store';
 import { ENVIRONMENTS, FLAG_CONTENT_FIELDS, type Environment, type FlagPatch, type FlagRecord } from './types';
 import { canonicalJson, FlagCreateSchema } from './validation';
 
-/** Spec 9: the version every exported file carries, and the only one import reads. */
+/**
+ * The version every exported file carries, and the only one import reads
+ * (docs/api-reference.md#versioning).
+ */
 export const EXPORT_FORMAT_VERSION = '1.0';
 export const IMPORT_MAX_FLAGS = 10_000;
 const EXPORT_PAGE = 1000;
@@ -19,7 +22,10 @@ export interface ExportedService {
   slug: string;
 }
 
-/** The downloadable file (spec 4.3): version, exportedAt, projectId, flagCount, flags; plus the services, for imports elsewhere. */
+/**
+ * The downloadable file (docs/api-reference.md#flags): version, exportedAt, projectId, flagCount,
+ * flags; plus the services, for imports elsewhere.
+ */
 export interface FlagExportFile {
   version: typeof EXPORT_FORMAT_VERSION;
   exportedAt: string;
@@ -95,11 +101,12 @@ export interface FlagTransferDeps {
 const RECORD_ONLY_FIELDS = ['id', 'projectId', 'version', 'createdAt', 'updatedAt'] as const;
 
 /**
- * Export and import of a project's flags (spec 4.3, 9). Import is an idempotent upsert per
- * (service, environment, key): a missing flag is created, a differing one updated through
- * FlagService (each its own transaction with snapshot, audit and event), an identical one
- * skipped without writing anything, so importing the same file again changes nothing. The
- * routes check flags:read (export) and flags:write (import) on the project first.
+ * Export and import of a project's flags (docs/api-reference.md#flags,
+ * docs/api-reference.md#versioning). Import is an idempotent upsert per (service, environment,
+ * key): a missing flag is created, a differing one updated through FlagService (each its own
+ * transaction with snapshot, audit and event), an identical one skipped without writing anything,
+ * so importing the same file again changes nothing. The routes check flags:read (export) and
+ * flags:write (import) on the project first.
  */
 /** The project an import writes to: ?projectId, else the file's own. */
 export function importTarget(query: { projectId?: string }, file: ImportFile): string {

@@ -12,7 +12,7 @@ import type { FlagRecord } from './types';
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;
 
-/** Fields `?fields=` may name: spec 2.1's whitelist plus the record's id, projectId and version. */
+/** Fields `?fields=` may name (docs/api-reference.md#flags). */
 export const PROJECTABLE_FIELDS = [
   'id',
   'projectId',

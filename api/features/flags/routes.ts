@@ -12,7 +12,10 @@ import { FlagCreateSchema, FlagPatchSchema } from './validation';
 export interface FlagRouteDeps {
   flags: FlagService;
   access: ProjectAccess;
-  /** Answers lists of a public demo service (spec 4.2 rules 1-3); undefined = not a demo list. */
+  /**
+   * Answers lists of a public demo service (docs/api-reference.md#demo-service); undefined = not a
+   * demo list.
+   */
   demoList?: FlagListOverride;
 }
 
@@ -109,14 +112,17 @@ const VersionSchema = z.object({
   createdAt: z.string(),
 });
 
-/** Spec 4.3 flag management. Every route declares its capability on the owning project (`access`), checked before its handler. */
+/**
+ * Flag management (docs/api-reference.md#flags). Every route declares its capability on the owning
+ * project (`access`), checked before its handler.
+ */
 export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
   const { flags, access } = deps;
 
   /**
-   * The list of a public demo service is open to anyone (spec 4.2 rules 1-3: demoList answers
-   * it, the page reaches the handler through demoPages); any other list needs flags:read on
-   * ?projectId.
+   * The list of a public demo service is open to anyone (docs/api-reference.md#demo-service;
+   * demoList answers it, the page reaches the handler through demoPages); any other list needs
+   * flags:read on ?projectId.
    */
   const demoPages = new WeakMap<object, Reply | typeof HANDLED>();
   const listAccess: AccessRule<RequestContext<unknown, z.infer<typeof ListQuery>, unknown>> = {

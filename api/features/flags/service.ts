@@ -95,8 +95,8 @@ export class FlagService {
 
   /**
    * Creates the flag in `input.environment`, or in every environment when none is given
-   * (CONTRACT 3). Without an environment only the development copy takes the given `enabled`;
-   * staging and production always start disabled. Returns the created copies in
+   * (docs/api-reference.md#flags). Without an environment only the development copy takes the given
+   * `enabled`; staging and production always start disabled. Returns the created copies in
    * ENVIRONMENTS order. 409 when the key exists in any of them (nothing is created).
    */
   async create(actor: AuditActor, input: FlagCreateInput, opts: FlagWriteOptions = {}): Promise<FlagRecord[]> {
@@ -158,7 +158,7 @@ export class FlagService {
     }));
   }
 
-  /** Flips `enabled`, or sets it to `enabled` when given (spec 3). */
+  /** Flips `enabled`, or sets it to `enabled` when given (docs/api-reference.md#flags). */
   toggle(actor: AuditActor, ref: FlagRef, enabled?: boolean, expectedVersion?: number, opts: FlagWriteOptions = {}): Promise<FlagRecord> {
     return this.mutate(actor, ref, 'toggle', expectedVersion, opts, (current) => ({
       ...contentOf(current),

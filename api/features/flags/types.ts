@@ -1,7 +1,7 @@
 /**
- * Shared shapes of the flag domain: the API record (spec 2.1) and the change event every
- * mutation publishes on the bus after commit (outbox relay -> Redis pub/sub -> every replica).
- * Snapshots, SSE/gRPC streams, webhooks and notifications all consume FlagChangeEvent.
+ * Shared shapes of the flag domain: the API record (docs/api-reference.md#flags) and the change
+ * event every mutation publishes on the bus after commit (outbox relay -> Redis pub/sub -> every
+ * replica). Snapshots, SSE/gRPC streams, webhooks and notifications all consume FlagChangeEvent.
  */
 
 export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
@@ -59,9 +59,12 @@ export interface FlagChangeEvent {
   /** Outbox event id: consumers de-duplicate on it. */
   id: string;
   event: FlagEventName;
-  /** ISO time of the change; with event and data.flagKey it identifies a webhook delivery (spec 6.1). */
+  /**
+   * ISO time of the change; with event and data.flagKey it identifies a webhook delivery
+   * (docs/api-reference.md#webhooks).
+   */
   timestamp: string;
-  /** The spec 6.1 webhook envelope's `data`. */
+  /** The webhook envelope's `data` (docs/api-reference.md#webhooks). */
   data: {
     flagKey: string;
     projectId: string;
@@ -76,7 +79,10 @@ export interface FlagChangeEvent {
   actorUserId: string | null;
 }
 
-/** Identifies one flag: a flag is unique per (serviceId, environment, key) (CONTRACT 3). */
+/**
+ * Identifies one flag: a flag is unique per (serviceId, environment, key)
+ * (docs/api-reference.md#flags).
+ */
 export interface FlagRef {
   key: string;
   serviceId: string;
@@ -94,7 +100,10 @@ export type FlagTargetingRuleInput = Omit<FlagTargetingRule, 'id'> & { id?: stri
 /** PATCH input: only the given fields change. */
 export type FlagPatch = Partial<Omit<FlagContent, 'targeting'>> & { targeting?: FlagTargetingRuleInput[] };
 
-/** Create input. Without `environment` the flag is created in every environment (CONTRACT 3). */
+/**
+ * Create input. Without `environment` the flag is created in every environment
+ * (docs/api-reference.md#flags).
+ */
 export type FlagCreateInput = FlagPatch & {
   key: string;
   serviceId: string;

@@ -15,7 +15,7 @@ const Z_CRITICAL = 1.645;
 /** The auto-rollback endpoint's defaults, shared by the production guardrail (docs/guardrails.md). */
 export const AUTO_ROLLBACK_DEFAULTS = { windowMinutes: 15, maxErrorRateDelta: 0.02, maxLatencyDeltaMs: 200 } as const;
 
-/** Toggle-impact thresholds (issue 13's statuses): error-rate rise and p99 rise for `warning` and `degraded`. */
+/** Toggle-impact thresholds: error-rate rise and p99 rise for `warning` and `degraded`. */
 export const IMPACT_THRESHOLDS = {
   warning: { errorRateDelta: 0.01, latencyP99DeltaMs: 100 },
   degraded: { errorRateDelta: 0.05, latencyP99DeltaMs: 500 },

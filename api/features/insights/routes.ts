@@ -9,7 +9,7 @@ import type { InsightsService } from './service';
 import { rangeParam } from '../analytics/queries/range';
 
 /**
- * Flag insights (spec 4.4 flag analysis, 4.7 project health and heatmap, 4.9 alerts). Reads need
+ * Flag insights (flag analysis, project health and heatmap, alerts: docs/insights.md). Reads need
  * `flags:read` on the project (named by the flag's service or the path's project id; a project
  * the caller cannot see is 404 like a missing one); auto-rollback's POST needs `flags:write`.
  */

@@ -42,7 +42,7 @@ export interface RollbackOptions {
 const latency = (n: number | null) => (n === null ? null : round(n));
 
 /**
- * Flag insights (spec 4.4, 4.7 health and heatmap, 4.9 alerts): answers from the warehouse and
+ * Flag insights (docs/insights.md): answers from the warehouse and
  * the flags' version history. Authorization is the routes' job; auto-rollback writes through the
  * one flag write path (FlagService.rollback) and notifies through the alert channels' delivery.
  */

@@ -24,12 +24,13 @@ const ProjectParams = z.object({ id: idSchema });
 const InvitationBody = z
   .object({
     email: z.string().trim().email().max(254),
-    // Spec 2.3: inviting as owner is refused; say so instead of a bare enum mismatch.
+    // Inviting as owner is refused; say so instead of a bare enum mismatch
+    // (docs/api-reference.md#members-and-invitations).
     role: z.string().refine((r) => r !== 'owner', 'Inviting as owner is not allowed; invite as admin and transfer ownership after they join').pipe(z.enum(INVITABLE_ROLES)),
   })
   .strict();
 
-/** Spec 4.7 invitations, CONTRACT 2 accept. */
+/** Invitations and accepting them (docs/api-reference.md#members-and-invitations). */
 export function invitationRoutes(deps: { invitations: InvitationService }): AnyRoute[] {
   const { invitations } = deps;
   return [

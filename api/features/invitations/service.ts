@@ -37,10 +37,10 @@ const gone = (status: InvitationStatus) =>
   new HttpError(410, status === 'accepted' ? 'This invitation has already been accepted' : `This invitation has ${status === 'expired' ? 'expired' : 'been cancelled'}`);
 
 /**
- * Invitations by e-mail (spec 2.3, 4.7): a random single-use token is mailed, only its SHA-256
- * is stored, and a Temporal timer expires the invitation after 7 days unless it is accepted or
- * cancelled first. Accepting needs a dashboard session whose e-mail matches the invitation
- * (compared case-insensitively, like sign-in) and is verified.
+ * Invitations by e-mail (docs/api-reference.md#members-and-invitations): a random single-use token
+ * is mailed, only its SHA-256 is stored, and a Temporal timer expires the invitation after 7 days
+ * unless it is accepted or cancelled first. Accepting needs a dashboard session whose e-mail
+ * matches the invitation (compared case-insensitively, like sign-in) and is verified.
  */
 export class InvitationService {
   constructor(private readonly deps: InvitationServiceDeps) {}

@@ -3,7 +3,10 @@ export type InvitableRole = (typeof INVITABLE_ROLES)[number];
 export const INVITATION_STATUSES = ['pending', 'accepted', 'cancelled', 'expired'] as const;
 export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
 
-/** Spec 2.3 invitation as the API returns it; the token is only ever mailed. */
+/**
+ * An invitation as the API returns it (docs/api-reference.md#members-and-invitations); the token is
+ * only ever mailed.
+ */
 export interface InvitationRecord {
   id: string;
   projectId: string;
@@ -17,5 +20,8 @@ export interface InvitationRecord {
   settledAt: string | null;
 }
 
-/** Spec 8: 7 days. The Temporal timer in workflows/invitation-expiry.ts uses the same lifetime. */
+/**
+ * 7 days (docs/limits.md). The Temporal timer in workflows/invitation-expiry.ts uses the same
+ * lifetime.
+ */
 export const INVITATION_LIFETIME_MS = 7 * 24 * 3600_000;

@@ -16,9 +16,12 @@ export const MemberSchema = z.object({
 });
 
 const ProjectParams = z.object({ id: idSchema });
-const MemberParams = z.object({ id: idSchema, memberId: idSchema.describe("The member's userId (CONTRACT 7)") });
+const MemberParams = z.object({ id: idSchema, memberId: idSchema.describe("The member's userId") });
 
-/** Spec 4.7 members: members:view lists, members:manage changes, the owner role needs an owner. */
+/**
+ * Members (docs/api-reference.md#members-and-invitations): members:view lists, members:manage
+ * changes, the owner role needs an owner.
+ */
 export function memberRoutes(deps: { members: MemberService }): AnyRoute[] {
   const { members } = deps;
   return [

@@ -17,8 +17,8 @@ const lastOwner = () => conflict('The project must keep at least one owner; make
 const changedMeanwhile = () => conflict('The membership changed while this request ran; reload and retry');
 
 /**
- * Project membership (spec 4.7). The routes check members:view to list and leave and
- * members:manage to change (access rules, members/routes.ts); anything that
+ * Project membership (docs/api-reference.md#members-and-invitations). The routes check members:view
+ * to list and leave and members:manage to change (access rules, members/routes.ts); anything that
  * grants, demotes, removes or transfers `owner` also needs members:owner (owners only, and an
  * owner-actions personal token). No token grants a role beyond what it holds itself
  * (requireGrantable). A project never loses its last owner.

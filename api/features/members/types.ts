@@ -2,7 +2,10 @@ import type { ProjectRole } from '../../auth/principal';
 
 export const PROJECT_ROLES = ['owner', 'admin', 'member', 'viewer'] as const satisfies readonly ProjectRole[];
 
-/** A project member (spec 2.3: userId and role) with the user's name and e-mail for display. */
+/**
+ * A project member (docs/api-reference.md#members-and-invitations: userId and role) with the user's
+ * name and e-mail for display.
+ */
 export interface MemberRecord {
   projectId: string;
   userId: string;

@@ -42,7 +42,7 @@ export function baseUrlOf(req: Request, publicBaseUrl: string | undefined): stri
 /** RFC 9728 metadata of the MCP endpoint, where the 401's WWW-Authenticate points. */
 export const protectedResourceMetadataUrl = (base: string) => `${base}/.well-known/oauth-protected-resource${MCP_PATH}`;
 
-/** `Authorization: Bearer mcp_…` (spec 5.6). */
+/** `Authorization: Bearer mcp_…` (docs/api-reference.md#connector-tokens). */
 export function connectorTokenResolver(oauth: OAuthService): BearerResolver {
   return { accepts: (token) => token.startsWith(CONNECTOR_TOKEN_PREFIX), resolve: (token) => oauth.resolve(token) };
 }
@@ -56,10 +56,11 @@ const consentBody = authorizationRequestSchema.extend({
 const metadataHeaders = (publicBaseUrl: string | undefined) => ({ 'Cache-Control': publicBaseUrl ? 'public, max-age=3600' : 'no-store' });
 
 /**
- * OAuth 2.1 for MCP clients (CONTRACT 12): metadata (RFC 9728, RFC 8414), dynamic registration
- * (RFC 7591), the authorization endpoint serving the consent page, the JSON consent API it uses,
- * the token endpoint, and the user's connections. Protocol endpoints answer RFC errors
- * (`{error, error_description}`); the JSON APIs for the page answer the spec's envelope.
+ * OAuth 2.1 for MCP clients (docs/api-reference.md#oauth-and-mcp): metadata (RFC 9728, RFC 8414),
+ * dynamic registration (RFC 7591), the authorization endpoint serving the consent page, the JSON
+ * consent API it uses, the token endpoint, and the user's connections. Protocol endpoints answer
+ * RFC errors (`{error, error_description}`); the JSON APIs for the page answer the envelope of
+ * docs/errors.md.
  */
 export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
   const { oauth, publicBaseUrl } = deps;
@@ -242,7 +243,8 @@ export function oauthRoutes(deps: OAuthRouteDeps): AnyRoute[] {
 
 /**
  * An RFC 6749 / RFC 7591 error body. `message` repeats the description so the body also reads
- * as the spec's error envelope (error + message); OAuth clients ignore members they do not know.
+ * as the error envelope of docs/errors.md (error + message); OAuth clients ignore members they do
+ * not know.
  */
 const rfcError = (error: string, description: string) => ({ error, error_description: description, message: description });
 

@@ -78,8 +78,8 @@ export interface OAuthServiceDeps {
 }
 
 /**
- * OAuth 2.1 authorization server for MCP clients (spec 5.6, CONTRACT 12): public clients
- * registered dynamically, authorization code with PKCE S256 only, refresh with rotation and
+ * OAuth 2.1 authorization server for MCP clients (docs/api-reference.md#oauth-and-mcp): public
+ * clients registered dynamically, authorization code with PKCE S256 only, refresh with rotation and
  * reuse detection. Each consent is a connection; its connector tokens act as the user on the
  * consented projects only (api/auth/access.ts decides).
  */

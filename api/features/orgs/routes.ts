@@ -6,7 +6,10 @@ import type { Sql } from '../../infra/postgres';
 
 const OrgSchema = z.object({ id: z.string(), name: z.string(), role: z.enum(['owner', 'admin', 'member']) });
 
-/** CONTRACT 2: organizations group projects; every user owns a personal one. */
+/**
+ * Organizations group projects; every user owns a personal one
+ * (docs/api-reference.md#organizations).
+ */
 export function orgRoutes(deps: { sql: Sql }): AnyRoute[] {
   return [
     defineRoute({

@@ -7,14 +7,14 @@ import { CreatePersonalTokenBody, PERSONAL_TOKEN_PREFIX, PersonalTokenSchema, Ro
 
 const TokenParams = z.object({ id: z.string().min(1).max(100) });
 
-/** `Authorization: Bearer fgp_…` (spec 5.5). */
+/** `Authorization: Bearer fgp_…` (docs/api-reference.md#personal-access-tokens). */
 export function personalTokenResolver(tokens: PersonalTokenService): BearerResolver {
   return { accepts: (token) => token.startsWith(PERSONAL_TOKEN_PREFIX), resolve: (token) => tokens.resolve(token) };
 }
 
 /**
- * Spec 4.8 / 5.5: the four management endpoints work only from a dashboard session (every
- * token kind is refused centrally by `auth: 'session'`).
+ * The four management endpoints (docs/api-reference.md#personal-access-tokens) work only from a
+ * dashboard session (every token kind is refused centrally by `auth: 'session'`).
  */
 export function personalTokenRoutes(deps: { tokens: PersonalTokenService }): AnyRoute[] {
   const { tokens } = deps;

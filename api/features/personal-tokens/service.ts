@@ -20,7 +20,10 @@ export interface CachedPersonalToken {
   expiresAtMs: number;
 }
 
-/** Spec 7: creating or rotating needs a verified address; listing and revoking do not. */
+/**
+ * Creating or rotating needs a verified address; listing and revoking do not
+ * (docs/errors.md#permission-messages).
+ */
 export function emailNotVerified(): HttpError {
   return new HttpError(
     403,
@@ -33,9 +36,9 @@ export function emailNotVerified(): HttpError {
 const DAY_MS = 24 * 3600_000;
 
 /**
- * Personal access tokens (spec 2.5, 3, 5.5). They act as their user; what they may do is
- * decided per request by the authorization module (api/auth/access.ts: the tier and the user's
- * live role), so losing access as a user removes it for every token at once.
+ * Personal access tokens (docs/api-reference.md#personal-access-tokens). They act as their user;
+ * what they may do is decided per request by the authorization module (api/auth/access.ts: the tier
+ * and the user's live role), so losing access as a user removes it for every token at once.
  */
 export class PersonalTokenService {
   constructor(

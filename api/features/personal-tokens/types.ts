@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import type { PersonalTokenTier } from '../../auth/principal';
 
-/** Spec 2.5: `fgp_` + 64 lowercase hex (32 random bytes). */
+/** `fgp_` + 64 lowercase hex (32 random bytes) (docs/api-reference.md#personal-access-tokens). */
 export const PERSONAL_TOKEN_PATTERN = /^fgp_[0-9a-f]{64}$/;
 export const PERSONAL_TOKEN_PREFIX = 'fgp_';
 export const EXPIRY_DAYS = [7, 30, 90, 180, 365] as const;
 export const DEFAULT_EXPIRY_DAYS = 90;
-/** Spec 8: at most 20 active (neither revoked nor expired) tokens per user. */
+/** At most 20 active (neither revoked nor expired) tokens per user (docs/limits.md). */
 export const MAX_ACTIVE_TOKENS = 20;
 
 export interface PersonalTokenRow {
@@ -47,7 +47,10 @@ export type CreatePersonalTokenInput = z.infer<typeof CreatePersonalTokenBody>;
 
 export const RotatePersonalTokenBody = z.object({ expiresInDays: ExpiresInDays.optional() }).strict();
 
-/** A personal token as listed: never the secret or its hash (spec 4.8). */
+/**
+ * A personal token as listed: never the secret or its hash
+ * (docs/api-reference.md#personal-access-tokens).
+ */
 export const PersonalTokenSchema = z.object({
   id: z.string(),
   name: z.string(),

@@ -50,7 +50,10 @@ export function deriveSlug(name: string): string {
     .replace(/-+$/, '');
 }
 
-/** `limit` per spec 8: max 100 (a larger value is clamped, and the response says so), default 50. */
+/**
+ * `limit` (docs/limits.md): max 100 (a larger value is clamped, and the response says so), default
+ * 50.
+ */
 export const limitSchema = z.coerce.number().int().min(1).transform((n) => Math.min(n, 100)).default(50);
 export const offsetSchema = z.coerce.number().int().min(0).max(1_000_000).default(0);
 

@@ -11,7 +11,7 @@ export const ProjectSchema = z.object({
   slug: z.string(),
   description: z.string(),
   tags: z.array(z.string()),
-  requireWriteToken: z.boolean().describe('Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11)'),
+  requireWriteToken: z.boolean().describe('Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics)'),
   guardrailAutoRollback: z.boolean().describe('A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md)'),
   guardrailWindowMinutes: z.number().int().describe('Minutes a production change is watched before the guardrail judges it (1-1440)'),
   createdAt: z.string(),
@@ -21,7 +21,7 @@ export const ProjectSchema = z.object({
 
 const IdParams = z.object({ id: idSchema });
 
-/** Spec 4.7 projects. */
+/** Projects (docs/api-reference.md#projects-and-services). */
 export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
   const { projects } = deps;
   return [

@@ -29,7 +29,10 @@ export class ProjectService {
     return user ? this.deps.store.personalOrgOf(this.deps.sql, user.id) : null;
   }
 
-  /** The creator becomes the project's owner (spec 2.3); the route checked org:manage in the organization. */
+  /**
+   * The creator becomes the project's owner (docs/api-reference.md#projects-and-services); the
+   * route checked org:manage in the organization.
+   */
   async create(caller: Caller, input: ProjectInput): Promise<ProjectWithRole> {
     const user = actingUser(caller.principal);
     if (!user) throw forbidden('creating a project needs a signed-in user or a personal access token');

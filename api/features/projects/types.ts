@@ -1,6 +1,9 @@
 import type { ProjectRole } from '../../auth/principal';
 
-/** A project as the API returns it (CONTRACT 3: input fields plus id, orgId, timestamps; role in lists). */
+/**
+ * A project as the API returns it (docs/api-reference.md#projects-and-services: input fields plus
+ * id, orgId, timestamps; role in lists).
+ */
 export interface ProjectRecord {
   id: string;
   orgId: string;
@@ -8,7 +11,9 @@ export interface ProjectRecord {
   slug: string;
   description: string;
   tags: string[];
-  /** Browser events for its services need X-Write-Token (CONTRACT 11). */
+  /**
+   * Browser events for its services need X-Write-Token (docs/api-reference.md#browser-analytics).
+   */
   requireWriteToken: boolean;
   /** A tripped guardrail check after a production change rolls it back (docs/guardrails.md); off: only notify. */
   guardrailAutoRollback: boolean;

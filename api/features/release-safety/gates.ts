@@ -4,9 +4,9 @@ import { rateDifferenceBounds } from './stats/proportions';
 import { sampleRatioTest } from './stats/srm';
 
 /**
- * Canary gate (CONTRACT 9): compares the treatment side of the canaried rule with its randomized
- * control over the same soak window, with tests that stay valid however often the gate looks
- * (docs/release-safety-statistics.md). Pure code, no I/O: the pipeline workflow gathers the
+ * Canary gate (docs/canary.md): compares the treatment side of the canaried rule with its
+ * randomized control over the same soak window, with tests that stay valid however often the gate
+ * looks (docs/release-safety-statistics.md). Pure code, no I/O: the pipeline workflow gathers the
  * cohort summaries and calls evaluateGate at every check.
  *
  * - Error rate: one-sided normal-mixture confidence sequence on treatment - control with
@@ -37,9 +37,9 @@ export interface GateConfig {
   alpha: number;
   /** Default 100. */
   minSamplesPerCohort: number;
-  /** Spec 2.9: tolerated increase of the error rate (absolute, e.g. 0.01). */
+  /** Tolerated increase of the error rate, absolute, e.g. 0.01 (docs/canary.md). */
   errorRateGateDelta: number;
-  /** Spec 2.9: tolerated increase of the mean latency. */
+  /** Tolerated increase of the mean latency (docs/canary.md). */
   latencyGateDeltaMs: number;
   /** Expected share of exposures in treatment (the rollout fraction among those whose conditions held), for SRM. */
   treatmentShare: number;
@@ -59,7 +59,7 @@ export interface Interval {
   upper: number;
 }
 
-/** CONTRACT 9 gate shape. */
+/** The gate's shape (docs/canary.md). */
 export interface GateResult {
   decision: 'pass' | 'fail' | 'wait';
   reason: string;

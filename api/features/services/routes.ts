@@ -16,7 +16,7 @@ export const ServiceSchema = z.object({
 
 const IdParams = z.object({ id: idSchema });
 
-/** Spec 4.7 services, CONTRACT 7 slugs. */
+/** Services and their slugs (docs/api-reference.md#projects-and-services). */
 export function serviceRoutes(deps: { services: ServiceService }): AnyRoute[] {
   const { services } = deps;
   return [

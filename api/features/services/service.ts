@@ -15,8 +15,9 @@ export interface ServiceServiceDeps {
 const slugTaken = (slug: string) => conflict(`A service with slug '${slug}' already exists in this project; choose another name or pass a slug`);
 
 /**
- * Services of a project (spec 2.3, CONTRACT 7): the routes check services:read/write/delete on
- * the owning project (access rules, services/routes.ts) before any method here runs.
+ * Services of a project (docs/api-reference.md#projects-and-services): the routes check
+ * services:read/write/delete on the owning project (access rules, services/routes.ts) before any
+ * method here runs.
  */
 export class ServiceService {
   constructor(private readonly deps: ServiceServiceDeps) {}

@@ -1,4 +1,7 @@
-/** A service as the API returns it (CONTRACT 3 and 7: input fields, slug, id, timestamps). */
+/**
+ * A service as the API returns it (docs/api-reference.md#projects-and-services: input fields, slug,
+ * id, timestamps).
+ */
 export interface ServiceRecord {
   id: string;
   projectId: string;

@@ -38,7 +38,10 @@ export const SimulationSchema = z.object({
   sources: z.object({ ring: z.number(), warehouse: z.number() }).describe("Contexts from this instance's context ring and from the recent-contexts warehouse"),
 });
 
-/** Spec 4.5 / CONTRACT 10 simulate: a read-only POST, so read-tier personal tokens may call it (spec 5.5); project API tokens may not. */
+/**
+ * Simulate (docs/simulate.md): a read-only POST, so read-tier personal tokens may call it
+ * (docs/api-reference.md#personal-access-tokens); project API tokens may not.
+ */
 export function simulateRoutes(deps: { simulate: SimulateService }): AnyRoute[] {
   return [
     defineRoute({
@@ -47,7 +50,7 @@ export function simulateRoutes(deps: { simulate: SimulateService }): AnyRoute[] 
       summary: 'Replay recent real contexts through the current flag and a candidate: how many would change value, from what to what, by rule, with examples; nothing is written',
       tags: ['flags'],
       // Users only (sessions, personal tokens), as the context browser: the answer names real
-      // targeting keys, and a project read token ships in browser bundles (issue 9).
+      // targeting keys, and a project read token ships in browser bundles.
       auth: 'user',
       access: { capability: 'flags:read', service: (ctx) => ctx.body.serviceId },
       readOnly: true,

@@ -72,7 +72,7 @@ export interface SimulationRequest {
 }
 
 /**
- * Spec 4.5 simulate (CONTRACT 10): the current flag (evaluation's snapshot) and a candidate
+ * Simulate (docs/simulate.md): the current flag (evaluation's snapshot) and a candidate
  * (the current flag with `candidateFlag`'s fields over it, validated as a flag update and
  * compiled as the snapshots compile theirs) evaluated by the serving engine over recent real
  * contexts of the service and environment: this instance's context ring first, then the

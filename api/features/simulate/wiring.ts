@@ -24,7 +24,7 @@ export interface SimulateFeature {
 }
 
 /**
- * Counterfactual simulation (spec 4.5, docs/simulate.md): the recorder that keeps recent
+ * Counterfactual simulation (docs/simulate.md): the recorder that keeps recent
  * contexts in the warehouse (every process that evaluates), and the route that replays them.
  */
 export function createSimulateFeature(deps: { config: Config; analytics: Analytics; sink: AnalyticsSink }): SimulateFeature {

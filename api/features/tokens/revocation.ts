@@ -14,12 +14,12 @@ export interface RevokedJti {
 }
 
 /**
- * The JWT revocation list (spec 3, 5.4), checked on every request. Postgres
- * (`project_token_jwts.revoked_at`) is the durable truth; the shared cache mirrors it with a
- * TTL until each token's original expiry so the check costs one pipelined cache round trip.
- * A marker key says the mirror is complete: when Redis loses its data the marker goes with it
- * and the next check rebuilds the mirror from Postgres before answering, so a flush or
- * restart never reopens a revoked token. If the cache itself fails, Postgres answers.
+ * The JWT revocation list (docs/api-reference.md#project-api-tokens), checked on every request.
+ * Postgres (`project_token_jwts.revoked_at`) is the durable truth; the shared cache mirrors it with
+ * a TTL until each token's original expiry so the check costs one pipelined cache round trip. A
+ * marker key says the mirror is complete: when Redis loses its data the marker goes with it and the
+ * next check rebuilds the mirror from Postgres before answering, so a flush or restart never
+ * reopens a revoked token. If the cache itself fails, Postgres answers.
  */
 export class JwtRevocationList {
   private rebuilding?: Promise<void>;

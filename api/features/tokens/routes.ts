@@ -36,7 +36,8 @@ export function tokenRoutes(deps: { tokens: ProjectTokenService; jwt: JwtCodec }
       auth: 'authenticated',
       // A token mints no scope it does not hold (ProjectTokenService).
       access: { capability: 'settings:manage', project: (ctx) => ctx.params.id },
-      // Spec 5.5: personal tokens may list and revoke project tokens, never create them.
+      // Personal tokens may list and revoke project tokens, never create them
+      // (docs/api-reference.md#personal-access-tokens).
       noPersonalTokens: true,
       status: 201,
       params: ProjectParams,

@@ -38,9 +38,9 @@ const REFRESH_REJECTED = 'Invalid, expired or revoked refresh token';
 const SECRET_HASHES_KEPT = 10_000;
 
 /**
- * Project API tokens (spec 2.4, 4.8, 5.4): opaque `fgr_` secrets and JWT families with
- * single-use refresh tokens. Managing them needs the settings capability (the routes' access
- * rules); the permission map in api/auth/permissions.ts decides what each scope grants.
+ * Project API tokens (docs/api-reference.md#project-api-tokens): opaque `fgr_` secrets and JWT
+ * families with single-use refresh tokens. Managing them needs the settings capability (the routes'
+ * access rules); the permission map in api/auth/permissions.ts decides what each scope grants.
  */
 export class ProjectTokenService {
   /**
@@ -109,8 +109,9 @@ export class ProjectTokenService {
   }
 
   /**
-   * Spec 5.4: exchanges a refresh token for a new pair and invalidates it at once. Presenting
-   * an already used refresh token is taken as theft: the whole family is revoked.
+   * Exchanges a refresh token (docs/api-reference.md#project-api-tokens) for a new pair and
+   * invalidates it at once. Presenting an already used refresh token is taken as theft: the whole
+   * family is revoked.
    */
   async refresh(projectId: string, refreshToken: string, client: Client): Promise<TokenPair> {
     const claims = await this.deps.jwt.verify(refreshToken, 'refresh');

@@ -22,7 +22,7 @@ export interface ProjectTokenRow {
 
 const Permissions = z.object({ read: z.boolean(), write: z.boolean(), delete: z.boolean() });
 
-/** Spec 2.4 records; never the secret or its hash. */
+/** Token records (docs/api-reference.md#project-api-tokens); never the secret or its hash. */
 export const ProjectTokenSchema = z.object({
   id: z.string(),
   projectId: z.string(),

@@ -17,7 +17,7 @@ import { ProjectTokenStore } from './store';
 
 /**
  * Resolved secrets are memoised per process this long at most; revocation also evicts them
- * everywhere through pub/sub, so this only bounds a lost message (spec 8: about 10 s).
+ * everywhere through pub/sub, so this only bounds a lost message (docs/limits.md: about 10 s).
  */
 export const CREDENTIAL_CACHE_TTL_MS = 5_000;
 const SWEEP_INTERVAL_MS = 3600_000;

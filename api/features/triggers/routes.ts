@@ -22,7 +22,10 @@ const TriggerSchema = z.object({
 
 const environment = z.enum(ENVIRONMENTS);
 
-/** Spec 4.6 triggers: management needs flags rights on the service's project; execution needs only the URL. */
+/**
+ * Triggers (docs/api-reference.md#triggers): management needs flags rights on the service's
+ * project; execution needs only the URL.
+ */
 export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
   const { triggers } = deps;
   return [
@@ -33,7 +36,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       tags: ['triggers'],
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
-      // Spec 5.5: personal tokens never create trigger URLs.
+      // Personal tokens never create trigger URLs (docs/api-reference.md#personal-access-tokens).
       noPersonalTokens: true,
       status: 201,
       params: FlagKeyParams,

@@ -16,7 +16,7 @@ export interface TriggerServiceDeps {
   sql: Sql;
   store: TriggerStore;
   flags: Pick<FlagService, 'get' | 'toggle'>;
-  /** A limiter whose window is one minute (spec 8: 30 executions per minute per token). */
+  /** A limiter whose window is one minute (docs/limits.md: 30 executions per minute per token). */
   limiter: RateLimiter;
   publicBaseUrl: string;
 }
@@ -35,10 +35,10 @@ const TOKEN_PREFIX = 'fgt_';
 const TOKEN_PATTERN = /^fgt_[A-Za-z0-9_-]{43}$/;
 
 /**
- * Flag triggers (spec 2.8, 4.6): capability URLs that enable, disable or toggle one flag in one
- * environment. The raw token is shown once; only its SHA-256 is stored. Executions go through
- * FlagService like every other write (version snapshot, audit as `trigger:<name>`, outbox event
- * for streams, caches and webhooks).
+ * Flag triggers (docs/api-reference.md#triggers): capability URLs that enable, disable or toggle
+ * one flag in one environment. The raw token is shown once; only its SHA-256 is stored. Executions
+ * go through FlagService like every other write (version snapshot, audit as `trigger:<name>`,
+ * outbox event for streams, caches and webhooks).
  */
 export class TriggerService {
   constructor(private readonly deps: TriggerServiceDeps) {}

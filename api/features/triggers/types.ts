@@ -3,7 +3,10 @@ import type { Environment } from '../flags/types';
 export const TRIGGER_ACTIONS = ['enable', 'disable', 'toggle'] as const;
 export type TriggerAction = (typeof TRIGGER_ACTIONS)[number];
 
-/** A flag trigger (spec 2.8) as the API returns it: never the token or its hash. */
+/**
+ * A flag trigger (docs/api-reference.md#triggers) as the API returns it: never the token or its
+ * hash.
+ */
 export interface TriggerRecord {
   id: string;
   name: string;
@@ -19,6 +22,6 @@ export interface TriggerRecord {
   revokedAt: string | null;
 }
 
-/** Spec 8: executions per token per minute. */
+/** Executions per token per minute (docs/limits.md). */
 export const TRIGGER_RATE_LIMIT = 30;
 export const TRIGGER_RATE_WINDOW_SECONDS = 60;

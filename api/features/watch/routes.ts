@@ -33,7 +33,10 @@ const NotificationSchema = z.object({
   read: z.boolean(),
 });
 
-/** Spec 4.6 watching and notifications: per user, so sessions and personal tokens only. */
+/**
+ * Watching and notifications (docs/api-reference.md#watching-and-notifications): per user, so
+ * sessions and personal tokens only.
+ */
 export function watchRoutes(deps: { watch: WatchService }): AnyRoute[] {
   const { watch } = deps;
   return [

@@ -10,8 +10,9 @@ export interface WatchServiceDeps {
 }
 
 /**
- * Flag watching and the notifications it produces (spec 4.6); the routes check flags:read on the
- * project of the flag's service (access rules, watch/routes.ts).
+ * Flag watching and the notifications it produces
+ * (docs/api-reference.md#watching-and-notifications); the routes check flags:read on the project of
+ * the flag's service (access rules, watch/routes.ts).
  */
 export class WatchService {
   constructor(private readonly deps: WatchServiceDeps) {}

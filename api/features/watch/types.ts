@@ -8,8 +8,10 @@ export interface WatchTarget {
 }
 
 /**
- * One audit entry on a watched flag made by someone else (spec 4.6). The audit fields of spec
- * 2.7 minus the author's IP address and user agent, plus the flag it concerns and `read`.
+ * One audit entry on a watched flag made by someone else
+ * (docs/api-reference.md#watching-and-notifications): the audit fields
+ * (docs/api-reference.md#audit-log) minus the author's IP address and user agent, plus the flag it
+ * concerns and `read`.
  */
 export interface NotificationRecord {
   id: string;

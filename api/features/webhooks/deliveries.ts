@@ -58,7 +58,7 @@ export interface NewDelivery {
   eventId: string;
   flagKey?: string | null;
   body: string;
-  /** Spec 8: 4; a channel test send uses 1. */
+  /** Attempts per delivery: 4 (docs/limits.md); a channel test send uses 1. */
   maxAttempts?: number;
 }
 

@@ -3,7 +3,10 @@ import type { FlagChangeEvent } from '../flags/types';
 import type { DeliveryQueue } from './deliveries';
 import type { WebhookStore } from './store';
 
-/** The spec 6.1 body, serialized once: every attempt sends (and signs) these exact bytes. */
+/**
+ * The delivery body (docs/api-reference.md#webhooks), serialized once: every attempt sends (and
+ * signs) these exact bytes.
+ */
 export function webhookBody(event: FlagChangeEvent): string {
   return JSON.stringify({ event: event.event, timestamp: event.timestamp, data: event.data });
 }

@@ -45,12 +45,15 @@ const DeliverySchema = z.object({
   createdAt: z.string(),
   completedAt: z.string().nullable(),
   attempts: z.array(AttemptSchema),
-  payload: z.unknown().describe('The exact body sent (spec 6.1 envelope)'),
+  payload: z.unknown().describe('The exact body sent: the delivery envelope {event, timestamp, data}'),
 });
 
 const IdParams = z.object({ id: idSchema });
 
-/** Spec 4.9 webhooks (CONTRACT 7: they belong to a project). Every route needs settings:manage on it. */
+/**
+ * Webhooks, which belong to a project (docs/api-reference.md#webhooks). Every route needs
+ * settings:manage on it.
+ */
 export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
   const { webhooks } = deps;
   return [

@@ -36,9 +36,9 @@ export interface DeliveryView {
 export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
 /**
- * Project webhooks (spec 2.6, 4.9; CONTRACT 7). The routes let only callers with settings:manage
- * on the webhook's project see or change it (access rules, webhooks/routes.ts); anyone else gets
- * the same 404 as for a missing id.
+ * Project webhooks (docs/api-reference.md#webhooks). The routes let only callers with
+ * settings:manage on the webhook's project see or change it (access rules, webhooks/routes.ts);
+ * anyone else gets the same 404 as for a missing id.
  */
 export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}

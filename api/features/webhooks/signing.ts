@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 /**
  * The two signatures every delivery carries:
  * - `X-Svc-Signature: sha256=<hex>`: HMAC-SHA256 of the raw body keyed with the secret's
- *   UTF-8 bytes (spec 6.1, exactly as specified).
+ *   UTF-8 bytes (docs/api-reference.md#webhooks, exactly as specified).
  * - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`):
  *   HMAC-SHA256 of `${id}.${timestamp}.${body}`. Its key follows that spec: a `whsec_<base64>`
  *   secret is base64-decoded; any other secret is used as its UTF-8 bytes, so off-the-shelf

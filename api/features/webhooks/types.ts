@@ -3,7 +3,10 @@ import { FLAG_EVENTS, type FlagEventName } from '../flags/types';
 export const WEBHOOK_EVENTS = FLAG_EVENTS;
 export type WebhookEvent = FlagEventName;
 
-/** A webhook as the API returns it (spec 2.6); the secret is write-only after creation. */
+/**
+ * A webhook as the API returns it (docs/api-reference.md#webhooks); the secret is write-only after
+ * creation.
+ */
 export interface WebhookRecord {
   id: string;
   projectId: string;

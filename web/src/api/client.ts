@@ -2,8 +2,8 @@
  * The one way the console calls the API: openapi-fetch typed by schema.d.ts (generated from
  * /api/openapi.json), with what every call needs in one place:
  * - the session cookie goes along (same origin);
- * - mutations carry X-CSRF-Token (spec 5.2: cookie-session POST/PATCH/PUT/DELETE need it; the
- *   token comes from GET /api/csrf-token and changes with the session);
+ * - mutations carry X-CSRF-Token (docs/api-reference.md#csrf: cookie-session POST/PATCH/PUT/DELETE
+ *   need it; the token comes from GET /api/csrf-token and changes with the session);
  * - an error answer becomes a thrown ApiError built from the error envelope
  *   ({error, message, details: [{path, message}]}), whose message is fit to show;
  * - a 401 tells the shell the session is gone (it sends signed-in pages to sign-in).

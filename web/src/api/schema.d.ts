@@ -2044,7 +2044,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2060,7 +2060,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2076,7 +2076,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2092,7 +2092,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2140,7 +2140,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2172,7 +2172,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2204,7 +2204,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2238,7 +2238,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2254,7 +2254,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2270,7 +2270,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2286,7 +2286,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2334,7 +2334,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2366,7 +2366,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2398,7 +2398,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2432,7 +2432,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2448,7 +2448,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2464,7 +2464,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2480,7 +2480,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2528,7 +2528,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2560,7 +2560,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2592,7 +2592,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2626,7 +2626,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2642,7 +2642,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2658,7 +2658,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2674,7 +2674,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2722,7 +2722,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2754,7 +2754,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2786,7 +2786,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2833,7 +2833,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2849,7 +2849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2865,7 +2865,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2881,7 +2881,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2929,7 +2929,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2961,7 +2961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2993,7 +2993,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3058,7 +3058,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3074,7 +3074,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3090,7 +3090,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3106,7 +3106,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3154,7 +3154,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3186,7 +3186,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3218,7 +3218,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3275,7 +3275,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3291,7 +3291,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3307,7 +3307,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3323,7 +3323,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3371,7 +3371,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3403,7 +3403,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3435,7 +3435,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3485,7 +3485,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3501,7 +3501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3517,7 +3517,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3533,7 +3533,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3581,7 +3581,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3613,7 +3613,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3645,7 +3645,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3699,7 +3699,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3715,7 +3715,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3731,7 +3731,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3747,7 +3747,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3795,7 +3795,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3827,7 +3827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3859,7 +3859,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3929,7 +3929,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3945,7 +3945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3961,7 +3961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3977,7 +3977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4025,7 +4025,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4057,7 +4057,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4089,7 +4089,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4141,7 +4141,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4157,7 +4157,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4173,7 +4173,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4189,7 +4189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4237,7 +4237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4269,7 +4269,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4301,7 +4301,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4363,7 +4363,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4379,7 +4379,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4395,7 +4395,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4411,7 +4411,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4459,7 +4459,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4491,7 +4491,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4523,7 +4523,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4583,7 +4583,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4599,7 +4599,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4615,7 +4615,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4631,7 +4631,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4679,7 +4679,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4711,7 +4711,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4743,7 +4743,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4790,7 +4790,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4806,7 +4806,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4822,7 +4822,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4838,7 +4838,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4886,7 +4886,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4918,7 +4918,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4950,7 +4950,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5022,7 +5022,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5038,7 +5038,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5054,7 +5054,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5070,7 +5070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5118,7 +5118,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5150,7 +5150,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5182,7 +5182,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5284,7 +5284,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5300,7 +5300,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5316,7 +5316,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5332,7 +5332,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5380,7 +5380,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5412,7 +5412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5444,7 +5444,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5501,7 +5501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5517,7 +5517,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5533,7 +5533,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5549,7 +5549,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5597,7 +5597,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5629,7 +5629,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5661,7 +5661,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5721,7 +5721,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5737,7 +5737,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5753,7 +5753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5769,7 +5769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5817,7 +5817,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5849,7 +5849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5881,7 +5881,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5959,7 +5959,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5975,7 +5975,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5991,7 +5991,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6007,7 +6007,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6055,7 +6055,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6087,7 +6087,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6119,7 +6119,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6171,7 +6171,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6187,7 +6187,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6203,7 +6203,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6219,7 +6219,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6267,7 +6267,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6299,7 +6299,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6331,7 +6331,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6365,7 +6365,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6381,7 +6381,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6397,7 +6397,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6413,7 +6413,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6461,7 +6461,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6493,7 +6493,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6525,7 +6525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6559,7 +6559,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6575,7 +6575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6591,7 +6591,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6607,7 +6607,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6655,7 +6655,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6687,7 +6687,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6719,7 +6719,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6772,7 +6772,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6788,7 +6788,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6804,7 +6804,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6820,7 +6820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6868,7 +6868,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6900,7 +6900,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6932,7 +6932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6982,7 +6982,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6998,7 +6998,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7014,7 +7014,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7030,7 +7030,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7078,7 +7078,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7110,7 +7110,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7142,7 +7142,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7196,7 +7196,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7212,7 +7212,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7228,7 +7228,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7244,7 +7244,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7292,7 +7292,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7324,7 +7324,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7356,7 +7356,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7414,7 +7414,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7430,7 +7430,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7446,7 +7446,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7462,7 +7462,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7510,7 +7510,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7542,7 +7542,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7574,7 +7574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7610,7 +7610,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7626,7 +7626,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7642,7 +7642,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7658,7 +7658,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7706,7 +7706,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7738,7 +7738,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7770,7 +7770,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7811,7 +7811,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7827,7 +7827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7843,7 +7843,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7859,7 +7859,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7907,7 +7907,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7939,7 +7939,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7971,7 +7971,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8010,7 +8010,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8026,7 +8026,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8042,7 +8042,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8058,7 +8058,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8106,7 +8106,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8138,7 +8138,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8170,7 +8170,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8210,7 +8210,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8226,7 +8226,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8242,7 +8242,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8258,7 +8258,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8306,7 +8306,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8338,7 +8338,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8370,7 +8370,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8412,7 +8412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8428,7 +8428,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8444,7 +8444,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8460,7 +8460,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8508,7 +8508,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8540,7 +8540,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8572,7 +8572,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8608,7 +8608,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8624,7 +8624,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8640,7 +8640,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8656,7 +8656,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8704,7 +8704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8736,7 +8736,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8768,7 +8768,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8825,7 +8825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8841,7 +8841,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8857,7 +8857,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8873,7 +8873,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8921,7 +8921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8953,7 +8953,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8985,7 +8985,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9027,7 +9027,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9043,7 +9043,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9059,7 +9059,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9075,7 +9075,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9123,7 +9123,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9155,7 +9155,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9187,7 +9187,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9272,7 +9272,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9288,7 +9288,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9304,7 +9304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9320,7 +9320,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9368,7 +9368,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9400,7 +9400,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9432,7 +9432,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9517,7 +9517,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9533,7 +9533,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9549,7 +9549,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9565,7 +9565,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9613,7 +9613,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9645,7 +9645,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9677,7 +9677,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9769,7 +9769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9785,7 +9785,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9801,7 +9801,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9817,7 +9817,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9865,7 +9865,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -9897,7 +9897,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -9929,7 +9929,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10021,7 +10021,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10037,7 +10037,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10053,7 +10053,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10069,7 +10069,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10117,7 +10117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10149,7 +10149,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10181,7 +10181,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10271,7 +10271,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10287,7 +10287,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10303,7 +10303,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10319,7 +10319,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10367,7 +10367,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10399,7 +10399,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10431,7 +10431,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10474,7 +10474,7 @@ export interface operations {
                      * @default 0.95
                      */
                     confidenceThreshold?: number;
-                    /** @description Outcome event (CONTRACT 8) counted as a conversion, read from the warehouse at every reallocation */
+                    /** @description Outcome event (docs/api-reference.md#outcome-events) counted as a conversion, read from the warehouse at every reallocation */
                     conversionEvent?: string;
                     /**
                      * @description Default production
@@ -10563,7 +10563,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10579,7 +10579,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10595,7 +10595,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10611,7 +10611,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10659,7 +10659,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10691,7 +10691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10723,7 +10723,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10820,7 +10820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10836,7 +10836,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10852,7 +10852,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10868,7 +10868,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10916,7 +10916,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -10948,7 +10948,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10980,7 +10980,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11086,7 +11086,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11102,7 +11102,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11118,7 +11118,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11134,7 +11134,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11182,7 +11182,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -11214,7 +11214,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11246,7 +11246,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11322,7 +11322,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11338,7 +11338,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11354,7 +11354,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11370,7 +11370,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11418,7 +11418,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -11450,7 +11450,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11482,7 +11482,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11523,7 +11523,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11539,7 +11539,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11555,7 +11555,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11571,7 +11571,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11619,7 +11619,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -11651,7 +11651,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11683,7 +11683,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11799,7 +11799,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11815,7 +11815,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11831,7 +11831,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11847,7 +11847,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -11895,7 +11895,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -11927,7 +11927,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -11959,7 +11959,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12070,7 +12070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12086,7 +12086,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12102,7 +12102,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12118,7 +12118,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12166,7 +12166,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -12198,7 +12198,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12230,7 +12230,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12357,7 +12357,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12373,7 +12373,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12389,7 +12389,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12405,7 +12405,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12453,7 +12453,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -12485,7 +12485,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12517,7 +12517,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12698,7 +12698,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12714,7 +12714,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12730,7 +12730,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12746,7 +12746,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -12794,7 +12794,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -12826,7 +12826,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -12858,7 +12858,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13067,7 +13067,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13083,7 +13083,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13099,7 +13099,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13115,7 +13115,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -13163,7 +13163,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -13195,7 +13195,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13227,7 +13227,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13417,7 +13417,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13433,7 +13433,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13449,7 +13449,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13465,7 +13465,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -13513,7 +13513,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -13545,7 +13545,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13577,7 +13577,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13768,7 +13768,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13784,7 +13784,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13800,7 +13800,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13816,7 +13816,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -13864,7 +13864,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -13896,7 +13896,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13928,7 +13928,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14016,7 +14016,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14032,7 +14032,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14048,7 +14048,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14064,7 +14064,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14112,7 +14112,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -14144,7 +14144,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14176,7 +14176,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14268,7 +14268,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14284,7 +14284,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14300,7 +14300,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14316,7 +14316,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14364,7 +14364,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -14396,7 +14396,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14428,7 +14428,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14607,7 +14607,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14623,7 +14623,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14639,7 +14639,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14655,7 +14655,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14703,7 +14703,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -14735,7 +14735,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14767,7 +14767,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14844,7 +14844,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14860,7 +14860,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14876,7 +14876,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -14892,7 +14892,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14940,7 +14940,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -14972,7 +14972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15004,7 +15004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15120,7 +15120,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15136,7 +15136,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15152,7 +15152,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15168,7 +15168,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15216,7 +15216,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -15248,7 +15248,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15280,7 +15280,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15364,7 +15364,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15380,7 +15380,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15396,7 +15396,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15412,7 +15412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15460,7 +15460,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -15492,7 +15492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15524,7 +15524,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15652,7 +15652,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15668,7 +15668,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15684,7 +15684,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15700,7 +15700,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15748,7 +15748,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -15780,7 +15780,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -15812,7 +15812,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15871,7 +15871,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -15887,7 +15887,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -15903,7 +15903,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -15919,7 +15919,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -15967,7 +15967,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -15999,7 +15999,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16031,7 +16031,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16101,7 +16101,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16117,7 +16117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16133,7 +16133,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16149,7 +16149,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -16197,7 +16197,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -16229,7 +16229,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16261,7 +16261,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16300,7 +16300,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16316,7 +16316,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16332,7 +16332,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16348,7 +16348,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -16396,7 +16396,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -16428,7 +16428,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16460,7 +16460,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16508,7 +16508,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16524,7 +16524,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16540,7 +16540,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16556,7 +16556,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -16604,7 +16604,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -16636,7 +16636,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16668,7 +16668,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16721,7 +16721,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16737,7 +16737,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16753,7 +16753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16769,7 +16769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -16817,7 +16817,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -16849,7 +16849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -16881,7 +16881,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16929,7 +16929,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -16945,7 +16945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -16961,7 +16961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -16977,7 +16977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -17025,7 +17025,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -17057,7 +17057,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -17089,7 +17089,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17193,7 +17193,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17209,7 +17209,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17225,7 +17225,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17241,7 +17241,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -17289,7 +17289,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -17321,7 +17321,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -17353,7 +17353,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17457,7 +17457,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17473,7 +17473,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17489,7 +17489,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17505,7 +17505,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -17553,7 +17553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -17585,7 +17585,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -17617,7 +17617,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17721,7 +17721,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17737,7 +17737,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17753,7 +17753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -17769,7 +17769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -17817,7 +17817,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -17849,7 +17849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -17881,7 +17881,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17953,7 +17953,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17969,7 +17969,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -17985,7 +17985,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18001,7 +18001,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -18049,7 +18049,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -18081,7 +18081,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -18113,7 +18113,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18193,7 +18193,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18209,7 +18209,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18225,7 +18225,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18241,7 +18241,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -18289,7 +18289,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -18321,7 +18321,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -18353,7 +18353,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18448,7 +18448,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18464,7 +18464,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18480,7 +18480,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18496,7 +18496,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -18544,7 +18544,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -18576,7 +18576,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -18608,7 +18608,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18696,7 +18696,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18712,7 +18712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18728,7 +18728,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18744,7 +18744,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -18792,7 +18792,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -18824,7 +18824,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -18856,7 +18856,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18896,7 +18896,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -18912,7 +18912,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -18928,7 +18928,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -18944,7 +18944,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -18992,7 +18992,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -19024,7 +19024,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -19056,7 +19056,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19092,7 +19092,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19108,7 +19108,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19124,7 +19124,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19140,7 +19140,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -19188,7 +19188,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -19220,7 +19220,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -19252,7 +19252,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19313,7 +19313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19329,7 +19329,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19345,7 +19345,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19361,7 +19361,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -19409,7 +19409,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -19441,7 +19441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -19473,7 +19473,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19507,7 +19507,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19523,7 +19523,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19539,7 +19539,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19555,7 +19555,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -19603,7 +19603,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -19635,7 +19635,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -19667,7 +19667,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19701,7 +19701,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19717,7 +19717,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19733,7 +19733,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19749,7 +19749,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -19797,7 +19797,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -19829,7 +19829,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -19861,7 +19861,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19916,7 +19916,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19932,7 +19932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19948,7 +19948,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19964,7 +19964,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20012,7 +20012,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -20044,7 +20044,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -20076,7 +20076,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20141,7 +20141,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20157,7 +20157,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20173,7 +20173,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20189,7 +20189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20237,7 +20237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -20269,7 +20269,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -20301,7 +20301,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20341,7 +20341,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20357,7 +20357,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20373,7 +20373,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20389,7 +20389,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20437,7 +20437,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -20469,7 +20469,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -20501,7 +20501,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20544,7 +20544,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20560,7 +20560,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20576,7 +20576,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20592,7 +20592,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20640,7 +20640,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -20672,7 +20672,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -20704,7 +20704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20747,7 +20747,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20763,7 +20763,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20779,7 +20779,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20795,7 +20795,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -20843,7 +20843,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -20875,7 +20875,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -20907,7 +20907,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20956,7 +20956,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -20972,7 +20972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -20988,7 +20988,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21004,7 +21004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -21052,7 +21052,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -21084,7 +21084,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -21116,7 +21116,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21154,7 +21154,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -21170,7 +21170,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -21186,7 +21186,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21202,7 +21202,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -21250,7 +21250,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -21282,7 +21282,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -21314,7 +21314,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21348,7 +21348,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -21364,7 +21364,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -21380,7 +21380,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21396,7 +21396,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -21444,7 +21444,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -21476,7 +21476,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -21508,7 +21508,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21542,7 +21542,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -21558,7 +21558,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -21574,7 +21574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21590,7 +21590,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -21638,7 +21638,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -21670,7 +21670,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -21702,7 +21702,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21766,7 +21766,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -21782,7 +21782,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -21798,7 +21798,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21814,7 +21814,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -21862,7 +21862,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -21894,7 +21894,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -21926,7 +21926,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21984,7 +21984,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -22000,7 +22000,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -22016,7 +22016,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -22032,7 +22032,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -22080,7 +22080,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -22112,7 +22112,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22144,7 +22144,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22198,7 +22198,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -22214,7 +22214,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -22230,7 +22230,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -22246,7 +22246,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -22294,7 +22294,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -22326,7 +22326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22358,7 +22358,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22401,7 +22401,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -22417,7 +22417,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -22433,7 +22433,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -22449,7 +22449,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -22497,7 +22497,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -22529,7 +22529,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22561,7 +22561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22625,7 +22625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -22641,7 +22641,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -22657,7 +22657,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -22673,7 +22673,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -22721,7 +22721,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -22753,7 +22753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22785,7 +22785,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22819,7 +22819,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -22835,7 +22835,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -22851,7 +22851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -22867,7 +22867,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -22915,7 +22915,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -22947,7 +22947,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22979,7 +22979,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23022,7 +23022,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -23038,7 +23038,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -23054,7 +23054,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -23070,7 +23070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -23118,7 +23118,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -23150,7 +23150,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23182,7 +23182,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23230,7 +23230,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -23246,7 +23246,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -23262,7 +23262,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -23278,7 +23278,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -23326,7 +23326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -23358,7 +23358,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23390,7 +23390,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23447,7 +23447,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -23463,7 +23463,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -23479,7 +23479,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -23495,7 +23495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -23543,7 +23543,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -23575,7 +23575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23607,7 +23607,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23708,7 +23708,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -23724,7 +23724,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -23740,7 +23740,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -23756,7 +23756,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -23804,7 +23804,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -23836,7 +23836,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23868,7 +23868,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23905,7 +23905,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -23921,7 +23921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -23937,7 +23937,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -23953,7 +23953,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -24001,7 +24001,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24033,7 +24033,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24065,7 +24065,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24112,7 +24112,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -24128,7 +24128,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -24144,7 +24144,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -24160,7 +24160,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -24208,7 +24208,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24240,7 +24240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24272,7 +24272,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24316,7 +24316,7 @@ export interface operations {
                             id: string;
                             name: string;
                             orgId: string;
-                            /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                            /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                             requireWriteToken: boolean;
                             /**
                              * @description The caller's role; null for a project API token
@@ -24330,7 +24330,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -24346,7 +24346,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -24362,7 +24362,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -24378,7 +24378,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -24426,7 +24426,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24458,7 +24458,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24490,7 +24490,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24545,7 +24545,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -24558,7 +24558,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -24574,7 +24574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -24590,7 +24590,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -24606,7 +24606,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -24654,7 +24654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24686,7 +24686,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24718,7 +24718,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24763,7 +24763,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -24776,7 +24776,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -24792,7 +24792,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -24808,7 +24808,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -24824,7 +24824,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -24872,7 +24872,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24904,7 +24904,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24936,7 +24936,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24972,7 +24972,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -24988,7 +24988,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -25004,7 +25004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25020,7 +25020,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -25068,7 +25068,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -25100,7 +25100,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -25132,7 +25132,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25189,7 +25189,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -25202,7 +25202,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -25218,7 +25218,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -25234,7 +25234,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25250,7 +25250,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -25298,7 +25298,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -25330,7 +25330,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -25362,7 +25362,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25544,7 +25544,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -25560,7 +25560,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -25576,7 +25576,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25592,7 +25592,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -25640,7 +25640,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -25672,7 +25672,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -25704,7 +25704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25762,7 +25762,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -25778,7 +25778,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -25794,7 +25794,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -25810,7 +25810,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -25858,7 +25858,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -25890,7 +25890,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -25922,7 +25922,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26001,7 +26001,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -26017,7 +26017,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -26033,7 +26033,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -26049,7 +26049,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -26097,7 +26097,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26129,7 +26129,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26161,7 +26161,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26218,7 +26218,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -26234,7 +26234,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -26250,7 +26250,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -26266,7 +26266,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -26314,7 +26314,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26346,7 +26346,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26378,7 +26378,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26415,7 +26415,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -26431,7 +26431,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -26447,7 +26447,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -26463,7 +26463,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -26511,7 +26511,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26543,7 +26543,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26575,7 +26575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26657,7 +26657,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -26673,7 +26673,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -26689,7 +26689,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -26705,7 +26705,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -26753,7 +26753,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26785,7 +26785,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26817,7 +26817,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26875,7 +26875,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -26891,7 +26891,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -26907,7 +26907,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -26923,7 +26923,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -26971,7 +26971,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -27003,7 +27003,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27035,7 +27035,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27104,7 +27104,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -27120,7 +27120,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -27136,7 +27136,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -27152,7 +27152,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -27200,7 +27200,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -27232,7 +27232,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27264,7 +27264,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27352,7 +27352,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -27368,7 +27368,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -27384,7 +27384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -27400,7 +27400,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -27448,7 +27448,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -27480,7 +27480,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27512,7 +27512,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27567,7 +27567,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -27583,7 +27583,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -27599,7 +27599,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -27615,7 +27615,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -27663,7 +27663,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -27695,7 +27695,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27727,7 +27727,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27786,7 +27786,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -27802,7 +27802,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -27818,7 +27818,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -27834,7 +27834,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -27882,7 +27882,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -27914,7 +27914,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27946,7 +27946,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27983,7 +27983,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -27999,7 +27999,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -28015,7 +28015,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -28031,7 +28031,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -28079,7 +28079,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28111,7 +28111,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28143,7 +28143,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28192,7 +28192,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -28208,7 +28208,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -28224,7 +28224,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -28240,7 +28240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -28288,7 +28288,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28320,7 +28320,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28352,7 +28352,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28407,7 +28407,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -28423,7 +28423,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -28439,7 +28439,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -28455,7 +28455,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -28503,7 +28503,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28535,7 +28535,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28567,7 +28567,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28591,7 +28591,7 @@ export interface operations {
             header?: never;
             path: {
                 id: string;
-                /** @description The member's userId (CONTRACT 7) */
+                /** @description The member's userId */
                 memberId: string;
             };
             cookie?: never;
@@ -28605,7 +28605,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -28621,7 +28621,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -28637,7 +28637,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -28653,7 +28653,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -28701,7 +28701,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28733,7 +28733,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28765,7 +28765,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28789,7 +28789,7 @@ export interface operations {
             header?: never;
             path: {
                 id: string;
-                /** @description The member's userId (CONTRACT 7) */
+                /** @description The member's userId */
                 memberId: string;
             };
             cookie?: never;
@@ -28821,7 +28821,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -28837,7 +28837,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -28853,7 +28853,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -28869,7 +28869,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -28917,7 +28917,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28949,7 +28949,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28981,7 +28981,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29045,7 +29045,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -29061,7 +29061,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -29077,7 +29077,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -29093,7 +29093,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -29141,7 +29141,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -29173,7 +29173,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -29205,7 +29205,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29265,7 +29265,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -29281,7 +29281,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -29297,7 +29297,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -29313,7 +29313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -29361,7 +29361,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -29393,7 +29393,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -29425,7 +29425,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29509,7 +29509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -29525,7 +29525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -29541,7 +29541,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -29557,7 +29557,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -29605,7 +29605,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -29637,7 +29637,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -29669,7 +29669,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29706,7 +29706,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -29722,7 +29722,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -29738,7 +29738,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -29754,7 +29754,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -29802,7 +29802,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -29834,7 +29834,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -29866,7 +29866,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29909,7 +29909,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -29925,7 +29925,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -29941,7 +29941,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -29957,7 +29957,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -30005,7 +30005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -30037,7 +30037,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -30069,7 +30069,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30116,7 +30116,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Browser events for its services need X-Write-Token, a project API token with write (CONTRACT 11) */
+                        /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
                          * @description The caller's role; null for a project API token
@@ -30129,7 +30129,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -30145,7 +30145,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -30161,7 +30161,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -30177,7 +30177,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -30225,7 +30225,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -30257,7 +30257,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -30289,7 +30289,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30352,7 +30352,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -30368,7 +30368,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -30384,7 +30384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -30400,7 +30400,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -30448,7 +30448,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -30480,7 +30480,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -30512,7 +30512,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30567,7 +30567,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -30583,7 +30583,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -30599,7 +30599,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -30615,7 +30615,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -30663,7 +30663,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -30695,7 +30695,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -30727,7 +30727,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30782,7 +30782,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -30798,7 +30798,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -30814,7 +30814,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -30830,7 +30830,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -30878,7 +30878,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -30910,7 +30910,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -30942,7 +30942,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30989,7 +30989,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -31005,7 +31005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -31021,7 +31021,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -31037,7 +31037,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -31085,7 +31085,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -31117,7 +31117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -31149,7 +31149,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31185,7 +31185,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -31201,7 +31201,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -31217,7 +31217,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -31233,7 +31233,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -31281,7 +31281,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -31313,7 +31313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -31345,7 +31345,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31401,7 +31401,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -31417,7 +31417,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -31433,7 +31433,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -31449,7 +31449,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -31497,7 +31497,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -31529,7 +31529,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -31561,7 +31561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31610,7 +31610,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -31626,7 +31626,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -31642,7 +31642,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -31658,7 +31658,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -31706,7 +31706,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -31738,7 +31738,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -31770,7 +31770,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31825,7 +31825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -31841,7 +31841,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -31857,7 +31857,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -31873,7 +31873,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -31921,7 +31921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -31953,7 +31953,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -31985,7 +31985,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32019,7 +32019,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -32035,7 +32035,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -32051,7 +32051,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -32067,7 +32067,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -32115,7 +32115,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -32147,7 +32147,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -32179,7 +32179,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32213,7 +32213,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -32229,7 +32229,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -32245,7 +32245,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -32261,7 +32261,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -32309,7 +32309,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -32341,7 +32341,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -32373,7 +32373,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32409,7 +32409,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -32425,7 +32425,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -32441,7 +32441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -32457,7 +32457,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -32505,7 +32505,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -32537,7 +32537,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -32569,7 +32569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32620,7 +32620,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -32636,7 +32636,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -32652,7 +32652,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -32668,7 +32668,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -32716,7 +32716,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -32748,7 +32748,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -32780,7 +32780,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32844,7 +32844,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -32860,7 +32860,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -32876,7 +32876,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -32892,7 +32892,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -32940,7 +32940,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -32972,7 +32972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -33004,7 +33004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33040,7 +33040,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -33056,7 +33056,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -33072,7 +33072,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -33088,7 +33088,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -33136,7 +33136,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -33168,7 +33168,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -33200,7 +33200,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33261,7 +33261,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -33277,7 +33277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -33293,7 +33293,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -33309,7 +33309,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -33357,7 +33357,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -33389,7 +33389,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -33421,7 +33421,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33479,7 +33479,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -33495,7 +33495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -33511,7 +33511,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -33527,7 +33527,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -33575,7 +33575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -33607,7 +33607,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -33639,7 +33639,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33688,7 +33688,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -33704,7 +33704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -33720,7 +33720,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -33736,7 +33736,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -33784,7 +33784,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -33816,7 +33816,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -33848,7 +33848,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33910,7 +33910,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -33926,7 +33926,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -33942,7 +33942,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -33958,7 +33958,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -34006,7 +34006,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -34038,7 +34038,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -34070,7 +34070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34117,7 +34117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -34133,7 +34133,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -34149,7 +34149,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -34165,7 +34165,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -34213,7 +34213,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -34245,7 +34245,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -34277,7 +34277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34313,7 +34313,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -34329,7 +34329,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -34345,7 +34345,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -34361,7 +34361,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -34409,7 +34409,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -34441,7 +34441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -34473,7 +34473,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34535,7 +34535,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -34551,7 +34551,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -34567,7 +34567,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -34583,7 +34583,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -34631,7 +34631,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -34663,7 +34663,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -34695,7 +34695,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34755,7 +34755,7 @@ export interface operations {
                             id: string;
                             lastError: string | null;
                             lastStatusCode: number | null;
-                            /** @description The exact body sent (spec 6.1 envelope) */
+                            /** @description The exact body sent: the delivery envelope {event, timestamp, data} */
                             payload?: unknown;
                             /** @enum {string} */
                             status: "pending" | "delivered" | "failed" | "skipped";
@@ -34765,7 +34765,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -34781,7 +34781,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -34797,7 +34797,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -34813,7 +34813,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -34861,7 +34861,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -34893,7 +34893,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -34925,7 +34925,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34963,7 +34963,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -34979,7 +34979,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -34995,7 +34995,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -35011,7 +35011,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -35059,7 +35059,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -35091,7 +35091,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -35123,7 +35123,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35157,7 +35157,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -35173,7 +35173,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -35189,7 +35189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -35205,7 +35205,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -35253,7 +35253,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -35285,7 +35285,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -35317,7 +35317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35365,7 +35365,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -35381,7 +35381,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -35397,7 +35397,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -35413,7 +35413,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -35461,7 +35461,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -35493,7 +35493,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -35525,7 +35525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35559,7 +35559,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -35575,7 +35575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -35591,7 +35591,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -35607,7 +35607,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -35655,7 +35655,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -35687,7 +35687,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -35719,7 +35719,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35768,7 +35768,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -35784,7 +35784,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -35800,7 +35800,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -35816,7 +35816,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -35864,7 +35864,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -35896,7 +35896,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -35928,7 +35928,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35962,7 +35962,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -35978,7 +35978,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -35994,7 +35994,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -36010,7 +36010,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -36058,7 +36058,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -36090,7 +36090,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -36122,7 +36122,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36156,7 +36156,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -36172,7 +36172,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -36188,7 +36188,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -36204,7 +36204,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -36252,7 +36252,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -36284,7 +36284,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -36316,7 +36316,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36354,7 +36354,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -36370,7 +36370,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -36386,7 +36386,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -36402,7 +36402,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -36450,7 +36450,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -36482,7 +36482,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -36514,7 +36514,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36548,7 +36548,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid parameters or validation failure */
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -36564,7 +36564,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing or invalid authentication */
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -36580,7 +36580,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Insufficient permission */
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -36596,7 +36596,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not found */
+            /** @description Not found, or a resource the caller cannot see */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -36644,7 +36644,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body too large (docs/limits.md#request-sizes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -36676,7 +36676,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Rate limited */
+            /** @description Rate limited (docs/limits.md#rate-limits) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -36708,7 +36708,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Service unavailable */
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -1,11 +1,11 @@
 import { rawInWindow, windowParams, type TimeWindow } from './range';
 
 /**
- * CONTRACT 8 attribution, shared by flag variants and funnels: an outcome event counts for flag F
- * with value v when its `flags` names F; otherwise v is the value F last returned to the same
- * targeting key (targeting_key_hash) in the same service and environment within the analysed
- * window (the latest evaluation in the window, from evaluation_events). Values are compared as
- * JSON text cut to 128 characters, as evaluation_minutes keeps them.
+ * Attribution (docs/api-reference.md#outcome-events), shared by flag variants and funnels: an
+ * outcome event counts for flag F with value v when its `flags` names F; otherwise v is the value F
+ * last returned to the same targeting key (targeting_key_hash) in the same service and environment
+ * within the analysed window (the latest evaluation in the window, from evaluation_events). Values
+ * are compared as JSON text cut to 128 characters, as evaluation_minutes keeps them.
  */
 
 export interface OutcomeScope {

@@ -25,10 +25,10 @@ export interface FunnelReport {
  * step n when steps 1..n happened in this order within the period; other events in between and
  * repeats of a step do not break the chain, a skipped step ends it at the step before.
  * A user's value: the flag's value in the `flags` of their earliest step event that names it,
- * otherwise CONTRACT 8 attribution (attribution.ts); users with no value are not in the funnel
- * (they never saw the flag). stepIndex is 0-based; dropOffRate is the share of the previous
- * step's users who did not reach this one (0 for the first); overallConversionRate = users at
- * the last step / users at the first.
+ * otherwise the attribution of docs/api-reference.md#outcome-events (attribution.ts); users with no
+ * value are not in the funnel (they never saw the flag). stepIndex is 0-based; dropOffRate is the
+ * share of the previous step's users who did not reach this one (0 for the first);
+ * overallConversionRate = users at the last step / users at the first.
  */
 export async function flagFunnel(analytics: Analytics, scope: OutcomeScope, w: TimeWindow, steps: string[]): Promise<FunnelReport> {
   const stepParams = Object.fromEntries(steps.map((step, i) => [`step${i}`, step]));

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 /**
- * The time ranges of every analytics and flag-insight query (spec 4.4, 4.7, 4.10: `range` or
+ * The time ranges of every analytics and flag-insight query (docs/insights.md, docs/analytics.md:
+ * `range` or
  * `period`): one list of names and lengths, and `rangeParam` for their query parameters. Each
  * endpoint accepts its own subset; anything else is a 400. Analytics windows (`windowOf`) end
  * now and start at the start of the minute `range` ago, so the per-minute rollups and the raw

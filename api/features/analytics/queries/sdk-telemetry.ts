@@ -4,9 +4,10 @@ import { VITAL_METRICS } from './site';
 import { minutesInWindow, rawInWindow, windowParams, type TimeWindow } from './range';
 
 /**
- * What SDKs reported through POST /api/analytics/sdk-telemetry (spec 4.10), over the projects
- * the caller may read: their own evaluation summaries (sdk_telemetry), the web vitals they sent
- * (web_vitals / web_vital_minutes, origin 'sdk') and their errors (client_errors, origin 'sdk').
+ * What SDKs reported through POST /api/analytics/sdk-telemetry (docs/analytics-ingestion.md), over
+ * the projects the caller may read: their own evaluation summaries (sdk_telemetry), the web vitals
+ * they sent (web_vitals / web_vital_minutes, origin 'sdk') and their errors (client_errors, origin
+ * 'sdk').
  */
 
 export interface TelemetryFilter {

@@ -3,10 +3,10 @@ import { count, numberOrNull, parseFlagValues, parseJsonOr, ratio, selectRows, v
 import { bucketOf, minutesInWindow, rawInWindow, windowParams, type TimeWindow } from './range';
 
 /**
- * Browser analytics of one site (CONTRACT 11: a site is a service): overview, web vitals, flag
- * impact and the latest events. Counts come from the per-minute rollups (browser_minutes,
- * web_vital_minutes) where the question allows; sessions, flag splits and the event list need
- * the raw rows (browser_events, web_vitals).
+ * Browser analytics of one site (docs/api-reference.md#browser-analytics: a site is a service):
+ * overview, web vitals, flag impact and the latest events. Counts come from the per-minute rollups
+ * (browser_minutes, web_vital_minutes) where the question allows; sessions, flag splits and the
+ * event list need the raw rows (browser_events, web_vitals).
  */
 
 export const VITAL_METRICS = ['lcp', 'cls', 'inp', 'ttfb', 'fcp'] as const;

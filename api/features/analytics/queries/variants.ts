@@ -3,7 +3,10 @@ import { ATTRIBUTED_VALUE, JOIN_LAST_VALUES, lastValuesCte, scopeCondition, scop
 import { count, numberOrNull, ratio, selectRows, variantLabel } from './clickhouse';
 import { minutesInWindow, type TimeWindow } from './range';
 
-/** Outcome events that are never conversions (CONTRACT 8 reserved names). */
+/**
+ * Outcome events that are never conversions (the reserved names of
+ * docs/api-reference.md#outcome-events).
+ */
 export const RESERVED_OUTCOMES = ['error', 'latency'] as const;
 
 export interface VariantStats {

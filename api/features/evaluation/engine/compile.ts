@@ -93,7 +93,7 @@ export function compileFlag(definition: FlagDefinition, cohorts: CohortLookup = 
 }
 
 /**
- * Compiles a cohort's rules (CONTRACT 10: a member when any rule's conditions all hold). A rule
+ * Compiles a cohort's rules (docs/cohorts.md: a member when any rule's conditions all hold). A rule
  * that cannot compile, in_cohort included (cohorts do not nest), never matches and is named in
  * `issues`.
  */

@@ -38,7 +38,7 @@ export interface EvaluationTracer {
 }
 
 /**
- * Evaluates a compiled flag for a context. The order is the contract's:
+ * Evaluates a compiled flag for a context, in the order of docs/evaluation.md#evaluation-order:
  * 1. no flag: the request's default, ERROR, FLAG_NOT_FOUND;
  * 2. flag disabled: the flag's defaultValue, DEFAULT, `disabled: true`;
  * 3. first rule whose conditions all hold and whose rollout holds the targeting key: the

@@ -28,7 +28,7 @@ export interface Variant {
 }
 
 /**
- * A cohort as the engine reads it (CONTRACT 10): a context is a member when any rule's
+ * A cohort as the engine reads it (docs/cohorts.md): a context is a member when any rule's
  * conditions all hold. Its conditions use every operator but `in_cohort` (cohorts do not nest).
  */
 export interface CohortDefinition {
@@ -82,7 +82,7 @@ export interface EvaluationResult {
    * Set when a partial rollout decided the result: 'in' when the matched rule's rollout held
    * the key, 'out' when the first rule whose conditions held left the key outside its rollout
    * (the value then came from a later rule, the variants or the default). The canary cohorts
-   * (CONTRACT 9): treatment and control of that rule.
+   * (docs/evaluation.md#canary-cohorts): treatment and control of that rule.
    */
   rolloutSide?: RolloutSide;
   /** The rule of that rollout (the matched rule when 'in'). */

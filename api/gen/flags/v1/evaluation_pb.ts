@@ -622,7 +622,7 @@ export type EventStreamResponse = Message<"flags.v1.EventStreamResponse"> & {
   event: string;
 
   /**
-   * The full flag after the change (spec 2.1 fields), on flag-update.
+   * The full flag after the change (the fields of docs/api-reference.md#flags), on flag-update.
    *
    * @generated from field: google.protobuf.Struct flag = 7;
    */
@@ -642,11 +642,11 @@ export const EventStreamResponseSchema: GenMessage<EventStreamResponse> = /*@__P
   messageDesc(file_flags_v1_evaluation, 14);
 
 /**
- * Evaluation semantics are CONTRACT 4: a missing flag answers the request's default with
- * reason ERROR and error_code FLAG_NOT_FOUND; a result whose type differs from the method's
- * type is an ERROR with error_code TYPE_MISMATCH (the default is answered). Errors of an
- * evaluation are part of the response; transport errors (authentication, permissions,
- * unknown service, invalid arguments, rate limits) are Connect/gRPC status codes.
+ * Evaluation semantics are those of docs/evaluation.md: a missing flag answers the request's
+ * default with reason ERROR and error_code FLAG_NOT_FOUND; a result whose type differs from the
+ * method's type is an ERROR with error_code TYPE_MISMATCH (the default is answered). Errors of an
+ * evaluation are part of the response; transport errors (authentication, permissions, unknown
+ * service, invalid arguments, rate limits) are Connect/gRPC status codes.
  *
  * @generated from service flags.v1.EvaluationService
  */

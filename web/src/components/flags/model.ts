@@ -1,8 +1,8 @@
 /**
- * The flags area's shapes and conversions: the API's flag record (spec 2.1), the operators the
- * evaluation engine supports (api/features/evaluation/engine/operators.ts), and the drafts the
- * editors keep (text as typed) with their conversion to API values, which says what is wrong
- * in words fit to show beside the input.
+ * The flags area's shapes and conversions: the API's flag record (docs/api-reference.md#flags), the
+ * operators the evaluation engine supports (api/features/evaluation/engine/operators.ts), and the
+ * drafts the editors keep (text as typed) with their conversion to API values, which says what is
+ * wrong in words fit to show beside the input.
  */
 import type { paths } from '../../api/client';
 

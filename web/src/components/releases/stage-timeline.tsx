@@ -1,9 +1,9 @@
 /**
  * A canary's stages as a timeline: every planned stage (from the configuration) with its state,
- * and for each checked stage the gate's evidence (CONTRACT 9): decision and reason, both cohorts,
- * the error-rate and latency deltas with their intervals against the thresholds, the split check.
- * Every stage keeps the same box from the start (planned ones included), so live updates change
- * text, never the layout.
+ * and for each checked stage the gate's evidence (docs/canary.md): decision and reason, both
+ * cohorts, the error-rate and latency deltas with their intervals against the thresholds, the split
+ * check. Every stage keeps the same box from the start (planned ones included), so live updates
+ * change text, never the layout.
  */
 import { DECISION_LABEL, duration, interval, ms, msDelta, percent, rate, ratePoints, time } from './format';
 import { configOf, plannedStages, type CanaryGate, type CanaryRecord, type CanaryStage } from './types';

@@ -1,5 +1,5 @@
 /**
- * Start a canary on one flag's rule (POST /api/flags/{key}/canary, CONTRACT 9): the service,
+ * Start a canary on one flag's rule (POST /api/flags/{key}/canary, docs/canary.md): the service,
  * environment, flag and rule to ramp (an existing rule, or a new rule `canary` serving a value),
  * the stages (initial, step, target, soak) and the gates (error-rate and latency limits, minimum
  * exposures, alpha, what a breach does). The API validates; its problems show beside the fields.

@@ -13,7 +13,7 @@ export const ENVIRONMENTS: Environment[] = ['production', 'staging', 'developmen
 /** A pipeline still acting on the flag (it can be advanced or aborted). */
 export const isActive = (status: CanaryStatus) => status === 'running' || status === 'paused';
 
-/** The configuration the API answers in the record (spec 2.9 plus CONTRACT 9's fields). */
+/** The configuration the API answers in the record, optional fields included (docs/canary.md). */
 export interface CanaryConfig {
   initialRolloutPercent: number;
   targetRolloutPercent: number;

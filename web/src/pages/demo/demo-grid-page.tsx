@@ -1,9 +1,9 @@
 /**
- * The public demo (spec 4.2, issue 18 point 6): anyone, signed in or not, sees the 64x64 grid of
- * the demo service's `px-N` flags live, and toggles a pixel through the unauthenticated demo
- * write (PATCH /api/flags/bulk?summary=true), which takes one write per IP address every 2 s.
- * The toggle shows at once (optimistic) and is put back when the server refuses it; a cooldown
- * bar shows when the next change is possible, and a click during it says so instead of sending.
+ * The public demo (docs/api-reference.md#demo-service): anyone, signed in or not, sees the 64x64
+ * grid of the demo service's `px-N` flags live, and toggles a pixel through the unauthenticated
+ * demo write (PATCH /api/flags/bulk?summary=true), which takes one write per IP address every 2 s.
+ * The toggle shows at once (optimistic) and is put back when the server refuses it; a cooldown bar
+ * shows when the next change is possible, and a click during it says so instead of sending.
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, ApiError, call } from '../../api/client';
@@ -13,7 +13,10 @@ import { GridStore } from '../../components/demo/grid-store';
 import { PixelGrid } from '../../components/demo/pixel-grid';
 import { useDemoSync, type Environment, type LiveState } from './demo-sync';
 
-/** Spec 4.2 rule 6 (api/features/demo/throttle.ts): one demo write per IP per 2 seconds. */
+/**
+ * One demo write per IP per 2 seconds (docs/api-reference.md#demo-service,
+ * api/features/demo/throttle.ts).
+ */
 const WRITE_INTERVAL_MS = 2_000;
 const PREFERRED_ENVIRONMENT: Environment = 'production';
 

@@ -1,11 +1,11 @@
 /**
- * Keeps a GridStore in step with the demo service (spec 4.2): the whole grid from the demo list
- * (4,096 flags, `fields=key,enabled,version`), re-read with its weak ETag as If-None-Match (a 304
- * costs no body) every REFRESH_MS and whenever the stream reconnects; live `flag-update`
- * messages from GET /api/flags/stream in between. The last list answer and its ETag are kept in
- * sessionStorage, so a reload paints the grid at once and asks only whether it changed. The stream is on the console's own origin:
- * the control plane serves it as well as the data plane, so the CSP's connect-src 'self' covers
- * it and no CORS is involved.
+ * Keeps a GridStore in step with the demo service (docs/api-reference.md#demo-service): the whole
+ * grid from the demo list (4,096 flags, `fields=key,enabled,version`), re-read with its weak ETag
+ * as If-None-Match (a 304 costs no body) every REFRESH_MS and whenever the stream reconnects; live
+ * `flag-update` messages from GET /api/flags/stream in between. The last list answer and its ETag
+ * are kept in sessionStorage, so a reload paints the grid at once and asks only whether it changed.
+ * The stream is on the console's own origin: the control plane serves it as well as the data plane,
+ * so the CSP's connect-src 'self' covers it and no CORS is involved.
  */
 import { useEffect, useState } from 'react';
 import { api, ApiError, call } from '../../api/client';

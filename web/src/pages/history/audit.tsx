@@ -27,7 +27,10 @@ function withoutBookkeeping(record: Record<string, unknown> | null): Record<stri
   return rest;
 }
 
-/** A project's audit trail (spec 4.9), newest first, filtered by action, resource, member and dates, paged. */
+/**
+ * A project's audit trail (docs/api-reference.md#audit-log), newest first, filtered by action,
+ * resource, member and dates, paged.
+ */
 export default function Audit() {
   const { projectId } = useParams<{ projectId: string }>();
   const search = new URLSearchParams(useSearch());

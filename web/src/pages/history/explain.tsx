@@ -13,7 +13,7 @@ type Mode = 'rows' | 'json';
 const EMPTY_ROW: AttributeRow = { name: '', value: '' };
 
 /**
- * Explain a flag for a context (spec 4.5 explain): the person enters a targeting key and
+ * Explain a flag for a context (docs/explain.md): the person enters a targeting key and
  * attributes (as rows, or as JSON), and sees the value, the reason, every rule evaluation reached
  * with each condition's expected and actual value and outcome, and the rollout bucket.
  */

@@ -35,9 +35,9 @@ const CHANGE_WORDS: Record<FlagVersion['changeType'], string> = {
 };
 
 /**
- * A flag's versions (spec 4.3 history), newest first: who changed what and when, each version's
- * field-level diff against the one before it, and rollback to any earlier version (a new version
- * with that version's content) after a confirm step.
+ * A flag's versions (the history of docs/api-reference.md#flags), newest first: who changed what
+ * and when, each version's field-level diff against the one before it, and rollback to any earlier
+ * version (a new version with that version's content) after a confirm step.
  */
 export default function FlagHistory() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();

@@ -16,7 +16,10 @@ const TIERS = [
 ] as const;
 const EXPIRY_DAYS = [7, 30, 90, 180, 365] as const;
 
-/** Personal access tokens (spec 2.5, 4.8): act as you, limited by tier and by your roles; the secret is shown once. */
+/**
+ * Personal access tokens (docs/api-reference.md#personal-access-tokens): act as you, limited by
+ * tier and by your roles; the secret is shown once.
+ */
 export default function AccountTokens() {
   const tokens = useApi(() => call(api.GET('/api/users/me/personal-tokens')), []);
   const [tier, setTier] = useState<(typeof TIERS)[number]['value']>('read');

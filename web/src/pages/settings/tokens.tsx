@@ -23,7 +23,10 @@ const SCOPES = [
 ] as const;
 type Scope = (typeof SCOPES)[number]['name'];
 
-/** Project API tokens (spec 2.4): opaque tokens with permissions, or JWTs with scopes; the secret is shown once. */
+/**
+ * Project API tokens (docs/api-reference.md#project-api-tokens): opaque tokens with permissions, or
+ * JWTs with scopes; the secret is shown once.
+ */
 export default function Tokens() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);

@@ -17,9 +17,9 @@ const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
 const FLAG_CHOICES = 100;
 
 /**
- * Trigger URLs (spec 4.6): anyone holding one enables, disables or toggles one flag in one
- * environment, so incident tooling can act without credentials. A trigger belongs to a flag of a
- * service: pick them, then list, create (the URL is shown once) and revoke.
+ * Trigger URLs (docs/api-reference.md#triggers): anyone holding one enables, disables or toggles
+ * one flag in one environment, so incident tooling can act without credentials. A trigger belongs
+ * to a flag of a service: pick them, then list, create (the URL is shown once) and revoke.
  */
 export default function Triggers() {
   const { projectId } = useParams<{ projectId: string }>();

@@ -11,7 +11,10 @@ import { useAction } from '../../components/settings/use-action';
 import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
 import { LoadState } from '../../components/status';
 
-/** A project's webhooks (spec 4.9): create, pause or resume, delete; each links to its settings and delivery log. */
+/**
+ * A project's webhooks (docs/api-reference.md#webhooks): create, pause or resume, delete; each
+ * links to its settings and delivery log.
+ */
 export default function Webhooks() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);
