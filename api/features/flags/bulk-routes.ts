@@ -13,7 +13,7 @@ import {
   type BulkFlagOperations,
   type BulkItemResult,
 } from './bulk';
-import { FlagRecordSchema } from './routes';
+import { FlagRecordSchema } from './schema';
 
 /** What bulk routes need to know about demo services (spec 4.2 rules 6-8). */
 export interface BulkDemoPolicy {

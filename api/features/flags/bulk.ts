@@ -5,9 +5,10 @@ import type { Principal } from '../../auth/principal';
 import { HttpError, notFound, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { AuditActor } from '../audit/writer';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
+import { FlagCreateSchema, FlagPatchSchema } from './schema';
 import type { FlagService } from './service';
-import { ENVIRONMENTS, type Environment, type FlagRecord } from './types';
-import { FlagCreateSchema, FlagPatchSchema } from './validation';
+import type { FlagRecord } from './types';
 
 /** Spec 8: items per bulk request, and on demo services. */
 export const BULK_MAX_ITEMS = 100;
@@ -37,7 +38,7 @@ export interface BulkOutcome {
 const FlagRefShape = {
   key: z.string().min(1).max(256),
   serviceId: z.string().min(1).max(200),
-  environment: z.enum(ENVIRONMENTS).default('development').describe('Defaults to development'),
+  environment: EnvironmentSchema.default('development').describe('Defaults to development'),
 };
 
 export const BulkUpdateItemSchema = z.object({ ...FlagRefShape, updates: FlagPatchSchema }).strict();

@@ -1,10 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
+import { EnvironmentSchema } from '../../domain/environments';
 import { BODY_LIMITS, defineRoute, reply, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { EXPORT_FORMAT_VERSION, IMPORT_MAX_FLAGS, ImportFileSchema, importTarget, type FlagTransfer, type ImportReport } from './export-import';
-import { FlagRecordSchema } from './routes';
-import { ENVIRONMENTS } from './types';
+import { FlagRecordSchema } from './schema';
 
 const booleanQuery = (fallback: boolean) =>
   z
@@ -15,7 +15,7 @@ const booleanQuery = (fallback: boolean) =>
 const ExportQuery = z.object({
   projectId: z.string().min(1).max(200),
   serviceId: z.string().min(1).max(200).optional().describe('Only this service'),
-  environment: z.enum(ENVIRONMENTS).optional().describe('Only this environment'),
+  environment: EnvironmentSchema.optional().describe('Only this environment'),
   format: z.enum(['json']).default('json'),
   includeDisabled: booleanQuery(true).describe('Default true; false exports only enabled flags'),
 });
@@ -31,7 +31,7 @@ const ExportFileSchema = z.object({
   exportedAt: z.string(),
   projectId: z.string(),
   serviceId: z.string().nullable(),
-  environment: z.enum(ENVIRONMENTS).nullable(),
+  environment: EnvironmentSchema.nullable(),
   includeDisabled: z.boolean(),
   flagCount: z.number().int(),
   services: z.array(z.object({ id: z.string(), name: z.string(), slug: z.string() })),

@@ -3,10 +3,12 @@ import { badRequest, HttpError, notFound, validationFailed, type FieldProblem } 
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { AuditActor } from '../audit/writer';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
+import { FLAG_CONTENT_FIELDS, FlagCreateSchema } from './schema';
 import type { FlagService } from './service';
 import type { FlagListFilter, ListPosition } from './store';
-import { ENVIRONMENTS, FLAG_CONTENT_FIELDS, type Environment, type FlagPatch, type FlagRecord } from './types';
-import { canonicalJson, FlagCreateSchema } from './validation';
+import type { FlagCreateInput, FlagPatch, FlagRecord } from './types';
+import { canonicalJson } from './validation';
 
 /** Spec 9: the version every exported file carries, and the only one import reads. */
 export const EXPORT_FORMAT_VERSION = '1.0';
@@ -38,7 +40,7 @@ export const ImportFileSchema = z
     exportedAt: z.string().optional(),
     projectId: z.string().min(1).max(200).optional().describe('The exporting project; the default target'),
     serviceId: z.string().nullable().optional(),
-    environment: z.enum(ENVIRONMENTS).nullable().optional(),
+    environment: EnvironmentSchema.nullable().optional(),
     includeDisabled: z.boolean().optional(),
     flagCount: z.number().int().min(0).optional(),
     services: z.array(z.object({ id: z.string(), name: z.string().optional(), slug: z.string() }).passthrough()).max(10_000).optional(),
@@ -261,7 +263,7 @@ function refKey(serviceId: string, environment: string, key: string): string {
  * The content fields the file gives. A targeting rule written without an id takes the id of the
  * rule at the same position, so a re-import does not mint new ids (and a new version) each time.
  */
-function contentPatch(input: z.infer<typeof FlagCreateSchema>, current: FlagRecord): FlagPatch {
+function contentPatch(input: FlagCreateInput, current: FlagRecord): FlagPatch {
   const patch: Record<string, unknown> = {};
   for (const field of FLAG_CONTENT_FIELDS) if (input[field] !== undefined) patch[field] = input[field];
   if (input.targeting) {
