@@ -163,3 +163,6 @@ export const FlagVersionSchema = z.object({
   userId: z.string().nullable(),
   createdAt: z.string(),
 });
+
+/** Validation problems of one item of a batch (bulk, import), as the error envelope's `details`. */
+export const FieldProblemsSchema = z.array(z.object({ path: z.string(), message: z.string() }));
