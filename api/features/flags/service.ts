@@ -1,10 +1,10 @@
+import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { conflict, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
 import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
 import type { FlagEventOutbox } from '../outbox/store';
-import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { FLAG_CONTENT_FIELDS, newFlagContent } from './schema';
 import { FlagKeyTakenError, type FlagListFilter, type FlagPage, type FlagStore, type ListPosition, type NewFlag, type WrittenFlag } from './store';
 import type {
