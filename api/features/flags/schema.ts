@@ -6,10 +6,11 @@ import { FLAG_KEY_PATTERN, flagContentProblems, flagKeyProblem, LIMITS, RESERVED
 
 /**
  * The flag as one set of zod schemas: the content a write may change, the record the API
- * returns, the create and patch inputs derived from them, and a version of the history. The
- * types in ./types.ts are inferred from these, the routes validate and document with them, and
- * the store maps the record's fields to columns (FLAG_TABLE in ./store.ts). Shapes only: the
- * rules that depend on the type or on several fields are in ./validation.ts.
+ * returns, the create and patch inputs derived from them, and a version of the history; plus
+ * what a new flag starts with. The types in ./types.ts are inferred from these, the routes
+ * validate and document with them, and the store maps the record's fields to columns
+ * (FLAG_TABLE in ./store.ts). The rules that depend on the type or on several fields together
+ * are in ./validation.ts.
  */
 
 /** Any JSON value, but present (a missing `value` is an error, `null` is checked by type). */
