@@ -40,6 +40,7 @@ export default tseslint.config(
     // through activities, and shares types with starters and activities through
     // workflows/messages.ts. api/ and activities/ are off limits as a whole (types included):
     // their modules reach clients and drivers, and a type import is how the old circle began.
+    // The one exception is api/domain/, whose modules import nothing but zod (checked below).
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -56,12 +57,19 @@ export default tseslint.config(
               message: 'Workflow code uses no client or driver: use an activity.',
             },
             {
-              regex: '(^|/)(api|activities)(/|$)',
-              message: 'Workflow code imports only workflows/ (shared types and signals are in workflows/messages.ts).',
+              regex: '(^|/)(api(?!/domain/)|activities)(/|$)',
+              message: 'Workflow code imports only workflows/ and api/domain/ (shared types and signals are in workflows/messages.ts).',
             },
           ],
         },
       ],
+    },
+  },
+  {
+    // Shared domain lists and schemas that workflow code imports too: zod only, so the workflow bundle stays free of I/O.
+    files: ['api/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!zod$)', message: 'api/domain/ is imported by workflow code: it imports nothing but zod.' }] }],
     },
   },
 );

@@ -188,7 +188,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
     const flagService = new FlagService({
       sql: db.sql,
-      store: new FlagStore(db.sql),
+      store: new FlagStore(),
       audit: new AuditWriter(),
       outbox: new OutboxWriter(),
       afterCommit: () => outbox.nudge(),

@@ -36,7 +36,7 @@ async function main() {
     await migrate(sql);
     await sql`INSERT INTO orgs (id, name) VALUES ('org_bench', 'Bench')`;
     await sql`INSERT INTO projects (id, org_id, name, slug) VALUES ('prj_bench', 'org_bench', 'Bench', 'bench')`;
-    const flags = new FlagService({ sql, store: new FlagStore(sql), audit: new AuditWriter(), outbox: new OutboxWriter() });
+    const flags = new FlagService({ sql, store: new FlagStore(), audit: new AuditWriter(), outbox: new OutboxWriter() });
 
     for (const size of [10_000, 4_096]) {
       const serviceId = await seedService(sql, size);

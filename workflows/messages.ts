@@ -1,5 +1,6 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import { z } from 'zod';
+import { EnvironmentSchema } from '../api/domain/environments';
 
 /**
  * Everything that crosses a workflow's boundary: each workflow's registered name, input and
@@ -233,7 +234,7 @@ export const CANARY_PIPELINE = workflowMessage<CanaryPipelineInput, CanaryStatus
   z
     .object({
       pipelineId: z.string().min(1),
-      target: z.object({ projectId: z.string().min(1), orgId: z.string().min(1), serviceId: z.string().min(1), environment: z.enum(['development', 'staging', 'production']), flagKey: z.string().min(1) }).strict(),
+      target: z.object({ projectId: z.string().min(1), orgId: z.string().min(1), serviceId: z.string().min(1), environment: EnvironmentSchema, flagKey: z.string().min(1) }).strict(),
       ruleId: z.string().min(1),
       insertRuleValue: z.string().optional(),
       config: z

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { ENVIRONMENTS } from '../../api/features/flags/types';
+import { ENVIRONMENTS } from '../../api/domain/environments';
 import type { ApiClient } from '../api';
 import { CliError } from '../errors';
 import { show, table, type Output } from '../output';

@@ -45,7 +45,7 @@ afterAll(() => app?.stop());
 beforeEach(() => {
   audit = new RecordingAudit();
   outbox = new RecordingOutbox();
-  flags = new FlagService({ sql: app.platform.db.sql, store: new FlagStore(app.platform.db.sql), audit, outbox });
+  flags = new FlagService({ sql: app.platform.db.sql, store: new FlagStore(), audit, outbox });
 });
 
 let counter = 0;

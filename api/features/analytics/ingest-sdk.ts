@@ -6,7 +6,7 @@ import { notFound, unauthorized } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { hashTargetingKey } from '../evaluation/recorder';
 import { DEFAULT_ENVIRONMENT } from '../evaluation/service';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import { idSchema } from '../projects/common';
 import { EventName, EventTime, FlagValues, inWindow, newEventId, parseItem, pending, recordAll, type ItemProblem, type PendingRow } from './ingest-common';
 import type { IngestSites } from './ingest-sites';
@@ -17,7 +17,7 @@ export const TRACK_MAX_EVENTS = 1_000;
 /** SDK telemetry bounds (docs/analytics-ingestion.md). */
 export const TELEMETRY_LIMITS = { summaries: 1_000, webVitals: 500, errors: 100, message: 2_048, stack: 16_384, url: 2_048 } as const;
 
-const Environment = z.enum(ENVIRONMENTS).default(DEFAULT_ENVIRONMENT).describe('Defaults to development, as on evaluation');
+const Environment = EnvironmentSchema.default(DEFAULT_ENVIRONMENT).describe('Defaults to development, as on evaluation');
 
 const TrackEvent = z
   .object({

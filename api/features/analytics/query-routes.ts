@@ -4,7 +4,7 @@ import type { Analytics } from '../../../analytics/client';
 import type { ProjectAccess, ProjectGrant } from '../../auth/access';
 import { notFound } from '../../http/errors';
 import { defineRoute, reply, privateMaxAge, PRIVATE_NO_CACHE, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import { flagKeySchema, idSchema } from '../projects/common';
 import { ADMIN_FUNNEL_STEPS, adminFunnel, adoptionCohorts } from './queries/admin';
 import { flagFunnel, MAX_FUNNEL_STEPS } from './queries/funnel';
@@ -22,7 +22,7 @@ import { flagVariants } from './queries/variants';
 
 /** Outcome event names (docs/api-reference.md#outcome-events). */
 export const eventNameSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -');
-const environment = z.enum(ENVIRONMENTS);
+const environment = EnvironmentSchema;
 const PERIODS = ['1h', '24h', '7d', '30d'] as const;
 
 /** The site a `siteId` route reads: the service and the project its access rule resolved. */

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineRoute, reply, PRIVATE_NO_STORE, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import { ENVIRONMENTS, type FlagRef } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
+import type { FlagRef } from '../flags/types';
 import { FlagKeyParams, idSchema } from '../projects/common';
 import type { CanaryService } from './service';
 
@@ -12,7 +13,7 @@ import type { CanaryService } from './service';
  */
 
 /** Canaries watch live traffic: production unless another environment is named. */
-const environment = z.enum(ENVIRONMENTS).default('production').describe('Default production');
+const environment = EnvironmentSchema.default('production').describe('Default production');
 const percent = z.number().finite().gt(0).max(100);
 
 const StartBody = z

@@ -8,7 +8,7 @@ export function withRollout(targeting: FlagTargetingRule[], ruleId: string, roll
   const present = targeting.some((r) => r.id === ruleId);
   if (!present) {
     if (insertRuleValue === undefined) throw new Error(`rule ${ruleId} is no longer in the flag's targeting`);
-    return [{ id: ruleId, conditions: [], value: JSON.parse(insertRuleValue) as unknown, rolloutPercentage: rolloutPercent }, ...targeting];
+    return [{ id: ruleId, conditions: [], value: JSON.parse(insertRuleValue) as FlagTargetingRule['value'], rolloutPercentage: rolloutPercent }, ...targeting];
   }
   return targeting.map((r) => (r.id === ruleId ? { ...r, rolloutPercentage: rolloutPercent } : r));
 }

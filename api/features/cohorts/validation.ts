@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FieldProblem } from '../../http/errors';
 import { NESTED_COHORT_MESSAGE, validateCondition } from '../evaluation/engine';
-import { ConditionSchema } from '../flags/validation';
+import { ConditionSchema } from '../flags/schema';
 import { descriptionSchema, nameSchema } from '../projects/common';
 import { COHORT_LIMITS, type CohortRuleInput } from './types';
 

@@ -5,7 +5,8 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { LIST_DEFAULT_LIMIT, pageBody, pageRequest, type FlagListOverride, type FlagListQuery, type ListPageBody, type PageRequest } from '../flags/list-paging';
 import type { FlagService } from '../flags/service';
-import { FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
+import type { Environment } from '../../domain/environments';
+import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import type { DemoServiceRegistry } from './registry';
 
 /** The list page size on a demo service (docs/api-reference.md#demo-service, docs/limits.md). */

@@ -1,6 +1,6 @@
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 
 export interface DemoServiceDescription {
   serviceId: string;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import type { DemoServiceRegistry } from './registry';
 
 /**
@@ -19,7 +19,7 @@ export function demoRoutes(deps: { registry: DemoServiceRegistry }): AnyRoute[] 
         services: z.array(
           z.object({
             serviceId: z.string(),
-            environments: z.array(z.enum(ENVIRONMENTS)).describe('Environments the service has flags in'),
+            environments: z.array(EnvironmentSchema).describe('Environments the service has flags in'),
           }),
         ),
       }),

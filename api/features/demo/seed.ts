@@ -1,7 +1,7 @@
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { writeAudit } from '../audit/writer';
-import { ENVIRONMENTS } from '../flags/types';
+import { ENVIRONMENTS } from '../../domain/environments';
 
 /** The demo grid: 64 x 64 boolean flags `px-0` … `px-4095` (docs/api-reference.md#demo-service). */
 export const DEMO_GRID_SIDE = 64;

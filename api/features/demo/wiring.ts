@@ -4,7 +4,7 @@ import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { FlagService } from '../flags/service';
-import { ENVIRONMENTS } from '../flags/types';
+import { ENVIRONMENTS } from '../../domain/environments';
 import { DemoFlagList } from './list';
 import { DemoServiceRegistry } from './registry';
 import { demoRoutes } from './routes';

@@ -7,6 +7,7 @@ import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
+import { EnvironmentSchema } from '../../domain/environments';
 import { badRequest } from '../../http/errors';
 import { ipBucket } from '../../http/client-ip';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
@@ -116,7 +117,7 @@ const ConnectEvaluateBody = z
   .object({
     flagKey: z.string().min(1).max(256),
     serviceId: z.string().min(1).max(128),
-    environment: z.enum(['development', 'staging', 'production']).optional(),
+    environment: EnvironmentSchema.optional(),
     context: ContextSchema.optional(),
     defaultValue: z.unknown().optional(),
   })
@@ -125,7 +126,7 @@ const ConnectEvaluateBody = z
 const ConnectBulkBody = z
   .object({
     serviceId: z.string().min(1).max(128),
-    environment: z.enum(['development', 'staging', 'production']).optional(),
+    environment: EnvironmentSchema.optional(),
     context: ContextSchema.optional(),
     flagKeys: z.array(z.string().min(1).max(256)).max(100).optional().describe('Only these flags; absent means every flag the caller may see'),
   })

@@ -5,7 +5,7 @@ import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { HttpError, badRequest, personalTokenRefused, tooManyRequests, type ErrorCode } from '../../http/errors';
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 import type { AnyFlag, EvaluationService as EvaluationServiceDesc } from '../../gen/flags/v1/evaluation_pb';
 import type { ServiceGrant } from './access';
 import type { EvaluationContext, EvaluationResult, FlagType } from './engine/index';

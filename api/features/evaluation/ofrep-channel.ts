@@ -3,7 +3,7 @@ import type { JwtCodec } from '../../auth/jwt';
 import type { ProjectTokenPrincipal } from '../../auth/principal';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
 
 /**
  * Channel tokens of the OFREP event stream (OFREP ADR-0008). A browser's EventSource
@@ -34,7 +34,7 @@ const ChannelPayload = z.object({
   tkt: z.enum(['opaque', 'jwt']),
   prj: z.string().min(1),
   svc: z.string().min(1),
-  env: z.enum(ENVIRONMENTS),
+  env: EnvironmentSchema,
   scope: z.literal(CHANNEL_SCOPE),
 });
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
 import { issuerPrincipal, type ChannelTokens, type IssuerWatch } from './ofrep-channel';
 import { validateQuery } from './schemas';
@@ -41,7 +41,7 @@ export interface OfrepEventDeps {
 
 const EventStreamQuery = z.object({
   serviceId: z.string().min(1).max(128),
-  environment: z.enum(ENVIRONMENTS),
+  environment: EnvironmentSchema,
   channel: z.string().max(4096).optional().describe('The channel token of the bulk answer (opens this stream only; required)'),
   etag: z.string().max(128).optional().describe('The flag configuration ETag the bulk answer was computed from'),
   lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),

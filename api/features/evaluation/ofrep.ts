@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, type ErrorCode } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 import type { ServiceGrant } from './access';
 import { perInternedResult, type ErrorCode as EngineErrorCode, type EvaluationContext, type EvaluationResult, type Reason } from './engine/index';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';

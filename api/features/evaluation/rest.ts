@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import { HttpError, validationFailed } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 import type { ServiceGrant } from './access';
 import { perInternedResult, type EvaluationResult } from './engine/index';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';

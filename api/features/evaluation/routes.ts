@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { needsPermission } from '../../auth/access';
 import { notFound } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches } from './ofrep';
@@ -32,7 +32,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
       auth: 'public',
       sdk: true,
       access: { capability: 'flags:read', per: 'flag' },
-      query: z.object({ serviceId: z.string().min(1).max(128), environment: z.enum(ENVIRONMENTS).optional() }),
+      query: z.object({ serviceId: z.string().min(1).max(128), environment: EnvironmentSchema.optional() }),
       response: SdkConfigSchema,
       async handler(ctx) {
         const environment = ctx.query.environment ?? DEFAULT_ENVIRONMENT;
@@ -83,7 +83,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
 
 const SdkConfigSchema = z.object({
   serviceId: z.string(),
-  environment: z.enum(ENVIRONMENTS),
+  environment: EnvironmentSchema,
   dataUrl: z.string().describe('Base URL of the data plane'),
   streamUrl: z.string().describe('SSE stream of flag changes for this service and environment'),
   pollingIntervalMs: z.number().describe('Minimum polling interval for clients that poll (OFREP bulk, batch)'),
@@ -177,7 +177,7 @@ export function evaluationControlRoutes(deps: ControlRouteDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       query: z.object({
         serviceId: z.string().min(1).max(128),
-        environment: z.enum(ENVIRONMENTS).optional(),
+        environment: EnvironmentSchema.optional(),
         key: z.string().min(1).max(1024).optional().describe('A targetingKey: answer only its flag-to-value map'),
       }),
       async handler(ctx) {

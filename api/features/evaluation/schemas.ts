@@ -1,6 +1,6 @@
 import { z, type ZodTypeAny } from 'zod';
 import { validationFailed, type HttpError } from '../../http/errors';
-import { ENVIRONMENTS } from '../flags/types';
+import { ENVIRONMENTS, EnvironmentSchema } from '../../domain/environments';
 import type { EvaluationContext } from './engine/index';
 
 /**
@@ -21,13 +21,13 @@ export function contextOf(value: unknown): EvaluationContext {
 
 const FlagKey = z.string().min(1).max(256);
 const ServiceId = z.string().min(1).max(128);
-const EnvironmentSchema = z.enum(ENVIRONMENTS).describe('Defaults to development when absent');
+const DefaultedEnvironment = EnvironmentSchema.describe('Defaults to development when absent');
 
 export const EvaluateBody = z
   .object({
     flagKey: FlagKey,
     serviceId: ServiceId,
-    environment: EnvironmentSchema.optional(),
+    environment: DefaultedEnvironment.optional(),
     defaultValue: z.unknown().optional().describe('Returned with reason ERROR when the flag does not exist'),
     context: ContextSchema.optional(),
   })
@@ -46,7 +46,7 @@ export type BatchBody = z.infer<typeof BatchBody>;
 export const BatchBody = z
   .object({
     serviceId: ServiceId,
-    environment: EnvironmentSchema.optional(),
+    environment: DefaultedEnvironment.optional(),
     flags: z.array(BatchItem).min(1).max(DEMO_BATCH_LIMIT).describe('At most 100 flags (4,096 on a demo service)'),
     context: ContextSchema.optional(),
   })

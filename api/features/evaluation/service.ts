@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Principal } from '../../auth/principal';
 import { enforceDecision, type RateDecision } from '../../http/rate-limit';
 import type { RequestContext } from '../../http/route';
-import { ENVIRONMENTS, type Environment } from '../flags/types';
+import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { canSee, type EvaluationAccess, type ServiceGrant } from './access';
 import type { ContextRing } from './contexts';
 import { EvaluationBudget, evaluate, type EvaluationContext, type EvaluationResult, type FlagType } from './engine/index';

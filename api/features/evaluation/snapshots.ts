@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import { COHORT_CHANGES_CHANNEL, type CohortChangeEvent, type CohortRecord } from '../cohorts/types';
-import { ENVIRONMENTS, FLAG_CHANGES_CHANNEL, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
+import { ENVIRONMENTS, type Environment } from '../../domain/environments';
+import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent, type FlagRecord } from '../flags/types';
 import { compileFlag, murmur3, type CompiledFlag, type FlagDefinition } from './engine/index';
 import type { EvaluationStore, ServiceRow } from './store';
 

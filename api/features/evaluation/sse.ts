@@ -3,7 +3,7 @@ import type { Principal } from '../../auth/principal';
 import { clientIp, ipBucket } from '../../http/client-ip';
 import { HttpError, serviceUnavailable } from '../../http/errors';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import type { ServiceGrant } from './access';
 import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
 import { validateQuery } from './schemas';
@@ -31,7 +31,7 @@ const STREAM_PATHS = ['/api/flags/stream', '/api/connect/stream'] as const;
 
 export const StreamQuery = z.object({
   serviceId: z.string().min(1).max(128),
-  environment: z.enum(ENVIRONMENTS).optional().describe('Every environment when absent'),
+  environment: EnvironmentSchema.optional().describe('Every environment when absent'),
   clientId: z.string().max(128).optional(),
   lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),
 });

@@ -2,7 +2,8 @@ import type { Sql } from '../../infra/postgres';
 import { COHORT_COLUMNS, toCohortRecord, type CohortRow } from '../cohorts/store';
 import type { CohortRecord } from '../cohorts/types';
 import { FLAG_COLUMNS, toFlagRecord, type FlagRow } from '../flags/store';
-import type { Environment, FlagRecord } from '../flags/types';
+import type { Environment } from '../../domain/environments';
+import type { FlagRecord } from '../flags/types';
 
 export interface ServiceRow {
   id: string;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../infra/logger';
-import { ENVIRONMENTS, type Environment, type FlagChangeEvent, type FlagRecord } from '../flags/types';
+import { ENVIRONMENTS, type Environment } from '../../domain/environments';
+import type { FlagChangeEvent, FlagRecord } from '../flags/types';
 import type { ServiceSnapshot, SnapshotChange, SnapshotStore, Visibility } from './snapshots';
 
 /** One message of a flag stream, as SSE JSON (`data:`) and as the Connect EventStreamResponse. */

@@ -3,7 +3,7 @@ import { defineRoute, reply, KB, PRIVATE_NO_STORE, type AnyRoute } from '../../h
 import { actorFromPrincipal } from '../audit/writer';
 import { EventName } from '../analytics/ingest-common';
 import { RESERVED_OUTCOMES } from '../analytics/queries/variants';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import { flagKeySchema, idSchema, nameSchema, text } from '../projects/common';
 import { BANDIT_ALGORITHMS } from './allocation';
 import { REALLOCATION_INTERVAL } from '../../../workflows/messages';
@@ -26,7 +26,7 @@ const CreateBody = z
     projectId: idSchema,
     serviceId: idSchema,
     flagKey: flagKeySchema,
-    environment: z.enum(ENVIRONMENTS).default('production').describe('Default production'),
+    environment: EnvironmentSchema.default('production').describe('Default production'),
     algorithm: z.enum(BANDIT_ALGORITHMS).default('thompson_sampling'),
     minExplorationFloor: z.number().finite().min(0).max(1).default(0.05).describe('Share every variant keeps; times the number of variants at most 1'),
     minSampleSizePerVariant: z.number().int().min(0).max(1_000_000_000).default(100).describe('Trials every variant needs before allocations move'),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
 import { ContextSchema, contextOf } from '../evaluation/schemas';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import { FlagKeyParams, idSchema } from '../projects/common';
 import type { ExplainService } from './service';
 
@@ -61,7 +61,7 @@ export function explainRoutes(deps: { explain: ExplainService }): AnyRoute[] {
       body: z
         .object({
           serviceId: idSchema,
-          environment: z.enum(ENVIRONMENTS).default('development').describe('Defaults to development, like the other per-flag routes'),
+          environment: EnvironmentSchema.default('development').describe('Defaults to development, like the other per-flag routes'),
           context: ContextSchema.optional(),
         })
         .strict(),

@@ -2,7 +2,7 @@ import { notFound } from '../../http/errors';
 import type { EvaluationContext } from '../evaluation/engine/index';
 import { explainFlag, type Explanation } from '../evaluation/engine/explain';
 import type { SnapshotStore } from '../evaluation/snapshots';
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 
 /**
  * Explain (docs/explain.md): the current flag as evaluation holds it (the same snapshot) run

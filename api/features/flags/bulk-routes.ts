@@ -7,13 +7,13 @@ import { actorFromPrincipal, type AuditActor } from '../audit/writer';
 import {
   BULK_DEMO_MAX_ITEMS,
   BULK_MAX_ITEMS,
+  BulkOutcomeSchema,
   bulkStatus,
   serviceIdOf,
   summarize,
   type BulkFlagOperations,
   type BulkItemResult,
 } from './bulk';
-import { FlagRecordSchema } from './routes';
 
 /** What bulk routes need to know about demo services (docs/api-reference.md#demo-service). */
 export interface BulkDemoPolicy {
@@ -48,22 +48,8 @@ const BulkQuery = z.object({
     .describe('true: answer only success, total, succeeded and failed'),
 });
 
-const ItemResultSchema = z.object({
-  index: z.number().int().describe("Position in the request's flags array"),
-  key: z.string().nullable(),
-  status: z.enum(['success', 'failure']),
-  flag: FlagRecordSchema.optional(),
-  error: z.string().optional(),
-  statusCode: z.number().int().optional().describe('The HTTP status this item alone would have got'),
-  details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-});
-
-const BulkResponse = z.object({
-  success: z.boolean(),
-  total: z.number().int(),
-  succeeded: z.number().int(),
-  failed: z.number().int(),
-  results: z.array(ItemResultSchema).optional().describe('Absent with ?summary=true'),
+const BulkResponse = BulkOutcomeSchema.extend({
+  results: BulkOutcomeSchema.shape.results.optional().describe('Absent with ?summary=true'),
   error: z.string().optional().describe('Only when every item failed (the status is theirs, or 400)'),
   message: z.string().optional(),
 });

@@ -2,42 +2,44 @@ import { z, type ZodError, type ZodType, type ZodTypeDef } from 'zod';
 import type { ProjectAccess } from '../../auth/access';
 import type { Capability } from '../../auth/permissions';
 import type { Principal } from '../../auth/principal';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import { HttpError, notFound, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { AuditActor } from '../audit/writer';
+import { FieldProblemsSchema, FlagCreateSchema, FlagPatchSchema, FlagRecordSchema } from './schema';
 import type { FlagService } from './service';
-import { ENVIRONMENTS, type Environment, type FlagRecord } from './types';
-import { FlagCreateSchema, FlagPatchSchema } from './validation';
+import type { FlagRecord } from './types';
 
 /** Items per bulk request, and on demo services (docs/limits.md). */
 export const BULK_MAX_ITEMS = 100;
 export const BULK_DEMO_MAX_ITEMS = 4096;
 
-export interface BulkItemResult {
-  /** Position of the item in the request's `flags` array. */
-  index: number;
-  key: string | null;
-  status: 'success' | 'failure';
+export const BulkItemResultSchema = z.object({
+  index: z.number().int().describe("Position in the request's flags array"),
+  key: z.string().nullable(),
+  status: z.enum(['success', 'failure']),
   /** Created or updated: the flag after the change (create: the requested or development copy). */
-  flag?: FlagRecord;
+  flag: FlagRecordSchema.optional(),
   /** Failure: what went wrong, with the HTTP status the same change would get on its own. */
-  error?: string;
-  statusCode?: number;
-  details?: FieldProblem[];
-}
+  error: z.string().optional(),
+  statusCode: z.number().int().optional().describe('The HTTP status this item alone would have got'),
+  details: FieldProblemsSchema.optional(),
+});
+export type BulkItemResult = z.infer<typeof BulkItemResultSchema>;
 
-export interface BulkOutcome {
-  success: boolean;
-  total: number;
-  succeeded: number;
-  failed: number;
-  results: BulkItemResult[];
-}
+export const BulkOutcomeSchema = z.object({
+  success: z.boolean(),
+  total: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  results: z.array(BulkItemResultSchema),
+});
+export type BulkOutcome = z.infer<typeof BulkOutcomeSchema>;
 
 const FlagRefShape = {
   key: z.string().min(1).max(256),
   serviceId: z.string().min(1).max(200),
-  environment: z.enum(ENVIRONMENTS).default('development').describe('Defaults to development'),
+  environment: EnvironmentSchema.default('development').describe('Defaults to development'),
 };
 
 export const BulkUpdateItemSchema = z.object({ ...FlagRefShape, updates: FlagPatchSchema }).strict();

@@ -1,10 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
+import { EnvironmentSchema } from '../../domain/environments';
 import { BODY_LIMITS, defineRoute, reply, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import { EXPORT_FORMAT_VERSION, IMPORT_MAX_FLAGS, ImportFileSchema, importTarget, type FlagTransfer, type ImportReport } from './export-import';
-import { FlagRecordSchema } from './routes';
-import { ENVIRONMENTS } from './types';
+import { EXPORT_FORMAT_VERSION, ExportFileSchema, IMPORT_MAX_FLAGS, ImportFileSchema, ImportReportSchema, importTarget, type FlagTransfer, type ImportReport } from './export-import';
 
 const booleanQuery = (fallback: boolean) =>
   z
@@ -15,7 +14,7 @@ const booleanQuery = (fallback: boolean) =>
 const ExportQuery = z.object({
   projectId: z.string().min(1).max(200),
   serviceId: z.string().min(1).max(200).optional().describe('Only this service'),
-  environment: z.enum(ENVIRONMENTS).optional().describe('Only this environment'),
+  environment: EnvironmentSchema.optional().describe('Only this environment'),
   format: z.enum(['json']).default('json'),
   includeDisabled: booleanQuery(true).describe('Default true; false exports only enabled flags'),
 });
@@ -26,42 +25,8 @@ const ImportQuery = z.object({
   overwrite: booleanQuery(true).describe('Default true; false leaves existing flags as they are (reported skipped)'),
 });
 
-const ExportFileSchema = z.object({
-  version: z.literal(EXPORT_FORMAT_VERSION),
-  exportedAt: z.string(),
-  projectId: z.string(),
-  serviceId: z.string().nullable(),
-  environment: z.enum(ENVIRONMENTS).nullable(),
-  includeDisabled: z.boolean(),
-  flagCount: z.number().int(),
-  services: z.array(z.object({ id: z.string(), name: z.string(), slug: z.string() })),
-  flags: z.array(FlagRecordSchema),
-});
-
-const ImportReportSchema = z.object({
-  success: z.boolean(),
-  projectId: z.string(),
-  total: z.number().int(),
-  created: z.number().int(),
-  updated: z.number().int(),
-  skipped: z.number().int(),
-  failed: z.number().int(),
-  results: z.array(
-    z.object({
-      index: z.number().int(),
-      key: z.string().nullable(),
-      serviceId: z.string().nullable(),
-      environment: z.string().nullable(),
-      status: z.enum(['created', 'updated', 'skipped', 'failed']),
-      version: z.number().int().optional(),
-      error: z.string().optional(),
-      statusCode: z.number().int().optional(),
-      details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-    }),
-  ),
-  error: z.string().optional(),
-  message: z.string().optional(),
-});
+/** When every flag failed, the report carries the error envelope too. */
+const ImportResponseSchema = ImportReportSchema.extend({ error: z.string().optional(), message: z.string().optional() });
 
 /** GET /api/flags/export and POST /api/flags/import (docs/api-reference.md#flags). */
 export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[] {
@@ -100,7 +65,7 @@ export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[]
       bodyLimit: BODY_LIMITS.bulk,
       query: ImportQuery,
       body: ImportFileSchema,
-      response: ImportReportSchema,
+      response: ImportResponseSchema,
       async handler(ctx) {
         const { principal, query, body } = ctx;
         const actor = actorFromPrincipal(principal, { ip: ctx.ip, userAgent: ctx.userAgent });

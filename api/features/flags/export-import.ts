@@ -1,12 +1,14 @@
 import { z } from 'zod';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import { badRequest, HttpError, notFound, validationFailed, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { AuditActor } from '../audit/writer';
+import { FieldProblemsSchema, FLAG_CONTENT_FIELDS, FlagCreateSchema, FlagRecordSchema } from './schema';
 import type { FlagService } from './service';
 import type { FlagListFilter, ListPosition } from './store';
-import { ENVIRONMENTS, FLAG_CONTENT_FIELDS, type Environment, type FlagPatch, type FlagRecord } from './types';
-import { canonicalJson, FlagCreateSchema } from './validation';
+import type { FlagCreateInput, FlagPatch, FlagRecord } from './types';
+import { canonicalJson } from './validation';
 
 /**
  * The version every exported file carries, and the only one import reads
@@ -16,27 +18,20 @@ export const EXPORT_FORMAT_VERSION = '1.0';
 export const IMPORT_MAX_FLAGS = 10_000;
 const EXPORT_PAGE = 1000;
 
-export interface ExportedService {
-  id: string;
-  name: string;
-  slug: string;
-}
-
-/**
- * The downloadable file (docs/api-reference.md#flags): version, exportedAt, projectId, flagCount,
- * flags; plus the services, for imports elsewhere.
- */
-export interface FlagExportFile {
-  version: typeof EXPORT_FORMAT_VERSION;
-  exportedAt: string;
-  projectId: string;
-  serviceId: string | null;
-  environment: Environment | null;
-  includeDisabled: boolean;
-  flagCount: number;
-  services: ExportedService[];
-  flags: FlagRecord[];
-}
+/** The downloadable file: version, exportedAt, projectId, flagCount, flags; plus the services, for imports elsewhere. */
+export const ExportFileSchema = z.object({
+  version: z.literal(EXPORT_FORMAT_VERSION),
+  exportedAt: z.string(),
+  projectId: z.string(),
+  serviceId: z.string().nullable(),
+  environment: EnvironmentSchema.nullable(),
+  includeDisabled: z.boolean(),
+  flagCount: z.number().int(),
+  services: z.array(z.object({ id: z.string(), name: z.string(), slug: z.string() })),
+  flags: z.array(FlagRecordSchema),
+});
+export type FlagExportFile = z.infer<typeof ExportFileSchema>;
+export type ExportedService = FlagExportFile['services'][number];
 
 export const ImportFileSchema = z
   .object({
@@ -44,7 +39,7 @@ export const ImportFileSchema = z
     exportedAt: z.string().optional(),
     projectId: z.string().min(1).max(200).optional().describe('The exporting project; the default target'),
     serviceId: z.string().nullable().optional(),
-    environment: z.enum(ENVIRONMENTS).nullable().optional(),
+    environment: EnvironmentSchema.nullable().optional(),
     includeDisabled: z.boolean().optional(),
     flagCount: z.number().int().min(0).optional(),
     services: z.array(z.object({ id: z.string(), name: z.string().optional(), slug: z.string() }).passthrough()).max(10_000).optional(),
@@ -65,31 +60,32 @@ export interface ImportTarget {
   overwrite: boolean;
 }
 
-export type ImportStatus = 'created' | 'updated' | 'skipped' | 'failed';
-
-export interface ImportItemResult {
-  index: number;
-  key: string | null;
-  serviceId: string | null;
-  environment: string | null;
-  status: ImportStatus;
+const ImportItemResultSchema = z.object({
+  index: z.number().int(),
+  key: z.string().nullable(),
+  serviceId: z.string().nullable(),
+  environment: z.string().nullable(),
+  status: z.enum(['created', 'updated', 'skipped', 'failed']),
   /** The flag's version after the import (created, updated, skipped). */
-  version?: number;
-  error?: string;
-  statusCode?: number;
-  details?: FieldProblem[];
-}
+  version: z.number().int().optional(),
+  error: z.string().optional(),
+  statusCode: z.number().int().optional(),
+  details: FieldProblemsSchema.optional(),
+});
+export type ImportItemResult = z.infer<typeof ImportItemResultSchema>;
+export type ImportStatus = ImportItemResult['status'];
 
-export interface ImportReport {
-  success: boolean;
-  projectId: string;
-  total: number;
-  created: number;
-  updated: number;
-  skipped: number;
-  failed: number;
-  results: ImportItemResult[];
-}
+export const ImportReportSchema = z.object({
+  success: z.boolean(),
+  projectId: z.string(),
+  total: z.number().int(),
+  created: z.number().int(),
+  updated: z.number().int(),
+  skipped: z.number().int(),
+  failed: z.number().int(),
+  results: z.array(ImportItemResultSchema),
+});
+export type ImportReport = z.infer<typeof ImportReportSchema>;
 
 export interface FlagTransferDeps {
   sql: Sql;
@@ -268,7 +264,7 @@ function refKey(serviceId: string, environment: string, key: string): string {
  * The content fields the file gives. A targeting rule written without an id takes the id of the
  * rule at the same position, so a re-import does not mint new ids (and a new version) each time.
  */
-function contentPatch(input: z.infer<typeof FlagCreateSchema>, current: FlagRecord): FlagPatch {
+function contentPatch(input: FlagCreateInput, current: FlagRecord): FlagPatch {
   const patch: Record<string, unknown> = {};
   for (const field of FLAG_CONTENT_FIELDS) if (input[field] !== undefined) patch[field] = input[field];
   if (input.targeting) {

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { badRequest } from '../../http/errors';
 import type { HANDLED, Reply } from '../../http/route';
+import { FlagRecordSchema } from './schema';
 import type { FlagListFilter, FlagPage, ListPosition } from './store';
 import type { FlagRecord } from './types';
 
@@ -12,26 +13,8 @@ import type { FlagRecord } from './types';
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;
 
-/** Fields `?fields=` may name (docs/api-reference.md#flags). */
-export const PROJECTABLE_FIELDS = [
-  'id',
-  'projectId',
-  'key',
-  'name',
-  'description',
-  'type',
-  'enabled',
-  'defaultValue',
-  'serviceId',
-  'environment',
-  'tags',
-  'variants',
-  'targeting',
-  'isPublic',
-  'version',
-  'createdAt',
-  'updatedAt',
-] as const satisfies readonly (keyof FlagRecord)[];
+/** Fields `?fields=` may name: every field of the record. */
+export const PROJECTABLE_FIELDS = FlagRecordSchema.keyof().options;
 
 /** GET /api/flags query, as the flags list route validated it. */
 export interface FlagListQuery extends Partial<FlagListFilter> {

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import type { AccessRule, ProjectAccess } from '../../auth/access';
 import type { Principal } from '../../auth/principal';
+import { EnvironmentSchema } from '../../domain/environments';
 import { notFound, unauthorized, validationFailed } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute, type Reply, type RequestContext, type HANDLED } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
+import { ExpectedVersionSchema, FlagCreateSchema, FlagPatchSchema, FlagRecordSchema, FlagTypeSchema, FlagVersionSchema } from './schema';
 import type { FlagService } from './service';
-import { ENVIRONMENTS, FLAG_CHANGE_TYPES, FLAG_TYPES } from './types';
-import { FlagCreateSchema, FlagPatchSchema } from './validation';
 
 export interface FlagRouteDeps {
   flags: FlagService;
@@ -21,45 +21,17 @@ export interface FlagRouteDeps {
 
 const PROJECTABLE = new Set<string>(PROJECTABLE_FIELDS);
 
-export const FlagRecordSchema = z
-  .object({
-    id: z.string(),
-    projectId: z.string(),
-    serviceId: z.string(),
-    environment: z.enum(ENVIRONMENTS),
-    key: z.string(),
-    name: z.string(),
-    description: z.string(),
-    type: z.enum(FLAG_TYPES),
-    enabled: z.boolean(),
-    defaultValue: z.unknown(),
-    tags: z.array(z.string()),
-    variants: z.array(z.object({ name: z.string(), value: z.unknown(), weight: z.number() })),
-    targeting: z.array(
-      z.object({
-        id: z.string(),
-        conditions: z.array(z.object({ property: z.string(), operator: z.string(), value: z.unknown().optional() })),
-        value: z.unknown(),
-        rolloutPercentage: z.number().optional(),
-      }),
-    ),
-    isPublic: z.boolean(),
-    version: z.number().int().describe('Increments on every change; send it back on writes for optimistic concurrency'),
-    createdAt: z.string(),
-    updatedAt: z.string(),
-  });
-
 const KeyParams = z.object({ key: z.string().min(1).max(256) });
 const RefQuery = z.object({
   serviceId: z.string().min(1).max(200),
-  environment: z.enum(ENVIRONMENTS).default('development').describe('Defaults to development'),
+  environment: EnvironmentSchema.default('development').describe('Defaults to development'),
 });
 const Version = z.coerce.number().int().positive();
 
 const ListQuery = z.object({
   projectId: z.string().min(1).max(200).optional().describe('Required, except when serviceId is a public demo service'),
   serviceId: z.string().min(1).max(200).optional(),
-  environment: z.enum(ENVIRONMENTS).optional(),
+  environment: EnvironmentSchema.optional(),
   search: z.string().max(200).optional().describe('Case-insensitive substring of key or name'),
   tags: z
     .string()
@@ -71,7 +43,7 @@ const ListQuery = z.object({
     .enum(['true', 'false'])
     .optional()
     .transform((v) => (v === undefined ? undefined : v === 'true')),
-  type: z.enum(FLAG_TYPES).optional(),
+  type: FlagTypeSchema.optional(),
   limit: z.coerce.number().int().min(1).optional().describe(`Default ${LIST_DEFAULT_LIMIT}; values above ${LIST_MAX_LIMIT} are capped`),
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
   cursor: z.string().max(1000).optional().describe('nextCursor or prevCursor of an earlier page'),
@@ -102,15 +74,6 @@ const HistoryQuery = RefQuery.extend({
   offset: z.coerce.number().int().min(0).default(0),
 });
 
-const VersionSchema = z.object({
-  id: z.string(),
-  version: z.number().int(),
-  changeType: z.enum(FLAG_CHANGE_TYPES),
-  snapshot: FlagRecordSchema.describe('The whole flag as it was after this change (before it, for delete)'),
-  actor: z.string(),
-  userId: z.string().nullable(),
-  createdAt: z.string(),
-});
 
 /**
  * Flag management (docs/api-reference.md#flags). Every route declares its capability on the owning
@@ -259,7 +222,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       body: z
         .object({
           enabled: z.boolean().optional(),
-          version: z.number().int().positive().optional().describe('Expected current version; a stale one gets 409'),
+          version: ExpectedVersionSchema,
         })
         .strict()
         .optional(),
@@ -278,7 +241,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: HistoryQuery,
-      response: z.object({ versions: z.array(VersionSchema), total: z.number().int(), hasMore: z.boolean() }),
+      response: z.object({ versions: z.array(FlagVersionSchema), total: z.number().int(), hasMore: z.boolean() }),
       async handler({ params, query }) {
         const { versions, total } = await flags.history(
           { key: params.key, serviceId: query.serviceId, environment: query.environment },

@@ -1,27 +1,26 @@
-import { conflict, isUniqueViolation, notFound, validationFailed } from '../../http/errors';
+import { ENVIRONMENTS, type Environment } from '../../domain/environments';
+import { conflict, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
 import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
 import type { FlagEventOutbox } from '../outbox/store';
-import type { FlagListFilter, FlagPage, FlagStore, ListPosition, NewFlag, WrittenFlag } from './store';
-import {
-  ENVIRONMENTS,
-  FLAG_CONTENT_FIELDS,
-  type Environment,
-  type FlagChangeEvent,
-  type FlagChangeType,
-  type FlagContent,
-  type FlagCreateInput,
-  type FlagEventName,
-  type FlagPatch,
-  type FlagRecord,
-  type FlagRef,
-  type FlagTargetingRule,
-  type FlagTargetingRuleInput,
-  type FlagVersionRecord,
+import { FLAG_CONTENT_FIELDS, newFlagContent } from './schema';
+import { FlagKeyTakenError, type FlagListFilter, type FlagPage, type FlagStore, type ListPosition, type NewFlag, type WrittenFlag } from './store';
+import type {
+  FlagChangeEvent,
+  FlagChangeType,
+  FlagContent,
+  FlagCreateInput,
+  FlagEventName,
+  FlagPatch,
+  FlagRecord,
+  FlagRef,
+  FlagTargetingRule,
+  FlagTargetingRuleInput,
+  FlagVersionRecord,
 } from './types';
-import { canonicalJson, flagContentProblems, flagKeyProblem, zeroValue } from './validation';
+import { canonicalJson, flagContentProblems, flagKeyProblem } from './validation';
 
 export interface FlagServiceDeps {
   sql: Sql;
@@ -71,26 +70,26 @@ export class FlagService {
   constructor(private readonly deps: FlagServiceDeps) {}
 
   get(ref: FlagRef): Promise<FlagRecord | null> {
-    return this.deps.store.find(ref);
+    return this.deps.store.find(this.deps.sql, ref);
   }
 
   /** The owning project of a service, or null when the service does not exist. */
   findService(serviceId: string) {
-    return this.deps.store.findService(serviceId);
+    return this.deps.store.findService(this.deps.sql, serviceId);
   }
 
   list(filter: FlagListFilter, page: { limit: number; offset: number; after?: ListPosition; before?: ListPosition }): Promise<FlagPage> {
-    return this.deps.store.list(filter, page);
+    return this.deps.store.list(this.deps.sql, filter, page);
   }
 
   /** Every flag of the service (in one environment when given), in list order. */
   listByService(serviceId: string, environment?: Environment): Promise<FlagRecord[]> {
-    return this.deps.store.listByService(serviceId, environment);
+    return this.deps.store.listByService(this.deps.sql, serviceId, environment);
   }
 
   async history(ref: FlagRef, limit: number, offset: number): Promise<{ versions: FlagVersionRecord[]; total: number }> {
     const flag = await this.requireFlag(ref);
-    return this.deps.store.listVersions(flag.id, limit, offset);
+    return this.deps.store.listVersions(this.deps.sql, flag.id, limit, offset);
   }
 
   /**
@@ -102,23 +101,13 @@ export class FlagService {
   async create(actor: AuditActor, input: FlagCreateInput, opts: FlagWriteOptions = {}): Promise<FlagRecord[]> {
     const keyProblem = flagKeyProblem(input.key);
     if (keyProblem) throw validationFailed([{ path: 'key', message: keyProblem }]);
-    const service = await this.deps.store.findService(input.serviceId);
+    const service = await this.deps.store.findService(this.deps.sql, input.serviceId);
     if (!service) throw notFound('Service');
     if (input.projectId !== undefined && input.projectId !== service.projectId) {
       throw validationFailed([{ path: 'projectId', message: 'the service belongs to another project' }]);
     }
-    const type = input.type ?? 'boolean';
-    const content: FlagContent = {
-      name: input.name ?? input.key,
-      description: input.description ?? '',
-      type,
-      enabled: input.enabled ?? false,
-      defaultValue: input.defaultValue === undefined ? zeroValue(type) : input.defaultValue,
-      tags: uniqueTags(input.tags ?? []),
-      variants: input.variants ?? [],
-      targeting: withRuleIds(input.targeting ?? []),
-      isPublic: input.isPublic ?? false,
-    };
+    const given = newFlagContent(input);
+    const content: FlagContent = { ...given, tags: uniqueTags(given.tags), targeting: withRuleIds(given.targeting) };
     assertValid(content);
     const environments: Environment[] = input.environment ? [input.environment] : [...ENVIRONMENTS];
 
@@ -138,7 +127,7 @@ export class FlagService {
       }));
       created = await this.deps.sql.begin(async (tx) => (await this.write(tx, actor, changes, opts)).map((w) => w.flag));
     } catch (error) {
-      if (isUniqueViolation(error)) {
+      if (error instanceof FlagKeyTakenError) {
         throw conflict(`A flag with key "${input.key}" already exists in ${input.environment ? `the ${input.environment} environment of ` : ''}this service`);
       }
       throw error;
@@ -154,7 +143,7 @@ export class FlagService {
       ...contentOf(current),
       ...changes,
       ...(changes.tags ? { tags: uniqueTags(changes.tags) } : {}),
-      ...(changes.targeting ? { targeting: withRuleIds(changes.targeting as FlagTargetingRuleInput[]) } : {}),
+      ...(changes.targeting ? { targeting: withRuleIds(changes.targeting) } : {}),
     }));
   }
 
@@ -314,7 +303,7 @@ export class FlagService {
   }
 
   private async requireFlag(ref: FlagRef): Promise<FlagRecord> {
-    const flag = await this.deps.store.find(ref);
+    const flag = await this.deps.store.find(this.deps.sql, ref);
     if (!flag) throw notFound(`Flag "${ref.key}"`);
     return flag;
   }

@@ -1,40 +1,85 @@
 import type { PendingQuery, Row } from 'postgres';
-import type { Sql, TransactionSql } from '../../infra/postgres';
-import type {
-  Environment,
-  FlagChangeType,
-  FlagContent,
-  FlagRecord,
-  FlagRef,
-  FlagTargetingRule,
-  FlagType,
-  FlagVariant,
-  FlagVersionRecord,
-} from './types';
+import type { Environment } from '../../domain/environments';
+import { isUniqueViolation } from '../../http/errors';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
+import { FLAG_CONTENT_FIELDS } from './schema';
+import type { FlagChangeType, FlagContent, FlagRecord, FlagRef, FlagType, FlagVersionRecord } from './types';
 
-/** A `flags` row as postgres.js returns it; toFlagRecord turns it into the API shape. */
-export interface FlagRow {
-  id: string;
-  project_id: string;
-  service_id: string;
-  environment: Environment;
-  key: string;
+/** How a column holds its field: read from a jsonb parameter with ->> and a cast, or as jsonb. */
+type ColumnType = 'text' | 'boolean' | 'integer' | 'jsonb' | 'timestamptz';
+
+interface Column {
   name: string;
-  description: string;
-  type: FlagType;
-  enabled: boolean;
-  default_value: unknown;
-  tags: string[];
-  variants: FlagVariant[];
-  targeting: FlagTargetingRule[];
-  is_public: boolean;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
+  type: ColumnType;
+  /** Set by the database, not by the writer: the value of an insert, and of an update (absent: left as it is). */
+  onInsert?: string;
+  onUpdate?: string;
 }
 
-/** A flag to insert: its identity and content (it starts at version 1). */
-export type NewFlag = { id: string; projectId: string; serviceId: string; environment: Environment; key: string } & FlagContent;
+/**
+ * The `flags` table: the column of every FlagRecord field. FLAG_COLUMNS, the row type and its
+ * conversion, the insert projection and the update list are generated from it, once.
+ */
+export const FLAG_TABLE = {
+  id: { name: 'id', type: 'text' },
+  projectId: { name: 'project_id', type: 'text' },
+  serviceId: { name: 'service_id', type: 'text' },
+  environment: { name: 'environment', type: 'text' },
+  key: { name: 'key', type: 'text' },
+  name: { name: 'name', type: 'text' },
+  description: { name: 'description', type: 'text' },
+  type: { name: 'type', type: 'text' },
+  enabled: { name: 'enabled', type: 'boolean' },
+  defaultValue: { name: 'default_value', type: 'jsonb' },
+  tags: { name: 'tags', type: 'jsonb' },
+  variants: { name: 'variants', type: 'jsonb' },
+  targeting: { name: 'targeting', type: 'jsonb' },
+  isPublic: { name: 'is_public', type: 'boolean' },
+  version: { name: 'version', type: 'integer', onInsert: '1', onUpdate: 'f.version + 1' },
+  createdAt: { name: 'created_at', type: 'timestamptz', onInsert: 'clock_timestamp()' },
+  updatedAt: { name: 'updated_at', type: 'timestamptz', onInsert: 'clock_timestamp()', onUpdate: 'clock_timestamp()' },
+} as const satisfies { [F in keyof FlagRecord]: Column };
+
+type FlagTable = typeof FLAG_TABLE;
+
+/** A `flags` row as postgres.js returns it (timestamps as Date); toFlagRecord turns it into the API shape. */
+export type FlagRow = {
+  [F in keyof FlagTable as FlagTable[F]['name']]: FlagTable[F]['type'] extends 'timestamptz' ? Date : FlagRecord[F];
+};
+
+const FIELDS = Object.entries(FLAG_TABLE) as [keyof FlagRecord, Column][];
+
+/** The columns of a FlagRow: every read of whole flags selects these (here and in the evaluation store). */
+export const FLAG_COLUMNS = FIELDS.map(([, column]) => column.name).join(', ');
+
+/** The value of `field` in the jsonb object `source`, as its column's type. */
+function fieldOf(source: string, field: string, type: ColumnType): string {
+  return type === 'jsonb' ? `${source}->'${field}'` : type === 'text' ? `${source}->>'${field}'` : `(${source}->>'${field}')::${type}`;
+}
+
+/** The INSERT's SELECT list, in FLAG_COLUMNS order: new flags read from the jsonb element `f`. */
+const INSERT_VALUES = FIELDS.map(([field, column]) => column.onInsert ?? fieldOf('f', field, column.type)).join(', ');
+/** UPDATE assignments for flags `f` from the jsonb object `c.s` of changed content fields. */
+const UPDATE_ASSIGNMENTS = [
+  ...FLAG_CONTENT_FIELDS.map((field) => {
+    const column: Column = FLAG_TABLE[field];
+    return `${column.name} = CASE WHEN c.s ? '${field}' THEN ${fieldOf('c.s', field, column.type)} ELSE f.${column.name} END`;
+  }),
+  ...FIELDS.flatMap(([, column]) => (column.onUpdate ? [`${column.name} = ${column.onUpdate}`] : [])),
+].join(', ');
+
+export function toFlagRecord(row: FlagRow): FlagRecord {
+  const values = row as unknown as Record<string, unknown>;
+  const record: Record<string, unknown> = {};
+  for (const [field, column] of FIELDS) {
+    const value = values[column.name];
+    record[field] = column.type === 'timestamptz' ? (value as Date).toISOString() : value;
+  }
+  return record as FlagRecord;
+}
+
+/** A flag to insert: its identity and content (the database sets its version and timestamps). */
+export type NewFlag = Pick<FlagRecord, 'id' | 'projectId' | 'serviceId' | 'environment' | 'key'> & FlagContent;
 
 /** A changed flag plus the change time with microseconds (event timestamps must be distinct per change). */
 export interface WrittenFlag {
@@ -42,30 +87,13 @@ export interface WrittenFlag {
   changedAt: string;
 }
 
-export function toFlagRecord(row: FlagRow): FlagRecord {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    serviceId: row.service_id,
-    environment: row.environment,
-    key: row.key,
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    enabled: row.enabled,
-    defaultValue: row.default_value,
-    tags: row.tags,
-    variants: row.variants,
-    targeting: row.targeting,
-    isPublic: row.is_public,
-    version: row.version,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
+/** Raised by an insert when a flag with the same key exists in the service and environment. */
+export class FlagKeyTakenError extends Error {
+  constructor() {
+    super('a flag with this key already exists in its service and environment');
+  }
 }
 
-/** The columns of a FlagRow: every read of whole flags selects these (here and in the evaluation store). */
-export const FLAG_COLUMNS = 'id, project_id, service_id, environment, key, name, description, type, enabled, default_value, tags, variants, targeting, is_public, version, created_at, updated_at';
 /** ISO 8601 in UTC with microseconds, computed by Postgres from a timestamptz column. */
 const ISO_MICROS = `to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
@@ -93,18 +121,19 @@ export interface FlagPage {
   hasBefore: boolean;
 }
 
-/** Flags and their version history in Postgres. Writes take the caller's transaction. */
+/**
+ * Flags and their version history in Postgres. Holds no connection: every method runs in the
+ * `db` it is given (the pool for plain reads, the caller's transaction for locks and writes).
+ */
 export class FlagStore {
-  constructor(private readonly sql: Sql) {}
-
-  async findService(serviceId: string): Promise<{ id: string; projectId: string } | null> {
-    const [row] = await this.sql<{ id: string; project_id: string }[]>`SELECT id, project_id FROM services WHERE id = ${serviceId}`;
+  async findService(db: Queryable, serviceId: string): Promise<{ id: string; projectId: string } | null> {
+    const [row] = await db<{ id: string; project_id: string }[]>`SELECT id, project_id FROM services WHERE id = ${serviceId}`;
     return row ? { id: row.id, projectId: row.project_id } : null;
   }
 
-  async find(ref: FlagRef): Promise<FlagRecord | null> {
-    const [row] = await this.sql<FlagRow[]>`
-      SELECT ${this.sql.unsafe(FLAG_COLUMNS)} FROM flags
+  async find(db: Queryable, ref: FlagRef): Promise<FlagRecord | null> {
+    const [row] = await db<FlagRow[]>`
+      SELECT ${db.unsafe(FLAG_COLUMNS)} FROM flags
       WHERE service_id = ${ref.serviceId} AND environment = ${ref.environment} AND key = ${ref.key}`;
     return row ? toFlagRecord(row) : null;
   }
@@ -130,18 +159,23 @@ export class FlagStore {
     return rows.map(toFlagRecord);
   }
 
-  /** Inserts new flags at version 1, in one statement; returns them by id. */
+  /**
+   * Inserts new flags at version 1, in one statement; returns them by id. FlagKeyTakenError when
+   * one of the keys exists in its service and environment (the transaction is then aborted).
+   */
   async insertMany(tx: TransactionSql, flags: NewFlag[]): Promise<Map<string, WrittenFlag>> {
     if (!flags.length) return new Map();
-    const rows = await tx<(FlagRow & { changed_at: string })[]>`
-      INSERT INTO flags (id, project_id, service_id, environment, key, name, description, type, enabled, default_value,
-                         tags, variants, targeting, is_public, version, created_at, updated_at)
-      SELECT f->>'id', f->>'projectId', f->>'serviceId', f->>'environment', f->>'key', f->>'name', f->>'description', f->>'type',
-             (f->>'enabled')::boolean, f->'defaultValue', f->'tags', f->'variants', f->'targeting', (f->>'isPublic')::boolean,
-             1, clock_timestamp(), clock_timestamp()
-      FROM jsonb_array_elements(${json(tx, flags)}) WITH ORDINALITY AS t(f, n) ORDER BY n
-      RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
-    return written(rows);
+    try {
+      const rows = await tx<(FlagRow & { changed_at: string })[]>`
+        INSERT INTO flags (${tx.unsafe(FLAG_COLUMNS)})
+        SELECT ${tx.unsafe(INSERT_VALUES)}
+        FROM jsonb_array_elements(${json(tx, flags)}) WITH ORDINALITY AS t(f, n) ORDER BY n
+        RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
+      return written(rows);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new FlagKeyTakenError();
+      throw error;
+    }
   }
 
   /**
@@ -151,17 +185,7 @@ export class FlagStore {
   async updateMany(tx: TransactionSql, changes: { id: string; set: Partial<FlagContent> }[]): Promise<Map<string, WrittenFlag>> {
     if (!changes.length) return new Map();
     const rows = await tx<(FlagRow & { changed_at: string })[]>`
-      UPDATE flags f SET
-        name = CASE WHEN c.s ? 'name' THEN c.s->>'name' ELSE f.name END,
-        description = CASE WHEN c.s ? 'description' THEN c.s->>'description' ELSE f.description END,
-        type = CASE WHEN c.s ? 'type' THEN c.s->>'type' ELSE f.type END,
-        enabled = CASE WHEN c.s ? 'enabled' THEN (c.s->>'enabled')::boolean ELSE f.enabled END,
-        default_value = CASE WHEN c.s ? 'defaultValue' THEN c.s->'defaultValue' ELSE f.default_value END,
-        tags = CASE WHEN c.s ? 'tags' THEN c.s->'tags' ELSE f.tags END,
-        variants = CASE WHEN c.s ? 'variants' THEN c.s->'variants' ELSE f.variants END,
-        targeting = CASE WHEN c.s ? 'targeting' THEN c.s->'targeting' ELSE f.targeting END,
-        is_public = CASE WHEN c.s ? 'isPublic' THEN (c.s->>'isPublic')::boolean ELSE f.is_public END,
-        version = f.version + 1, updated_at = clock_timestamp()
+      UPDATE flags f SET ${tx.unsafe(UPDATE_ASSIGNMENTS)}
       FROM (SELECT e->>'id' AS flag_id, e->'set' AS s FROM jsonb_array_elements(${json(tx, changes)}) AS e) AS c
       WHERE f.id = c.flag_id
       RETURNING ${tx.unsafe(FLAG_COLUMNS)}, ${tx.unsafe(ISO_MICROS)} AS changed_at`;
@@ -191,30 +215,29 @@ export class FlagStore {
       FROM jsonb_array_elements(${json(tx, versions)}) AS v`;
   }
 
-  async findVersion(sql: Sql | TransactionSql, flagId: string, version: number): Promise<FlagVersionRecord | null> {
-    const [row] = await sql<VersionRow[]>`
+  async findVersion(db: Queryable, flagId: string, version: number): Promise<FlagVersionRecord | null> {
+    const [row] = await db<VersionRow[]>`
       SELECT id, version, change_type, snapshot, actor, user_id, created_at FROM flag_versions
       WHERE flag_id = ${flagId} AND version = ${version}`;
     return row ? toVersionRecord(row) : null;
   }
 
   /** Newest first. */
-  async listVersions(flagId: string, limit: number, offset: number): Promise<{ versions: FlagVersionRecord[]; total: number }> {
+  async listVersions(db: Queryable, flagId: string, limit: number, offset: number): Promise<{ versions: FlagVersionRecord[]; total: number }> {
     const [rows, [count]] = await Promise.all([
-      this.sql<VersionRow[]>`
+      db<VersionRow[]>`
         SELECT id, version, change_type, snapshot, actor, user_id, created_at FROM flag_versions
         WHERE flag_id = ${flagId} ORDER BY version DESC LIMIT ${limit} OFFSET ${offset}`,
-      this.sql<{ total: number }[]>`SELECT count(*)::int AS total FROM flag_versions WHERE flag_id = ${flagId}`,
+      db<{ total: number }[]>`SELECT count(*)::int AS total FROM flag_versions WHERE flag_id = ${flagId}`,
     ]);
     return { versions: rows.map(toVersionRecord), total: count.total };
   }
 
   /** Every flag of the service (in one environment when given), in list order (key, id). */
-  async listByService(serviceId: string, environment?: Environment): Promise<FlagRecord[]> {
-    const sql = this.sql;
-    const rows = await sql<FlagRow[]>`
-      SELECT ${sql.unsafe(FLAG_COLUMNS)} FROM flags
-      WHERE service_id = ${serviceId} ${environment ? sql`AND environment = ${environment}` : sql``}
+  async listByService(db: Queryable, serviceId: string, environment?: Environment): Promise<FlagRecord[]> {
+    const rows = await db<FlagRow[]>`
+      SELECT ${db.unsafe(FLAG_COLUMNS)} FROM flags
+      WHERE service_id = ${serviceId} ${environment ? db`AND environment = ${environment}` : db``}
       ORDER BY key, id`;
     return rows.map(toFlagRecord);
   }
@@ -223,52 +246,50 @@ export class FlagStore {
    * One page in (key, id) order. With `after`/`before` the page starts after / ends before that
    * position (cursor paging); otherwise `offset` rows are skipped.
    */
-  async list(filter: FlagListFilter, page: { limit: number; offset: number; after?: ListPosition; before?: ListPosition }): Promise<FlagPage> {
-    const sql = this.sql;
-    const where = this.filterClause(filter);
-    const total = sql<{ total: number }[]>`SELECT count(*)::int AS total FROM flags WHERE ${where}`;
+  async list(db: Queryable, filter: FlagListFilter, page: { limit: number; offset: number; after?: ListPosition; before?: ListPosition }): Promise<FlagPage> {
+    const where = filterClause(db, filter);
+    const total = db<{ total: number }[]>`SELECT count(*)::int AS total FROM flags WHERE ${where}`;
     let rows: FlagRow[];
     if (page.before) {
       const b = page.before;
-      rows = await sql<FlagRow[]>`
-        SELECT ${sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE ${where} AND (key, id) < (${b.key}, ${b.id})
+      rows = await db<FlagRow[]>`
+        SELECT ${db.unsafe(FLAG_COLUMNS)} FROM flags WHERE ${where} AND (key, id) < (${b.key}, ${b.id})
         ORDER BY key DESC, id DESC LIMIT ${page.limit + 1}`;
       const hasBefore = rows.length > page.limit;
       rows = rows.slice(0, page.limit).reverse();
       const last = rows.at(-1);
-      const hasAfter = last ? await this.exists(sql`${where} AND (key, id) > (${last.key}, ${last.id})`) : await this.exists(sql`${where} AND (key, id) >= (${b.key}, ${b.id})`);
+      const hasAfter = last ? await exists(db, db`${where} AND (key, id) > (${last.key}, ${last.id})`) : await exists(db, db`${where} AND (key, id) >= (${b.key}, ${b.id})`);
       return { flags: rows.map(toFlagRecord), total: (await total)[0].total, hasAfter, hasBefore };
     }
     const a = page.after;
-    rows = await sql<FlagRow[]>`
-      SELECT ${sql.unsafe(FLAG_COLUMNS)} FROM flags WHERE ${where} ${a ? sql`AND (key, id) > (${a.key}, ${a.id})` : sql``}
+    rows = await db<FlagRow[]>`
+      SELECT ${db.unsafe(FLAG_COLUMNS)} FROM flags WHERE ${where} ${a ? db`AND (key, id) > (${a.key}, ${a.id})` : db``}
       ORDER BY key, id LIMIT ${page.limit + 1} OFFSET ${a ? 0 : page.offset}`;
     const hasAfter = rows.length > page.limit;
     rows = rows.slice(0, page.limit);
     const first = rows[0];
     let hasBefore: boolean;
-    if (first) hasBefore = await this.exists(sql`${where} AND (key, id) < (${first.key}, ${first.id})`);
-    else if (a) hasBefore = await this.exists(sql`${where} AND (key, id) <= (${a.key}, ${a.id})`);
+    if (first) hasBefore = await exists(db, db`${where} AND (key, id) < (${first.key}, ${first.id})`);
+    else if (a) hasBefore = await exists(db, db`${where} AND (key, id) <= (${a.key}, ${a.id})`);
     else hasBefore = page.offset > 0 && (await total)[0].total > 0;
     return { flags: rows.map(toFlagRecord), total: (await total)[0].total, hasAfter, hasBefore };
   }
+}
 
-  private async exists(where: PendingQuery<Row[]>): Promise<boolean> {
-    const [row] = await this.sql<{ found: boolean }[]>`SELECT EXISTS (SELECT 1 FROM flags WHERE ${where}) AS found`;
-    return row.found;
-  }
+async function exists(db: Queryable, where: PendingQuery<Row[]>): Promise<boolean> {
+  const [row] = await db<{ found: boolean }[]>`SELECT EXISTS (SELECT 1 FROM flags WHERE ${where}) AS found`;
+  return row.found;
+}
 
-  private filterClause(f: FlagListFilter): PendingQuery<Row[]> {
-    const sql = this.sql;
-    const search = f.search ? `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined;
-    return sql`project_id = ${f.projectId}
-      ${f.serviceId ? sql`AND service_id = ${f.serviceId}` : sql``}
-      ${f.environment ? sql`AND environment = ${f.environment}` : sql``}
-      ${search ? sql`AND (key ILIKE ${search} OR name ILIKE ${search})` : sql``}
-      ${f.tags?.length ? sql`AND tags ?| ${sql.array(f.tags)}::text[]` : sql``}
-      ${f.enabled !== undefined ? sql`AND enabled = ${f.enabled}` : sql``}
-      ${f.type ? sql`AND type = ${f.type}` : sql``}`;
-  }
+function filterClause(db: Queryable, f: FlagListFilter): PendingQuery<Row[]> {
+  const search = f.search ? `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : undefined;
+  return db`project_id = ${f.projectId}
+    ${f.serviceId ? db`AND service_id = ${f.serviceId}` : db``}
+    ${f.environment ? db`AND environment = ${f.environment}` : db``}
+    ${search ? db`AND (key ILIKE ${search} OR name ILIKE ${search})` : db``}
+    ${f.tags?.length ? db`AND tags ?| ${db.array(f.tags)}::text[]` : db``}
+    ${f.enabled !== undefined ? db`AND enabled = ${f.enabled}` : db``}
+    ${f.type ? db`AND type = ${f.type}` : db``}`;
 }
 
 interface VersionRow {

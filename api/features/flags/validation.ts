@@ -1,12 +1,11 @@
-import { z } from 'zod';
 import type { FieldProblem } from '../../http/errors';
-import { MAX_MATCHES_PER_FLAG, OPERATORS, validateCondition, valueMatchesType } from '../evaluation/engine';
-import { ENVIRONMENTS, FLAG_TYPES, type FlagPatch, type FlagType } from './types';
+import { MAX_MATCHES_PER_FLAG, validateCondition, valueMatchesType } from '../evaluation/engine';
+import type { FlagContent, FlagPatch, FlagType } from './types';
 
 /**
  * Write-time rules for flag content, shared by every writer (routes, bulk, import, triggers):
- * the zod schemas check shapes, `flagContentProblems` checks what depends on the flag's type
- * and on several fields together.
+ * the schemas in ./schema.ts check shapes, `flagContentProblems` checks what depends on the
+ * flag's type and on several fields together.
  */
 
 /** Letters and digits first, then letters, digits, `.`, `_`, `-`; at most 128 characters. */
@@ -49,7 +48,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** What a flag of each type returns when no default is given. */
-export function zeroValue(type: FlagType): unknown {
+export function zeroValue(type: FlagType): FlagContent['defaultValue'] {
   switch (type) {
     case 'boolean':
       return false;
@@ -120,116 +119,3 @@ export function flagContentProblems(content: FlagPatch, type: FlagType | undefin
   }
   return problems;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Shapes (zod): used by the routes for validation and the OpenAPI document.
-
-/** Any JSON value, but present (a missing `value` is an error, `null` is checked by type). */
-const JsonValue = z.unknown().refine((v) => v !== undefined, { message: 'Required' });
-
-export const VariantSchema = z
-  .object({
-    name: z.string().trim().min(1).max(LIMITS.variantName),
-    value: JsonValue,
-    weight: z.number().finite().min(0).max(100),
-  })
-  .strict();
-
-export const ConditionSchema = z
-  .object({
-    property: z.string().min(1).max(LIMITS.property),
-    operator: z.enum(OPERATORS),
-    value: z.unknown().optional(),
-  })
-  .strict();
-
-export const TargetingRuleSchema = z
-  .object({
-    id: z.string().trim().min(1).max(LIMITS.ruleId).optional(),
-    conditions: z.array(ConditionSchema).max(LIMITS.conditionsPerRule).default([]),
-    value: JsonValue,
-    rolloutPercentage: z.number().finite().min(0).max(100).optional(),
-  })
-  .strict();
-
-export const FlagContentShape = {
-  name: z.string().trim().min(1).max(LIMITS.name),
-  description: z.string().max(LIMITS.description),
-  type: z.enum(FLAG_TYPES),
-  enabled: z.boolean(),
-  defaultValue: JsonValue,
-  tags: z.array(z.string().trim().min(1).max(LIMITS.tag)).max(LIMITS.tags),
-  variants: z.array(VariantSchema).max(LIMITS.variants),
-  targeting: z.array(TargetingRuleSchema).max(LIMITS.rules),
-  isPublic: z.boolean(),
-};
-
-export const FlagKeySchema = z
-  .string()
-  .superRefine((key, ctx) => {
-    const problem = flagKeyProblem(key);
-    if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
-  })
-  .describe(`Pattern ${FLAG_KEY_PATTERN.source}; case-sensitive; not one of ${[...RESERVED_FLAG_KEYS].join(', ')}`);
-
-export const FlagCreateSchema = z
-  .object({
-    key: FlagKeySchema,
-    serviceId: z.string().min(1).max(200),
-    environment: z.enum(ENVIRONMENTS).optional(),
-    projectId: z.string().min(1).max(200).optional(),
-    name: FlagContentShape.name.optional(),
-    description: FlagContentShape.description.optional(),
-    type: FlagContentShape.type.optional(),
-    enabled: FlagContentShape.enabled.optional(),
-    defaultValue: z.unknown().optional(),
-    tags: FlagContentShape.tags.optional(),
-    variants: FlagContentShape.variants.optional(),
-    targeting: FlagContentShape.targeting.optional(),
-    isPublic: FlagContentShape.isPublic.optional(),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    const type = body.type ?? 'boolean';
-    const content = { ...body, defaultValue: 'defaultValue' in body && body.defaultValue !== undefined ? body.defaultValue : zeroValue(type) };
-    for (const p of flagContentProblems(content, type)) ctx.addIssue({ code: z.ZodIssueCode.custom, path: p.path.split('.'), message: p.message });
-  });
-
-/** Fields that identify a flag: refused on PATCH (a flag is never moved). */
-const IDENTITY_FIELDS = ['key', 'serviceId', 'environment', 'projectId'] as const;
-
-export const FlagPatchSchema = z
-  .object({
-    name: FlagContentShape.name.optional(),
-    description: FlagContentShape.description.optional(),
-    type: FlagContentShape.type.optional(),
-    enabled: FlagContentShape.enabled.optional(),
-    defaultValue: z.unknown().optional(),
-    tags: FlagContentShape.tags.optional(),
-    variants: FlagContentShape.variants.optional(),
-    targeting: FlagContentShape.targeting.optional(),
-    isPublic: FlagContentShape.isPublic.optional(),
-    version: z.number().int().positive().optional().describe('Expected current version; a stale one gets 409'),
-    // Declared only so they get a precise message instead of "unrecognized key".
-    key: z.unknown().optional().describe('Not writable'),
-    serviceId: z.unknown().optional().describe('Not writable'),
-    environment: z.unknown().optional().describe('Not writable'),
-    projectId: z.unknown().optional().describe('Not writable'),
-  })
-  .strict()
-  .superRefine((body, ctx) => {
-    for (const field of IDENTITY_FIELDS) {
-      if (body[field] !== undefined) {
-        ctx.addIssue({
-          code: z.ZodIssueCode.custom,
-          path: [field],
-          message: `${field} cannot be changed: a flag is never moved; create it where you want it and delete this one`,
-        });
-      }
-    }
-    const changed = Object.keys(body).filter((k) => k !== 'version' && body[k as keyof typeof body] !== undefined);
-    if (changed.length === 0) ctx.addIssue({ code: z.ZodIssueCode.custom, path: [], message: 'give at least one field to change' });
-    for (const p of flagContentProblems(body as FlagPatch, body.type)) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, path: p.path.split('.'), message: p.message });
-    }
-  });

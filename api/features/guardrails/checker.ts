@@ -3,7 +3,8 @@ import type { Sql } from '../../infra/postgres';
 import type { GuardrailCheckInput, GuardrailCheckResult, GuardrailVerdict } from '../../../workflows/messages';
 import type { NotifiedChannel, NotifyOrgAlertChannels } from '../alert-channels/types';
 import { writeAudit, type AuditActor } from '../audit/writer';
-import type { Environment, FlagRef } from '../flags/types';
+import type { Environment } from '../../domain/environments';
+import type { FlagRef } from '../flags/types';
 import { AUTO_ROLLBACK_DEFAULTS } from '../insights/impact';
 import type { InsightsService } from '../insights/service';
 

@@ -1,7 +1,8 @@
 import { z, type ZodTypeAny } from 'zod';
 import { defineRoute, reply, privateMaxAge, PRIVATE_NO_STORE, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import { ENVIRONMENTS, type FlagRef } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
+import type { FlagRef } from '../flags/types';
 import { FlagKeyParams, idSchema } from '../projects/common';
 import { AUTO_ROLLBACK_DEFAULTS } from './impact';
 import { AlertsResponse, AutoRollbackResponse, HealthResponse, HeatmapResponse, MetricsResponse, StaleFlagsResponse, ToggleImpactResponse } from './schemas';
@@ -16,7 +17,7 @@ import { rangeParam } from '../analytics/queries/range';
 
 const ProjectParams = z.object({ id: idSchema });
 /** Insights look at live traffic: production unless another environment is named. */
-const environment = z.enum(ENVIRONMENTS).default('production').describe('Default production');
+const environment = EnvironmentSchema.default('production').describe('Default production');
 const windowMinutes = z.coerce.number().int().min(1).max(1_440).default(AUTO_ROLLBACK_DEFAULTS.windowMinutes).describe(`Minutes compared before and after the change (1-1440, default ${AUTO_ROLLBACK_DEFAULTS.windowMinutes})`);
 const FLAG_RANGES = ['1h', '24h', '7d', '30d'] as const;
 
@@ -160,7 +161,7 @@ export function insightRoutes(deps: { insights: InsightsService }): AnyRoute[] {
         .object({
           range: rangeParam(['15m', '1h', '24h', '7d'], '1h'),
           serviceId: idSchema.optional(),
-          environment: z.enum(ENVIRONMENTS).optional(),
+          environment: EnvironmentSchema.optional(),
         }),
       async handler({ params, query }) {
         const body = await insights.heatmap(params.id, query.range, { serviceId: query.serviceId, environment: query.environment });

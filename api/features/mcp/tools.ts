@@ -2,13 +2,13 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { HttpError } from '../../http/errors';
-import { ENVIRONMENTS } from '../flags/types';
-import { TargetingRuleSchema } from '../flags/validation';
+import { EnvironmentSchema } from '../../domain/environments';
+import { TargetingRuleInputSchema } from '../flags/schema';
 import type { Caller, RouteCall, RouteInvoker } from './invoke';
 
 const key = z.string().min(1).max(256).describe('The flag key');
 const serviceId = z.string().min(1).max(128).describe('The service the flag belongs to (from list_flags)');
-const environment = z.enum(ENVIRONMENTS).describe('development, staging or production');
+const environment = EnvironmentSchema.describe('development, staging or production');
 const flagRef = { key, serviceId, environment };
 const projectId = z.string().min(1).max(128).describe('A project id (from list_projects)');
 const confirm = z.boolean().optional().describe('false or absent: only preview the change (a simulation on recent real traffic); true: apply it');
@@ -142,7 +142,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     'update_targeting',
     {
       description: "Replace a flag's targeting rules (needs a write connection). First call without confirm: a preview with the simulated effect; then confirm: true applies it",
-      inputSchema: { ...flagRef, targeting: z.array(TargetingRuleSchema).max(1000), confirm, expectedVersion, cohortSize },
+      inputSchema: { ...flagRef, targeting: z.array(TargetingRuleInputSchema).max(1000), confirm, expectedVersion, cohortSize },
       annotations: { destructiveHint: true },
     },
     (a) =>

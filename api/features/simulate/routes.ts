@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
-import { FlagContentShape } from '../flags/validation';
+import { EnvironmentSchema } from '../../domain/environments';
+import { FlagContentPatchSchema } from '../flags/schema';
 import { FlagKeyParams, idSchema } from '../projects/common';
 import { DEFAULT_COHORT_SIZE, MAX_COHORT_SIZE, MAX_EXAMPLES, OUTCOME_KINDS, type SimulateService } from './service';
 
 const CandidateFlagSchema = z
   .object({
-    enabled: FlagContentShape.enabled.optional(),
+    enabled: FlagContentPatchSchema.shape.enabled,
     defaultValue: z.unknown().optional().describe("Of the flag's type"),
-    variants: FlagContentShape.variants.optional(),
-    targeting: FlagContentShape.targeting.optional().describe('Replaces every rule; a rule without an id is named $new:<index> in byRule'),
+    variants: FlagContentPatchSchema.shape.variants,
+    targeting: FlagContentPatchSchema.shape.targeting.describe('Replaces every rule; a rule without an id is named $new:<index> in byRule'),
   })
   .strict()
   .describe("The fields evaluation reads, each replacing the current flag's; validated as a flag update");
@@ -59,7 +59,7 @@ export function simulateRoutes(deps: { simulate: SimulateService }): AnyRoute[] 
       body: z
         .object({
           serviceId: idSchema,
-          environment: z.enum(ENVIRONMENTS).default('development').describe('Defaults to development, like the other per-flag routes'),
+          environment: EnvironmentSchema.default('development').describe('Defaults to development, like the other per-flag routes'),
           cohortSize: z.number().int().min(1).max(MAX_COHORT_SIZE).default(DEFAULT_COHORT_SIZE).describe('Distinct recent targeting keys to replay'),
           candidateFlag: CandidateFlagSchema,
         })

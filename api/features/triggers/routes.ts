@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import { callerOf, FlagKeyParams, idSchema, nameSchema } from '../projects/common';
 import type { TriggerService } from './service';
 import { TRIGGER_ACTIONS } from './types';
@@ -11,7 +11,7 @@ const TriggerSchema = z.object({
   action: z.enum(TRIGGER_ACTIONS),
   flagKey: z.string(),
   serviceId: z.string(),
-  environment: z.enum(ENVIRONMENTS),
+  environment: EnvironmentSchema,
   projectId: z.string(),
   createdBy: z.string().nullable(),
   createdAt: z.string(),
@@ -20,7 +20,7 @@ const TriggerSchema = z.object({
   revokedAt: z.string().nullable(),
 });
 
-const environment = z.enum(ENVIRONMENTS);
+const environment = EnvironmentSchema;
 
 /**
  * Triggers (docs/api-reference.md#triggers): management needs flags rights on the service's
@@ -99,7 +99,7 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
         flag: z.object({
           key: z.string(),
           serviceId: z.string(),
-          environment: z.enum(ENVIRONMENTS),
+          environment: EnvironmentSchema,
           enabled: z.boolean(),
           version: z.number().int(),
           updatedAt: z.string(),

@@ -1,5 +1,5 @@
 import type { Queryable } from '../projects/common';
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 import type { TriggerAction, TriggerRecord } from './types';
 
 interface TriggerRow {

@@ -1,4 +1,4 @@
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 
 export const TRIGGER_ACTIONS = ['enable', 'disable', 'toggle'] as const;
 export type TriggerAction = (typeof TRIGGER_ACTIONS)[number];

@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { actingUser } from '../../auth/principal';
 import { defineRoute, type AnyRoute } from '../../http/route';
-import { ENVIRONMENTS } from '../flags/types';
+import { EnvironmentSchema } from '../../domain/environments';
 import { idSchema, limitSchema, text } from '../projects/common';
 import type { WatchService } from './service';
 
 const KeyParams = z.object({ key: text(200).pipe(z.string().min(1)) });
-const Target = z.object({ serviceId: idSchema, environment: z.enum(ENVIRONMENTS) });
+const Target = z.object({ serviceId: idSchema, environment: EnvironmentSchema });
 const WatchSchema = z.object({
   watching: z.boolean(),
   serviceId: z.string(),
-  environment: z.enum(ENVIRONMENTS),
+  environment: EnvironmentSchema,
   flagKey: z.string(),
   since: z.string().optional(),
 });
@@ -19,7 +19,7 @@ const NotificationSchema = z.object({
   id: z.string().describe('The audit entry id'),
   projectId: z.string(),
   serviceId: z.string(),
-  environment: z.enum(ENVIRONMENTS),
+  environment: EnvironmentSchema,
   flagKey: z.string(),
   userId: z.string().nullable(),
   actor: z.string(),

@@ -1,4 +1,4 @@
-import type { Environment } from '../flags/types';
+import type { Environment } from '../../domain/environments';
 import type { FieldChange } from '../audit/writer';
 
 export interface WatchTarget {

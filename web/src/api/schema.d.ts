@@ -10791,21 +10791,23 @@ export interface operations {
                             serviceId?: string;
                             tags?: string[];
                             targeting?: {
+                                /** @default [] */
                                 conditions: {
-                                    operator: string;
+                                    /** @enum {string} */
+                                    operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                     property: string;
                                     value?: unknown;
                                 }[];
                                 id: string;
                                 rolloutPercentage?: number;
-                                value?: unknown;
+                                value: unknown;
                             }[];
                             /** @enum {string} */
                             type?: "boolean" | "string" | "number" | "object";
                             updatedAt?: string;
                             variants?: {
                                 name: string;
-                                value?: unknown;
+                                value: unknown;
                                 weight: number;
                             }[];
                             /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -11051,7 +11053,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         createdAt: string;
-                        defaultValue?: unknown;
+                        defaultValue: unknown;
                         description: string;
                         enabled: boolean;
                         /** @enum {string} */
@@ -11064,21 +11066,23 @@ export interface operations {
                         serviceId: string;
                         tags: string[];
                         targeting: {
+                            /** @default [] */
                             conditions: {
-                                operator: string;
+                                /** @enum {string} */
+                                operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                 property: string;
                                 value?: unknown;
                             }[];
                             id: string;
                             rolloutPercentage?: number;
-                            value?: unknown;
+                            value: unknown;
                         }[];
                         /** @enum {string} */
                         type: "boolean" | "string" | "number" | "object";
                         updatedAt: string;
                         variants: {
                             name: string;
-                            value?: unknown;
+                            value: unknown;
                             weight: number;
                         }[];
                         /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -11287,7 +11291,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         createdAt: string;
-                        defaultValue?: unknown;
+                        defaultValue: unknown;
                         description: string;
                         enabled: boolean;
                         /** @enum {string} */
@@ -11300,21 +11304,23 @@ export interface operations {
                         serviceId: string;
                         tags: string[];
                         targeting: {
+                            /** @default [] */
                             conditions: {
-                                operator: string;
+                                /** @enum {string} */
+                                operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                 property: string;
                                 value?: unknown;
                             }[];
                             id: string;
                             rolloutPercentage?: number;
-                            value?: unknown;
+                            value: unknown;
                         }[];
                         /** @enum {string} */
                         type: "boolean" | "string" | "number" | "object";
                         updatedAt: string;
                         variants: {
                             name: string;
-                            value?: unknown;
+                            value: unknown;
                             weight: number;
                         }[];
                         /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -11764,7 +11770,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         createdAt: string;
-                        defaultValue?: unknown;
+                        defaultValue: unknown;
                         description: string;
                         enabled: boolean;
                         /** @enum {string} */
@@ -11777,21 +11783,23 @@ export interface operations {
                         serviceId: string;
                         tags: string[];
                         targeting: {
+                            /** @default [] */
                             conditions: {
-                                operator: string;
+                                /** @enum {string} */
+                                operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                 property: string;
                                 value?: unknown;
                             }[];
                             id: string;
                             rolloutPercentage?: number;
-                            value?: unknown;
+                            value: unknown;
                         }[];
                         /** @enum {string} */
                         type: "boolean" | "string" | "number" | "object";
                         updatedAt: string;
                         variants: {
                             name: string;
-                            value?: unknown;
+                            value: unknown;
                             weight: number;
                         }[];
                         /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -14229,7 +14237,7 @@ export interface operations {
                             /** @description The whole flag as it was after this change (before it, for delete) */
                             snapshot: {
                                 createdAt: string;
-                                defaultValue?: unknown;
+                                defaultValue: unknown;
                                 description: string;
                                 enabled: boolean;
                                 /** @enum {string} */
@@ -14242,21 +14250,23 @@ export interface operations {
                                 serviceId: string;
                                 tags: string[];
                                 targeting: {
+                                    /** @default [] */
                                     conditions: {
-                                        operator: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                         property: string;
                                         value?: unknown;
                                     }[];
                                     id: string;
                                     rolloutPercentage?: number;
-                                    value?: unknown;
+                                    value: unknown;
                                 }[];
                                 /** @enum {string} */
                                 type: "boolean" | "string" | "number" | "object";
                                 updatedAt: string;
                                 variants: {
                                     name: string;
-                                    value?: unknown;
+                                    value: unknown;
                                     weight: number;
                                 }[];
                                 /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -14809,7 +14819,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         createdAt: string;
-                        defaultValue?: unknown;
+                        defaultValue: unknown;
                         description: string;
                         enabled: boolean;
                         /** @enum {string} */
@@ -14822,21 +14832,23 @@ export interface operations {
                         serviceId: string;
                         tags: string[];
                         targeting: {
+                            /** @default [] */
                             conditions: {
-                                operator: string;
+                                /** @enum {string} */
+                                operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                 property: string;
                                 value?: unknown;
                             }[];
                             id: string;
                             rolloutPercentage?: number;
-                            value?: unknown;
+                            value: unknown;
                         }[];
                         /** @enum {string} */
                         type: "boolean" | "string" | "number" | "object";
                         updatedAt: string;
                         variants: {
                             name: string;
-                            value?: unknown;
+                            value: unknown;
                             weight: number;
                         }[];
                         /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -15329,7 +15341,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         createdAt: string;
-                        defaultValue?: unknown;
+                        defaultValue: unknown;
                         description: string;
                         enabled: boolean;
                         /** @enum {string} */
@@ -15342,21 +15354,23 @@ export interface operations {
                         serviceId: string;
                         tags: string[];
                         targeting: {
+                            /** @default [] */
                             conditions: {
-                                operator: string;
+                                /** @enum {string} */
+                                operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                 property: string;
                                 value?: unknown;
                             }[];
                             id: string;
                             rolloutPercentage?: number;
-                            value?: unknown;
+                            value: unknown;
                         }[];
                         /** @enum {string} */
                         type: "boolean" | "string" | "number" | "object";
                         updatedAt: string;
                         variants: {
                             name: string;
-                            value?: unknown;
+                            value: unknown;
                             weight: number;
                         }[];
                         /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -17146,7 +17160,7 @@ export interface operations {
                             error?: string;
                             flag?: {
                                 createdAt: string;
-                                defaultValue?: unknown;
+                                defaultValue: unknown;
                                 description: string;
                                 enabled: boolean;
                                 /** @enum {string} */
@@ -17159,21 +17173,23 @@ export interface operations {
                                 serviceId: string;
                                 tags: string[];
                                 targeting: {
+                                    /** @default [] */
                                     conditions: {
-                                        operator: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                         property: string;
                                         value?: unknown;
                                     }[];
                                     id: string;
                                     rolloutPercentage?: number;
-                                    value?: unknown;
+                                    value: unknown;
                                 }[];
                                 /** @enum {string} */
                                 type: "boolean" | "string" | "number" | "object";
                                 updatedAt: string;
                                 variants: {
                                     name: string;
-                                    value?: unknown;
+                                    value: unknown;
                                     weight: number;
                                 }[];
                                 /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -17410,7 +17426,7 @@ export interface operations {
                             error?: string;
                             flag?: {
                                 createdAt: string;
-                                defaultValue?: unknown;
+                                defaultValue: unknown;
                                 description: string;
                                 enabled: boolean;
                                 /** @enum {string} */
@@ -17423,21 +17439,23 @@ export interface operations {
                                 serviceId: string;
                                 tags: string[];
                                 targeting: {
+                                    /** @default [] */
                                     conditions: {
-                                        operator: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                         property: string;
                                         value?: unknown;
                                     }[];
                                     id: string;
                                     rolloutPercentage?: number;
-                                    value?: unknown;
+                                    value: unknown;
                                 }[];
                                 /** @enum {string} */
                                 type: "boolean" | "string" | "number" | "object";
                                 updatedAt: string;
                                 variants: {
                                     name: string;
-                                    value?: unknown;
+                                    value: unknown;
                                     weight: number;
                                 }[];
                                 /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -17674,7 +17692,7 @@ export interface operations {
                             error?: string;
                             flag?: {
                                 createdAt: string;
-                                defaultValue?: unknown;
+                                defaultValue: unknown;
                                 description: string;
                                 enabled: boolean;
                                 /** @enum {string} */
@@ -17687,21 +17705,23 @@ export interface operations {
                                 serviceId: string;
                                 tags: string[];
                                 targeting: {
+                                    /** @default [] */
                                     conditions: {
-                                        operator: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                         property: string;
                                         value?: unknown;
                                     }[];
                                     id: string;
                                     rolloutPercentage?: number;
-                                    value?: unknown;
+                                    value: unknown;
                                 }[];
                                 /** @enum {string} */
                                 type: "boolean" | "string" | "number" | "object";
                                 updatedAt: string;
                                 variants: {
                                     name: string;
-                                    value?: unknown;
+                                    value: unknown;
                                     weight: number;
                                 }[];
                                 /** @description Increments on every change; send it back on writes for optimistic concurrency */
@@ -18402,7 +18422,7 @@ export interface operations {
                         flagCount: number;
                         flags: {
                             createdAt: string;
-                            defaultValue?: unknown;
+                            defaultValue: unknown;
                             description: string;
                             enabled: boolean;
                             /** @enum {string} */
@@ -18415,21 +18435,23 @@ export interface operations {
                             serviceId: string;
                             tags: string[];
                             targeting: {
+                                /** @default [] */
                                 conditions: {
-                                    operator: string;
+                                    /** @enum {string} */
+                                    operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
                                     property: string;
                                     value?: unknown;
                                 }[];
                                 id: string;
                                 rolloutPercentage?: number;
-                                value?: unknown;
+                                value: unknown;
                             }[];
                             /** @enum {string} */
                             type: "boolean" | "string" | "number" | "object";
                             updatedAt: string;
                             variants: {
                                 name: string;
-                                value?: unknown;
+                                value: unknown;
                                 weight: number;
                             }[];
                             /** @description Increments on every change; send it back on writes for optimistic concurrency */

@@ -250,7 +250,7 @@ export function targetingFromDrafts(rules: DraftRule[], type: FlagType): Parsed<
       if (!operand.ok) {
         problems.byKey.set(condition.key, operand.problem);
         problems.messages.push(`Rule ${i + 1}, condition ${j + 1}: ${operand.problem}`);
-      } else conditions.push({ property, operator: condition.operator, ...(operand.value !== undefined ? { value: operand.value } : {}) });
+      } else conditions.push({ property, operator: condition.operator as Operator, ...(operand.value !== undefined ? { value: operand.value } : {}) });
     });
     const value = parseValue(type, rule.valueText);
     if (!value.ok) {
