@@ -60,7 +60,7 @@ const [ofrepSingle] = ofrepEvaluateRoutes({ evaluation, channels: undefined as n
 
 async function post(path: string, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as { message: string } & Record<string, unknown> };
 }
 
 /** A body sent without Content-Length, so the limit is enforced while reading rather than from the headers. */

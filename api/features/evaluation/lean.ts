@@ -86,6 +86,19 @@ interface LeanAnswer {
  */
 export type LeanRoute = AnyDeclaration & LeanAnswer;
 
+/**
+ * Who may call the evaluation POSTs (REST single and batch, OFREP single and bulk): anyone, since
+ * public flags need no credential; not personal tokens (`sdk`); each flag decided by its
+ * visibility to the caller (`per: 'flag'`). They only read, so a dashboard session needs no
+ * X-CSRF-Token.
+ */
+export const EVALUATION_POLICY = {
+  auth: 'public',
+  sdk: true,
+  access: { capability: 'flags:read', per: 'flag' },
+  csrfExempt: true,
+} as const;
+
 export function defineLeanRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodTypeAny = ZodTypeAny, B extends ZodTypeAny = ZodTypeAny>(
   route: RouteDeclaration<P, Q, B> & LeanAnswer,
 ): LeanRoute {

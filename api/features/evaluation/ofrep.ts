@@ -7,7 +7,7 @@ import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext }
 import type { Environment } from '../flags/types';
 import type { ServiceGrant } from './access';
 import { perInternedResult, type ErrorCode as EngineErrorCode, type EvaluationContext, type EvaluationResult, type Reason } from './engine/index';
-import { defineLeanRoute, type Exchange, type LeanRoute } from './lean';
+import { EVALUATION_POLICY, defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { channelWindow, type ChannelClaims, type ChannelTokens } from './ofrep-channel';
 import { OFREP_INACTIVITY_DELAY_SEC, eventStreamUrl, flagConfigOf, type FlagConfigWaiters } from './ofrep-events';
 import { OfrepBody, contextOf, validateBody, validateQuery } from './schemas';
@@ -56,11 +56,7 @@ export function ofrepEvaluateRoutes(deps: OfrepDeps): LeanRoute[] {
       path: `${EVALUATE_PATH}/:key`,
       summary: `OFREP single-flag evaluation (headers: ${Object.entries(OfrepHeaders).map(([h, d]) => `${h}: ${d}`).join('; ')})`,
       tags: ['ofrep'],
-      auth: 'public',
-      sdk: true,
-      access: { capability: 'flags:read', per: 'flag' },
-      // It only reads: a dashboard session may call it without X-CSRF-Token.
-      csrfExempt: true,
+      ...EVALUATION_POLICY,
       bodyLimit: BODY_LIMITS.evaluation,
       params: z.object({ key: z.string() }),
       body: OfrepBody,
@@ -74,10 +70,7 @@ export function ofrepEvaluateRoutes(deps: OfrepDeps): LeanRoute[] {
       summary:
         'OFREP bulk evaluation of every flag the caller may see (ETag / If-None-Match; headers X-Service-Id, X-Environment); eventStreams for project API tokens that read the service',
       tags: ['ofrep'],
-      auth: 'public',
-      sdk: true,
-      access: { capability: 'flags:read', per: 'flag' },
-      csrfExempt: true,
+      ...EVALUATION_POLICY,
       bodyLimit: BODY_LIMITS.evaluation,
       query: FlagConfigQuery,
       body: OfrepBody,

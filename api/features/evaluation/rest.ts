@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import { z } from 'zod';
+import { z, type ZodType, type ZodTypeDef } from 'zod';
 import { HttpError, validationFailed } from '../../http/errors';
 import { BODY_LIMITS } from '../../http/route';
 import type { Environment } from '../flags/types';
 import type { ServiceGrant } from './access';
 import { perInternedResult, type EvaluationResult } from './engine/index';
-import { defineLeanRoute, type Exchange, type LeanRoute } from './lean';
+import { EVALUATION_POLICY, defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody, validateBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 
@@ -33,24 +33,32 @@ export function restEvaluateRoute(evaluation: EvaluationService): LeanRoute {
     path: '/api/flags/evaluate',
     summary: 'Evaluate one flag for a context (public flags need no credential; `?debug=true` adds _debug timings)',
     tags: ['evaluation'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    // It only reads: a dashboard session may call it without X-CSRF-Token.
-    csrfExempt: true,
+    ...EVALUATION_POLICY,
     bodyLimit: BODY_LIMITS.evaluation,
     query: DebugQuery,
     body: EvaluateBody,
     response: EvaluationResultSchema,
-    respond: (ex, raw) => evaluateOne(evaluation, ex, raw),
+    respond: (ex, raw) => evaluateWith(evaluation, ex, raw, quickEvaluateBody, EvaluateBody, answerOne),
   });
 }
 
-function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
+/**
+ * The flow both REST routes share: the body (the hand-written check of the common valid body
+ * first, zod for anything unusual and its exact 400), then the caller's grant on the service,
+ * at hand or loaded first, then the route's answer.
+ */
+function evaluateWith<B extends { serviceId: string }>(
+  evaluation: EvaluationService,
+  ex: Exchange,
+  raw: unknown,
+  quick: (raw: unknown) => B | undefined,
+  schema: ZodType<B, ZodTypeDef, unknown>,
+  answer: (evaluation: EvaluationService, ex: Exchange, body: B, grant: ServiceGrant, t1: number, t2: number) => void,
+): Promise<void> | undefined {
   const t1 = performance.now();
-  let body = quickEvaluateBody(raw);
+  let body = quick(raw);
   if (body === undefined) {
-    const checked = validateBody(EvaluateBody, raw);
+    const checked = validateBody(schema, raw);
     if (checked instanceof HttpError) throw checked;
     body = checked;
   }
@@ -58,9 +66,9 @@ function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown):
   const grant = evaluation.grantNow(ex.principal, body.serviceId);
   if (grant === undefined) {
     const valid = body;
-    return evaluation.grant(ex.principal, body.serviceId).then((g) => answerOne(evaluation, ex, valid, g, t1, t2));
+    return evaluation.grant(ex.principal, body.serviceId).then((g) => answer(evaluation, ex, valid, g, t1, t2));
   }
-  answerOne(evaluation, ex, body, grant, t1, t2);
+  answer(evaluation, ex, body, grant, t1, t2);
   return undefined;
 }
 
@@ -108,34 +116,13 @@ export function restBatchRoute(evaluation: EvaluationService): LeanRoute {
     path: '/api/flags/evaluate/batch',
     summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
     tags: ['evaluation'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    csrfExempt: true,
+    ...EVALUATION_POLICY,
     bodyLimit: BATCH_BODY_LIMIT,
     query: DebugQuery,
     body: BatchBody,
     response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
-    respond: (ex, raw) => evaluateBatch(evaluation, ex, raw),
+    respond: (ex, raw) => evaluateWith(evaluation, ex, raw, quickBatchBody, BatchBody, answerBatch),
   });
-}
-
-function evaluateBatch(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
-  const t1 = performance.now();
-  let body = quickBatchBody(raw);
-  if (body === undefined) {
-    const checked = validateBody(BatchBody, raw);
-    if (checked instanceof HttpError) throw checked;
-    body = checked;
-  }
-  const t2 = performance.now();
-  const grant = evaluation.grantNow(ex.principal, body.serviceId);
-  if (grant === undefined) {
-    const valid = body;
-    return evaluation.grant(ex.principal, body.serviceId).then((g) => answerBatch(evaluation, ex, valid, g, t1, t2));
-  }
-  answerBatch(evaluation, ex, body, grant, t1, t2);
-  return undefined;
 }
 
 function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBody, grant: ServiceGrant, t1: number, t2: number): void {
