@@ -206,7 +206,7 @@ function bodyReader(route: AnyRoute, limit: number) {
  * The policy a route declares, executed by every edge that serves it (mountRoutes for Express,
  * the evaluation lean edge, and any other transport) after authentication and before a byte of
  * the body is read: its credential policy (enforceCredentialPolicy), then CSRF for cookie
- * sessions. `csrfHeader` is the request's X-CSRF-Token. Allocates nothing on the way through.
+ * sessions. `csrfHeader` is the request's X-CSRF-Token. Synchronous and without I/O, for hot paths.
  */
 export function admit(route: AnyDeclaration, principal: Principal, method: string, csrfHeader: string | undefined): void {
   enforceCredentialPolicy(route, principal, method);
