@@ -3,10 +3,10 @@ import { pinoHttp } from 'pino-http';
 import type { ProjectAccess } from '../auth/access';
 import type { Authenticator } from '../auth/authenticator';
 import type { Logger } from '../infra/logger';
-import { clientIp, ipBucket } from './client-ip';
+import { clientIp } from './client-ip';
 import { HttpError } from './errors';
 import type { OpenApiCatalog } from './openapi';
-import type { RateLimiter } from './rate-limit';
+import { PER_IP, PER_TOKEN, type RateLimiter } from './rate-limit';
 import { requestIdOf } from './request-id';
 import { mountRoutes, type AnyRoute, type RequestContext } from './route';
 
@@ -56,7 +56,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   );
   app.use(async (req, res, next) => {
     try {
-      await opts.rateLimiter.enforce(res, `ip:${ipBucket(req.clientIp)}`, opts.perIpLimit, 'IP address');
+      await opts.rateLimiter.enforce(res, PER_IP.bucket(req.clientIp), opts.perIpLimit, PER_IP.what);
       req.principal = await opts.authenticator.authenticate(req);
       next();
     } catch (error) {
@@ -70,10 +70,8 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
     openapi: opts.openapi,
     access: opts.access,
     afterAuth: async (ctx: RequestContext<unknown, unknown, unknown>) => {
-      const p = ctx.principal;
-      if (p.type === 'project_api_token' || p.type === 'personal_access_token') {
-        await opts.rateLimiter.enforce(ctx.res, `token:${p.tokenId}`, opts.perTokenLimit, 'API token');
-      }
+      const bucket = PER_TOKEN.bucket(ctx.principal);
+      if (bucket !== undefined) await opts.rateLimiter.enforce(ctx.res, bucket, opts.perTokenLimit, PER_TOKEN.what);
     },
   });
   app.use(router);

@@ -1,6 +1,6 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { z, type ZodTypeAny } from 'zod';
-import type { AnyRoute } from './route';
+import type { AnyDeclaration } from './route';
 
 extendZodWithOpenApi(z);
 
@@ -54,7 +54,7 @@ export class OpenApiCatalog {
     this.registry.registerComponent('securitySchemes', 'sessionCookie', { type: 'apiKey', in: 'cookie', name: 'flags_session' });
   }
 
-  register(route: AnyRoute): void {
+  register(route: AnyDeclaration): void {
     const path = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     const id = `${route.method} ${path}`;
     if (this.seen.has(id)) return;

@@ -1,5 +1,7 @@
 import type { Response } from 'express';
+import type { Principal } from '../auth/principal';
 import type { Cache } from '../infra/cache';
+import { ipBucket } from './client-ip';
 import { tooManyRequests } from './errors';
 
 export interface RateDecision {
@@ -30,6 +32,18 @@ export class RateLimiter {
     enforceDecision(res, await this.consume(bucket, limit), rateLimitMessage(limit, this.windowSeconds, what));
   }
 }
+
+/**
+ * The budgets every edge spends before a route's own, with the same counters on all of them:
+ * per client IP (RATE_LIMIT_PER_IP) before authentication, per API token (RATE_LIMIT_PER_TOKEN)
+ * after it. `what` names the budget in the 429 message.
+ */
+export const PER_IP = { bucket: (ip: string) => `ip:${ipBucket(ip)}`, what: 'IP address' } as const;
+export const PER_TOKEN = {
+  /** The token's counter; undefined for callers without a token (anonymous, cookie sessions). */
+  bucket: (p: Principal): string | undefined => (p.type === 'project_api_token' || p.type === 'personal_access_token' ? `token:${p.tokenId}` : undefined),
+  what: 'API token',
+} as const;
 
 export const rateLimitMessage = (limit: number, windowSeconds: number, what: string) =>
   `Rate limit exceeded: ${limit} requests per ${windowSeconds} seconds per ${what}`;

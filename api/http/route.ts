@@ -46,8 +46,13 @@ export const PRIVATE_NO_STORE = { 'Cache-Control': 'private, no-store' };
 /** Returned by handlers that wrote the response themselves (streams). */
 export const HANDLED = Symbol('handled');
 
-/** Who may call a route is declared on it: the credential policy (`auth` ...: CredentialPolicy) and `access`. */
-export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> extends CredentialPolicy {
+/**
+ * What a route declares apart from how it answers: its path, schemas and documentation, and the
+ * policy every edge executes from it before its handler (admit, bodyLimitOf): the credential
+ * policy (`auth` ...: CredentialPolicy), CSRF, the body limit. The OpenAPI catalog reads it;
+ * Express routes (RouteSpec) add a handler, routes of the evaluation lean edge a fast one (lean.ts).
+ */
+export interface RouteDeclaration<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> extends CredentialPolicy {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete' | 'options';
   path: string;
   summary: string;
@@ -61,31 +66,37 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
   params?: P;
   query?: Q;
   body?: B;
+  /** Documented response body; `status` defaults to 200 (201 for documented creates is set here). */
+  response?: ZodTypeAny;
+  status?: number;
+  /** Largest body read, in bytes; BODY_LIMITS.default when absent. */
+  bodyLimit?: number;
+  /** The body limit for anonymous callers of a public route, when smaller than `bodyLimit` (the demo bulk write). */
+  anonymousBodyLimit?: number;
+  /** Reads a JSON body sent as text/plain too (browser beacons: navigator.sendBeacon, no-preflight posts). */
+  textPlainJson?: boolean;
+  /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
+  csrfExempt?: boolean;
+}
+
+/** A route Express serves: its declaration and its handler. */
+export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends ZodTypeAny> extends RouteDeclaration<P, Q, B> {
   /**
    * A cheap check of the common valid body, for bodies too big for zod to be cheap (the 4,096-flag
    * demo batch): the body when it certainly passes `body`, undefined to let zod decide and explain.
    */
   quickBody?: (raw: unknown) => z.infer<B> | undefined;
-  /** Documented response body; `status` defaults to 200 (201 for documented creates is set here). */
-  response?: ZodTypeAny;
-  status?: number;
-  bodyLimit?: number;
-  /** The body limit for anonymous callers of a public route, when smaller than `bodyLimit` (the demo bulk write). */
-  anonymousBodyLimit?: number;
   /**
    * Runs after authentication and before a byte of the body is read: a route's own rate limit
    * (so refused requests cost no reading) and headers every answer needs, errors included (CORS).
    */
   beforeBody?: (ctx: RequestContext<unknown, unknown, unknown>) => Promise<void> | void;
-  /** Reads a JSON body sent as text/plain too (browser beacons: navigator.sendBeacon, no-preflight posts). */
-  textPlainJson?: boolean;
-  /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
-  csrfExempt?: boolean;
   handler: (ctx: RequestContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<unknown> | unknown;
 }
 
-// Type-erased form used when collecting routes of many shapes in one array.
+// Type-erased forms used when collecting routes of many shapes in one array.
 export type AnyRoute = RouteSpec<ZodTypeAny, ZodTypeAny, ZodTypeAny>;
+export type AnyDeclaration = RouteDeclaration<ZodTypeAny, ZodTypeAny, ZodTypeAny>;
 
 export function defineRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodTypeAny = ZodTypeAny, B extends ZodTypeAny = z.ZodUndefined>(
   spec: RouteSpec<P, Q, B>,
@@ -96,7 +107,7 @@ export function defineRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodType
 export interface RouteDeps {
   logger: Logger;
   /** The OpenAPI catalog (openapi.ts), which reads routes: named by what the router calls, so neither module imports the other. */
-  openapi: { register(route: AnyRoute): void };
+  openapi: { register(route: AnyDeclaration): void };
   /** Enforces the routes' `access` rules; needed when any route declares one. */
   access?: Pick<ProjectAccess, 'check'>;
   /** Called after authentication: per-token rate limits and anything else every route needs. */
@@ -110,15 +121,14 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
     const gate = deps.access;
     if (route.access && !gate) throw new Error(`${route.method.toUpperCase()} ${route.path} declares access but no access gate was given`);
     deps.openapi.register(route);
-    const readBody = bodyReader(route, route.bodyLimit ?? BODY_LIMITS.default);
-    const readAnonymousBody = route.anonymousBodyLimit === undefined ? readBody : bodyReader(route, route.anonymousBodyLimit);
+    const readBody = bodyReader(route, bodyLimitOf(route, false));
+    const readAnonymousBody = route.anonymousBodyLimit === undefined ? readBody : bodyReader(route, bodyLimitOf(route, true));
     router[route.method](route.path, async (req: Request, res: Response, next: NextFunction) => {
       try {
         const principal = req.principal;
         // Everything that can refuse the caller runs before a byte of the body is read, so a
         // refused request costs no reading or parsing (a 25 KB gzip bomb inflates to 25.6 MB).
-        enforceCredentialPolicy(route, principal, req.method);
-        checkCsrf(principal, req.method, req.get('x-csrf-token'), route.csrfExempt);
+        admit(route, principal, req.method, req.get('x-csrf-token'));
         const ctx: RequestContext<unknown, unknown, unknown> = {
           params: req.params,
           query: req.query,
@@ -196,9 +206,23 @@ function bodyReader(route: AnyRoute, limit: number) {
 }
 
 /**
- * Cookie-session mutations carry X-CSRF-Token; bearer requests never need it
- * (docs/api-reference.md#csrf).
+ * The policy a route declares, executed by every edge that serves it (mountRoutes for Express,
+ * the evaluation lean edge, and any other transport) after authentication and before a byte of
+ * the body is read: its credential policy (enforceCredentialPolicy), then CSRF for cookie
+ * sessions. `csrfHeader` is the request's X-CSRF-Token. Synchronous and without I/O, for hot paths.
  */
+export function admit(route: AnyDeclaration, principal: Principal, method: string, csrfHeader: string | undefined): void {
+  enforceCredentialPolicy(route, principal, method);
+  checkCsrf(principal, method, csrfHeader, route.csrfExempt);
+}
+
+/** The largest body a route reads from a caller (anonymous or not), in bytes, as it declares it. */
+export function bodyLimitOf(route: AnyDeclaration, anonymous: boolean): number {
+  if (anonymous && route.anonymousBodyLimit !== undefined) return route.anonymousBodyLimit;
+  return route.bodyLimit ?? BODY_LIMITS.default;
+}
+
+/** Cookie-session mutations carry X-CSRF-Token (from GET /api/csrf-token); bearer requests never need it. */
 export function checkCsrf(p: Principal, method: string, header: string | undefined, exempt?: boolean) {
   if (p.type !== 'session' || exempt || !MUTATING.has(method.toLowerCase())) return;
   if (!header || !safeEqual(p.csrfToken, header)) {

@@ -1,19 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { ZodTypeAny } from 'zod';
 import { bearerToken, type Authenticator } from '../../auth/authenticator';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { checkBodyHeaders } from '../../http/body';
-import { clientIp, ipBucket } from '../../http/client-ip';
-import { HttpError, malformedJson, payloadTooLarge, personalTokenRefused, requestAborted, tooManyRequests } from '../../http/errors';
-import { rateHeaders, rateLimitMessage, tighter, type RateDecision } from '../../http/rate-limit';
+import { clientIp } from '../../http/client-ip';
+import { HttpError, malformedJson, payloadTooLarge, requestAborted, tooManyRequests } from '../../http/errors';
+import { PER_IP, PER_TOKEN, rateHeaders, rateLimitMessage, tighter, type RateDecision } from '../../http/rate-limit';
 import { requestIdOf } from '../../http/request-id';
-import { BODY_LIMITS } from '../../http/route';
+import { admit, bodyLimitOf, type AnyDeclaration, type RouteDeclaration } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { LocalRateLimiter } from './local-rate-limiter';
 
 /**
  * The lean edge: the hottest data-plane routes served straight from node:http, in front of
- * Express (docs/quality-bars.md). The routes are the adapters' (wiring.ts passes them in):
+ * Express (docs/data-plane.md, "The lean path"). The routes are the adapters' (wiring.ts passes
+ * them in), each one declaration that the OpenAPI catalog registers and this edge executes:
  *   POST /api/flags/evaluate                    REST single evaluation   rest.ts
  *   POST /api/flags/evaluate/batch              REST batch               rest.ts
  *   POST /api/ofrep/v1/evaluate/flags/{key}     OFREP single             ofrep.ts
@@ -23,17 +25,18 @@ import type { LocalRateLimiter } from './local-rate-limiter';
  * Every other request goes to Express untouched (CORS preflights of SDK routes are answered
  * here, and their answers get CORS headers on the way).
  *
- * The edge does for its routes what the Express chain does, in the same order and with the
- * same answers: request id, per-IP limit, authentication (401 for a bad bearer), personal-token
- * refusal, per-token limit, a JSON body of at most 64 KB or the route's own limit (413/415/400); then the route's adapter
- * answers (validation, access, per-service limit, evaluation) and the edge sends it, with
- * RateLimit-* headers on every answer and Retry-After on a refusal. So a request goes edge ->
- * adapter -> service -> engine, and back once. What it skips is Express's router, middleware
- * stack and per-request access log line (errors are still logged). Rate limits are local
- * counters synced to the shared cache (local-rate-limiter.ts), so no request waits on Redis.
+ * The edge runs the steps of the Express chain, in its order and with the same functions:
+ * request id, per-IP limit, authentication (401 for a bad bearer), the route's declared policy
+ * (`admit`: credential policy, CSRF), per-token limit, then a JSON body within the route's
+ * declared limit (`bodyLimitOf`, checkBodyHeaders: 413/415/400). So a declaration cannot say one
+ * thing and the edge do another. Then the route's adapter answers (validation, access,
+ * per-service limit, evaluation) and the edge sends it, with RateLimit-* headers on every answer
+ * and Retry-After on a refusal. What it skips is Express's router, middleware stack and
+ * per-request access log line (errors are still logged). Rate limits are local counters synced
+ * to the shared cache (local-rate-limiter.ts), so no request waits on Redis.
  */
 export interface LeanDeps {
-  authenticator: Authenticator;
+  authenticator: Pick<Authenticator, 'resolveBearer' | 'authenticate'>;
   limiter: LocalRateLimiter;
   perIpLimit: number;
   perTokenLimit: number;
@@ -53,7 +56,7 @@ export interface Exchange {
   /** Time spent on the per-IP and per-token limits and authentication (REST `_debug`). */
   readonly rateLimitMs: number;
   readonly bodyBytes: number;
-  /** The path segment after a prefix route's prefix (percent-encoded until its adapter decodes it). */
+  /** The path's last segment when the route's path ends in a parameter (percent-encoded until its adapter decodes it). */
   param: string | undefined;
   /** Spends a budget: its headers when it is the tightest so far, 429 when it refused. */
   limit(decision: RateDecision | undefined, what: string): void;
@@ -63,23 +66,43 @@ export interface Exchange {
   send(status: number, body: string, extra?: Record<string, string>): void;
 }
 
-/** A route served by the edge; its adapter owns the flow from the parsed body to the answer. */
-export interface LeanRoute {
-  method: 'GET' | 'POST';
-  /** Exact paths it answers. */
-  paths?: readonly string[];
-  /** Or a prefix that exactly one more path segment completes (the segment is `Exchange.param`). */
-  prefix?: string;
-  /** Largest body it reads (bytes); the evaluation limit, 64 KB, when absent. */
-  bodyLimit?: number;
+/** How a lean route answers once the edge has admitted the request and read its body. */
+interface LeanAnswer {
+  method: 'get' | 'post';
   /**
-   * Answers from the parsed JSON body (undefined when there is none; GET routes read none).
-   * Throws, or returns a promise that rejects, to answer an error; returns a promise only when
-   * it waited (a service loaded on first use, a session's membership).
+   * Answers from the parsed JSON body (undefined when there is none; routes that declare no
+   * body read none). Throws, or returns a promise that rejects, to answer an error; returns a
+   * promise only when it waited (a service loaded on first use, a session's membership).
    */
   respond(ex: Exchange, body: unknown): Promise<void> | undefined;
   /** The error body of its protocol; the REST envelope when absent. */
   errorBody?(ex: Exchange, error: HttpError): Record<string, unknown>;
+}
+
+/**
+ * A route served by the edge: its declaration (path, schemas, credential policy, CSRF, body
+ * limit; documented in the OpenAPI catalog) and its adapter. The path may end in one parameter
+ * (`/:key`), which the edge hands over as `Exchange.param`.
+ */
+export type LeanRoute = AnyDeclaration & LeanAnswer;
+
+/**
+ * Who may call the evaluation POSTs (REST single and batch, OFREP single and bulk): anyone, since
+ * public flags need no credential; not personal tokens (`sdk`); each flag decided by its
+ * visibility to the caller (`per: 'flag'`). They only read, so a dashboard session needs no
+ * X-CSRF-Token.
+ */
+export const EVALUATION_POLICY = {
+  auth: 'public',
+  sdk: true,
+  access: { capability: 'flags:read', per: 'flag' },
+  csrfExempt: true,
+} as const;
+
+export function defineLeanRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodTypeAny = ZodTypeAny, B extends ZodTypeAny = ZodTypeAny>(
+  route: RouteDeclaration<P, Q, B> & LeanAnswer,
+): LeanRoute {
+  return route as unknown as LeanRoute;
 }
 
 /**
@@ -100,7 +123,30 @@ const CORS_PREFLIGHT_HEADERS: Record<string, string> = {
     'Authorization, Content-Type, X-Service-Id, X-Environment, X-Request-Id, If-None-Match, Last-Event-ID, Connect-Protocol-Version, Connect-Timeout-Ms, X-Grpc-Web, X-User-Agent, Grpc-Timeout',
   'Access-Control-Max-Age': '600',
 };
-const BODY_LIMIT = BODY_LIMITS.evaluation;
+
+/** What the edge needs of a route per request, worked out once at startup. */
+class ServedRoute {
+  readonly method: 'GET' | 'POST';
+  /** The path up to its trailing parameter, for a route whose path ends in one. */
+  readonly prefix: string | undefined;
+  readonly readsBody: boolean;
+  readonly bodyLimit: number;
+  readonly anonymousBodyLimit: number;
+  readonly bodyOptions: { textPlainJson?: boolean };
+
+  constructor(readonly route: LeanRoute) {
+    this.method = route.method === 'get' ? 'GET' : 'POST';
+    const param = route.path.indexOf('/:');
+    if (param !== -1 && route.path.indexOf('/', param + 1) !== -1) throw new Error(`${route.path}: the lean edge takes a parameter only as the last segment`);
+    this.prefix = param === -1 ? undefined : route.path.slice(0, param + 1);
+    // The edge has no access gate (ProjectAccess): its adapters decide each flag (`per: 'flag'`).
+    if (route.access !== undefined && !('per' in route.access)) throw new Error(`${route.path}: the lean edge serves only access rules decided per flag`);
+    this.readsBody = route.body !== undefined;
+    this.bodyLimit = bodyLimitOf(route, false);
+    this.anonymousBodyLimit = bodyLimitOf(route, true);
+    this.bodyOptions = { textPlainJson: route.textPlainJson };
+  }
+}
 
 /**
  * Per-request state threaded through the steps. The steps are plain functions and the body
@@ -113,6 +159,7 @@ class LeanExchange implements Exchange {
   rate: RateDecision | undefined = undefined;
   rateLimitMs = 0;
   bodyBytes = 0;
+  bodyLimit = 0;
   first: Buffer | undefined = undefined;
   chunks: Buffer[] | undefined = undefined;
   bodyDone = false;
@@ -120,7 +167,7 @@ class LeanExchange implements Exchange {
 
   constructor(
     readonly deps: LeanDeps,
-    readonly route: LeanRoute,
+    readonly served: ServedRoute,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
     readonly requestId: string,
@@ -161,9 +208,13 @@ const EXCHANGE = Symbol('lean exchange');
 type WithExchange = IncomingMessage & { [EXCHANGE]?: LeanExchange };
 
 export function createLeanHandler(deps: LeanDeps, routes: readonly LeanRoute[]): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const exact = { GET: new Map<string, LeanRoute>(), POST: new Map<string, LeanRoute>() };
-  const prefixed = routes.filter((r) => r.prefix !== undefined);
-  for (const route of routes) for (const path of route.paths ?? []) exact[route.method].set(path, route);
+  const exact = { GET: new Map<string, ServedRoute>(), POST: new Map<string, ServedRoute>() };
+  const prefixed: ServedRoute[] = [];
+  for (const route of routes) {
+    const served = new ServedRoute(route);
+    if (served.prefix === undefined) exact[served.method].set(route.path, served);
+    else prefixed.push(served);
+  }
   return (req, res) => {
     const url = req.url ?? '';
     const q = url.indexOf('?');
@@ -179,20 +230,20 @@ export function createLeanHandler(deps: LeanDeps, routes: readonly LeanRoute[]):
     }
     const method = req.method;
     if (method !== 'GET' && method !== 'POST') return false;
-    let route = exact[method].get(path);
+    let served = exact[method].get(path);
     let param: string | undefined;
-    if (route === undefined) {
+    if (served === undefined) {
       for (const r of prefixed) {
         const prefix = r.prefix!;
         if (r.method === method && path.length > prefix.length && path.startsWith(prefix) && path.indexOf('/', prefix.length) === -1) {
-          route = r;
+          served = r;
           param = path.slice(prefix.length);
           break;
         }
       }
-      if (route === undefined) return false;
+      if (served === undefined) return false;
     }
-    begin(new LeanExchange(deps, route, req, res, requestIdOf(req.headers['x-request-id']), q === -1 ? '' : url.slice(q + 1), param));
+    begin(new LeanExchange(deps, served, req, res, requestIdOf(req.headers['x-request-id']), q === -1 ? '' : url.slice(q + 1), param));
     return true;
   };
 }
@@ -200,7 +251,7 @@ export function createLeanHandler(deps: LeanDeps, routes: readonly LeanRoute[]):
 function begin(ex: LeanExchange): void {
   const { deps } = ex;
   try {
-    ex.limit(deps.limiter.consume(`ip:${ipBucket(clientIp(ex.req, deps.trustProxy))}`, deps.perIpLimit), 'IP address');
+    ex.limit(deps.limiter.consume(PER_IP.bucket(clientIp(ex.req, deps.trustProxy)), deps.perIpLimit), PER_IP.what);
     const principal = authenticate(deps, ex.req);
     if (principal instanceof Promise) principal.then((p) => afterAuth(ex, p), (error) => fail(ex, error));
     else afterAuth(ex, principal);
@@ -221,14 +272,17 @@ function authenticate(deps: LeanDeps, req: IncomingMessage): Principal | Promise
 }
 
 function afterAuth(ex: LeanExchange, principal: Principal): void {
-  const { deps } = ex;
+  const { deps, served } = ex;
   try {
-    if (principal.type === 'personal_access_token') throw personalTokenRefused();
-    if (principal.type === 'project_api_token') ex.limit(deps.limiter.consume(`token:${principal.tokenId}`, deps.perTokenLimit), 'API token');
+    const csrf = ex.req.headers['x-csrf-token'];
+    admit(served.route, principal, served.method, typeof csrf === 'string' ? csrf : undefined);
+    const tokenBucket = PER_TOKEN.bucket(principal);
+    if (tokenBucket !== undefined) ex.limit(deps.limiter.consume(tokenBucket, deps.perTokenLimit), PER_TOKEN.what);
     ex.principal = principal;
     ex.rateLimitMs = performance.now() - ex.startedAt;
-    if (ex.route.method === 'GET') return respond(ex, undefined);
-    const problem = checkBodyHeaders(ex.req.headers, ex.route.bodyLimit ?? BODY_LIMIT);
+    if (!served.readsBody) return respond(ex, undefined);
+    ex.bodyLimit = principal.type === 'anonymous' ? served.anonymousBodyLimit : served.bodyLimit;
+    const problem = checkBodyHeaders(ex.req.headers, ex.bodyLimit, served.bodyOptions);
     if (problem === null) return respond(ex, undefined);
     if (problem !== undefined) throw problem;
     (ex.req as WithExchange)[EXCHANGE] = ex;
@@ -243,7 +297,7 @@ function afterAuth(ex: LeanExchange, principal: Principal): void {
 /** Hands the request to its adapter; a step that went asynchronous reports its failure too. */
 function respond(ex: LeanExchange, body: unknown): void {
   try {
-    const done = ex.route.respond(ex, body);
+    const done = ex.served.route.respond(ex, body);
     if (done !== undefined) done.catch((error) => fail(ex, error));
   } catch (error) {
     fail(ex, error);
@@ -254,10 +308,9 @@ function onBodyData(this: WithExchange, chunk: Buffer): void {
   const ex = this[EXCHANGE]!;
   if (ex.bodyDone) return;
   ex.bodyBytes += chunk.length;
-  const limit = ex.route.bodyLimit ?? BODY_LIMIT;
-  if (ex.bodyBytes > limit) {
+  if (ex.bodyBytes > ex.bodyLimit) {
     ex.bodyDone = true;
-    fail(ex, payloadTooLarge(limit));
+    fail(ex, payloadTooLarge(ex.bodyLimit));
     return;
   }
   if (ex.first === undefined) ex.first = chunk;
@@ -296,11 +349,7 @@ function fail(ex: LeanExchange, error: unknown) {
     ex.deps.logger.error({ err: error, requestId: ex.requestId, path: ex.req.url?.split('?')[0] }, 'request failed');
     http = new HttpError(500, 'Internal server error');
   }
-  const body = ex.route.errorBody === undefined ? http.toBody() : ex.route.errorBody(ex, http);
+  const { route } = ex.served;
+  const body = route.errorBody === undefined ? http.toBody() : route.errorBody(ex, http);
   ex.send(http.status, JSON.stringify(body), http.status === 413 ? { Connection: 'close' } : undefined);
-}
-
-/** The handler of a route the edge serves: documented in the OpenAPI catalog like every route, never mounted. */
-export function servedByLeanPath(): never {
-  throw new HttpError(500, 'served by the lean evaluation path');
 }

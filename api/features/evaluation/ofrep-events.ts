@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
-import { defineRoute, type AnyRoute } from '../../http/route';
 import { EnvironmentSchema, type Environment } from '../../domain/environments';
-import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
+import { defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { issuerPrincipal, type ChannelTokens, type IssuerWatch } from './ofrep-channel';
 import { validateQuery } from './schemas';
 import type { EvaluationService } from './service';
@@ -61,7 +60,17 @@ export function eventStreamUrl(base: string, o: { serviceId: string; environment
 }
 
 export function ofrepEventsRoute(deps: OfrepEventDeps): LeanRoute {
-  return { method: 'GET', paths: [OFREP_EVENTS_PATH], respond: (ex) => openEvents(deps, ex) };
+  return defineLeanRoute({
+    method: 'get',
+    path: OFREP_EVENTS_PATH,
+    summary:
+      'OFREP event stream (ADR-0008): the URL a bulk answer names in eventStreams, with its own short-lived channel token; one `refetchEvaluation` message per flag change; Last-Event-ID resumes',
+    tags: ['ofrep'],
+    auth: 'public',
+    sdk: true,
+    query: EventStreamQuery,
+    respond: (ex) => openEvents(deps, ex),
+  });
 }
 
 async function openEvents(deps: OfrepEventDeps, ex: Exchange): Promise<void> {
@@ -165,16 +174,3 @@ export class FlagConfigWaiters {
 }
 
 const slot = (serviceId: string, environment: string) => `${serviceId}\u0000${environment}`;
-
-/** The stream, for the OpenAPI document only: the lean edge serves it. */
-export const ofrepEventsDoc: AnyRoute = defineRoute({
-  method: 'get',
-  path: OFREP_EVENTS_PATH,
-  summary:
-    'OFREP event stream (ADR-0008): the URL a bulk answer names in eventStreams, with its own short-lived channel token; one `refetchEvaluation` message per flag change; Last-Event-ID resumes',
-  tags: ['ofrep'],
-  auth: 'public',
-  sdk: true,
-  query: EventStreamQuery,
-  handler: servedByLeanPath,
-});

@@ -3,11 +3,11 @@ import type { TLSSocket } from 'node:tls';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, type ErrorCode } from '../../http/errors';
-import { HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
+import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import type { Environment } from '../../domain/environments';
 import type { ServiceGrant } from './access';
 import { perInternedResult, type ErrorCode as EngineErrorCode, type EvaluationContext, type EvaluationResult, type Reason } from './engine/index';
-import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
+import { EVALUATION_POLICY, defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { channelWindow, type ChannelClaims, type ChannelTokens } from './ofrep-channel';
 import { OFREP_INACTIVITY_DELAY_SEC, eventStreamUrl, flagConfigOf, type FlagConfigWaiters } from './ofrep-events';
 import { OfrepBody, contextOf, validateBody, validateQuery } from './schemas';
@@ -51,18 +51,36 @@ export interface OfrepDeps {
 export function ofrepEvaluateRoutes(deps: OfrepDeps): LeanRoute[] {
   const { evaluation } = deps;
   return [
-    {
-      method: 'POST',
-      prefix: `${EVALUATE_PATH}/`,
+    defineLeanRoute({
+      method: 'post',
+      path: `${EVALUATE_PATH}/:key`,
+      summary: `OFREP single-flag evaluation (headers: ${Object.entries(OfrepHeaders).map(([h, d]) => `${h}: ${d}`).join('; ')})`,
+      tags: ['ofrep'],
+      ...EVALUATION_POLICY,
+      bodyLimit: BODY_LIMITS.evaluation,
+      params: z.object({ key: z.string() }),
+      body: OfrepBody,
+      response: z.object({ key: z.string(), value: z.unknown(), reason: z.enum(['STATIC', 'TARGETING_MATCH', 'SPLIT', 'DISABLED']), variant: z.string().optional(), metadata: z.record(z.unknown()) }),
       respond: (ex, raw) => evaluateOne(evaluation, ex, raw),
       errorBody: (ex, error) => ofrepError(error, ex.param),
-    },
-    {
-      method: 'POST',
-      paths: [EVALUATE_PATH],
+    }),
+    defineLeanRoute({
+      method: 'post',
+      path: EVALUATE_PATH,
+      summary:
+        'OFREP bulk evaluation of every flag the caller may see (ETag / If-None-Match; headers X-Service-Id, X-Environment); eventStreams for project API tokens that read the service',
+      tags: ['ofrep'],
+      ...EVALUATION_POLICY,
+      bodyLimit: BODY_LIMITS.evaluation,
+      query: FlagConfigQuery,
+      body: OfrepBody,
+      response: z.object({
+        flags: z.array(z.record(z.unknown())),
+        eventStreams: z.array(z.object({ type: z.literal('sse'), url: z.string(), inactivityDelaySec: z.number().int() })).optional(),
+      }),
       respond: (ex, raw) => evaluateAll(deps, ex, raw),
       errorBody: (_ex, error) => ofrepError(error, undefined),
-    },
+    }),
   ];
 }
 
@@ -388,39 +406,6 @@ const OfrepHeaders = {
   'x-service-id': 'Service whose flags are evaluated',
   'x-environment': 'development (default), staging or production',
 };
-
-/** Documentation of the routes served on the lean edge (registered in the OpenAPI catalog, never mounted). */
-export const ofrepSingleDoc: AnyRoute = defineRoute({
-  method: 'post',
-  path: '/api/ofrep/v1/evaluate/flags/:key',
-  summary: `OFREP single-flag evaluation (headers: ${Object.entries(OfrepHeaders).map(([h, d]) => `${h}: ${d}`).join('; ')})`,
-  tags: ['ofrep'],
-  auth: 'public',
-  sdk: true,
-  access: { capability: 'flags:read', per: 'flag' },
-  params: z.object({ key: z.string() }),
-  body: OfrepBody,
-  response: z.object({ key: z.string(), value: z.unknown(), reason: z.enum(['STATIC', 'TARGETING_MATCH', 'SPLIT', 'DISABLED']), variant: z.string().optional(), metadata: z.record(z.unknown()) }),
-  handler: servedByLeanPath,
-});
-
-export const ofrepBulkDoc: AnyRoute = defineRoute({
-  method: 'post',
-  path: '/api/ofrep/v1/evaluate/flags',
-  summary:
-    'OFREP bulk evaluation of every flag the caller may see (ETag / If-None-Match; headers X-Service-Id, X-Environment); eventStreams for project API tokens that read the service',
-  tags: ['ofrep'],
-  auth: 'public',
-  sdk: true,
-  access: { capability: 'flags:read', per: 'flag' },
-  query: FlagConfigQuery,
-  body: OfrepBody,
-  response: z.object({
-    flags: z.array(z.record(z.unknown())),
-    eventStreams: z.array(z.object({ type: z.literal('sse'), url: z.string(), inactivityDelaySec: z.number().int() })).optional(),
-  }),
-  handler: servedByLeanPath,
-});
 
 export function ofrepRoutes(): AnyRoute[] {
   const configuration = (ctx: RequestContext<unknown, unknown, unknown>) => {

@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import { z } from 'zod';
+import { z, type ZodType, type ZodTypeDef } from 'zod';
 import { HttpError, validationFailed } from '../../http/errors';
-import { defineRoute, type AnyRoute } from '../../http/route';
+import { BODY_LIMITS } from '../../http/route';
 import type { Environment } from '../../domain/environments';
 import type { ServiceGrant } from './access';
 import { perInternedResult, type EvaluationResult } from './engine/index';
-import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
+import { EVALUATION_POLICY, defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody, validateBody } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 
@@ -27,18 +27,39 @@ interface DebugInfo {
 /** Batch bodies may name 4,096 flags (demo service), more than the 64 KB single-evaluation limit allows. */
 export const BATCH_BODY_LIMIT = 512 * 1024;
 
-const EVALUATE_PATH = '/api/flags/evaluate';
-
 /** REST single evaluation on the lean edge: body, access, per-service budget, evaluation, answer. */
 export function restEvaluateRoute(evaluation: EvaluationService): LeanRoute {
-  return { method: 'POST', paths: [EVALUATE_PATH], respond: (ex, raw) => evaluateOne(evaluation, ex, raw) };
+  return defineLeanRoute({
+    method: 'post',
+    path: '/api/flags/evaluate',
+    summary: 'Evaluate one flag for a context (public flags need no credential; `?debug=true` adds _debug timings)',
+    tags: ['evaluation'],
+    ...EVALUATION_POLICY,
+    bodyLimit: BODY_LIMITS.evaluation,
+    query: DebugQuery,
+    body: EvaluateBody,
+    response: EvaluationResultSchema,
+    respond: (ex, raw) => evaluateWith(evaluation, ex, raw, quickEvaluateBody, EvaluateBody, answerOne),
+  });
 }
 
-function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
+/**
+ * The flow both REST routes share: the body (the hand-written check of the common valid body
+ * first, zod for anything unusual and its exact 400), then the caller's grant on the service,
+ * at hand or loaded first, then the route's answer.
+ */
+function evaluateWith<B extends { serviceId: string }>(
+  evaluation: EvaluationService,
+  ex: Exchange,
+  raw: unknown,
+  quick: (raw: unknown) => B | undefined,
+  schema: ZodType<B, ZodTypeDef, unknown>,
+  answer: (evaluation: EvaluationService, ex: Exchange, body: B, grant: ServiceGrant, t1: number, t2: number) => void,
+): Promise<void> | undefined {
   const t1 = performance.now();
-  let body = quickEvaluateBody(raw);
+  let body = quick(raw);
   if (body === undefined) {
-    const checked = validateBody(EvaluateBody, raw);
+    const checked = validateBody(schema, raw);
     if (checked instanceof HttpError) throw checked;
     body = checked;
   }
@@ -46,9 +67,9 @@ function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown):
   const grant = evaluation.grantNow(ex.principal, body.serviceId);
   if (grant === undefined) {
     const valid = body;
-    return evaluation.grant(ex.principal, body.serviceId).then((g) => answerOne(evaluation, ex, valid, g, t1, t2));
+    return evaluation.grant(ex.principal, body.serviceId).then((g) => answer(evaluation, ex, valid, g, t1, t2));
   }
-  answerOne(evaluation, ex, body, grant, t1, t2);
+  answer(evaluation, ex, body, grant, t1, t2);
   return undefined;
 }
 
@@ -89,44 +110,20 @@ function quickEvaluateBody(raw: unknown): EvaluateBody | undefined {
   return raw as EvaluateBody;
 }
 
-/** REST single evaluation, for the OpenAPI document only: the lean edge serves it. */
-export const restEvaluateDoc: AnyRoute = defineRoute({
-  method: 'post',
-  path: EVALUATE_PATH,
-  summary: 'Evaluate one flag for a context (public flags need no credential; `?debug=true` adds _debug timings)',
-  tags: ['evaluation'],
-  auth: 'public',
-  sdk: true,
-  access: { capability: 'flags:read', per: 'flag' },
-  query: DebugQuery,
-  body: EvaluateBody,
-  response: EvaluationResultSchema,
-  handler: servedByLeanPath,
-});
-
-const BATCH_PATH = '/api/flags/evaluate/batch';
-
 /** REST batch on the lean edge: the client SDKs' and the demo grid's all-flags path. */
 export function restBatchRoute(evaluation: EvaluationService): LeanRoute {
-  return { method: 'POST', paths: [BATCH_PATH], bodyLimit: BATCH_BODY_LIMIT, respond: (ex, raw) => evaluateBatch(evaluation, ex, raw) };
-}
-
-function evaluateBatch(evaluation: EvaluationService, ex: Exchange, raw: unknown): Promise<void> | undefined {
-  const t1 = performance.now();
-  let body = quickBatchBody(raw);
-  if (body === undefined) {
-    const checked = validateBody(BatchBody, raw);
-    if (checked instanceof HttpError) throw checked;
-    body = checked;
-  }
-  const t2 = performance.now();
-  const grant = evaluation.grantNow(ex.principal, body.serviceId);
-  if (grant === undefined) {
-    const valid = body;
-    return evaluation.grant(ex.principal, body.serviceId).then((g) => answerBatch(evaluation, ex, valid, g, t1, t2));
-  }
-  answerBatch(evaluation, ex, body, grant, t1, t2);
-  return undefined;
+  return defineLeanRoute({
+    method: 'post',
+    path: '/api/flags/evaluate/batch',
+    summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
+    tags: ['evaluation'],
+    ...EVALUATION_POLICY,
+    bodyLimit: BATCH_BODY_LIMIT,
+    query: DebugQuery,
+    body: BatchBody,
+    response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
+    respond: (ex, raw) => evaluateWith(evaluation, ex, raw, quickBatchBody, BatchBody, answerBatch),
+  });
 }
 
 function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBody, grant: ServiceGrant, t1: number, t2: number): void {
@@ -164,23 +161,6 @@ function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBod
   }
   ex.send(200, `${json}}`);
 }
-
-/** REST batch, for the OpenAPI document only: the lean edge serves it. */
-export const restBatchDoc: AnyRoute = defineRoute({
-  method: 'post',
-  path: BATCH_PATH,
-  summary: 'Evaluate up to 100 flags (4,096 on a demo service) for one context; items may use `key` for `flagKey`',
-  tags: ['evaluation'],
-  auth: 'public',
-  sdk: true,
-  access: { capability: 'flags:read', per: 'flag' },
-  csrfExempt: true,
-  bodyLimit: BATCH_BODY_LIMIT,
-  query: DebugQuery,
-  body: BatchBody,
-  response: z.object({ results: z.array(EvaluationResultSchema), _debug: z.record(z.unknown()).optional() }),
-  handler: servedByLeanPath,
-});
 
 /** One result of a batch answer as JSON, built once per interned result (engine/evaluate.ts). */
 const restEntry = perInternedResult((r) => JSON.stringify(restResult(r)));

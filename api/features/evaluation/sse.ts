@@ -2,10 +2,9 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { clientIp, ipBucket } from '../../http/client-ip';
 import { HttpError, serviceUnavailable } from '../../http/errors';
-import { defineRoute, type AnyRoute } from '../../http/route';
 import { EnvironmentSchema } from '../../domain/environments';
 import type { ServiceGrant } from './access';
-import { servedByLeanPath, type Exchange, type LeanRoute } from './lean';
+import { defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { validateQuery } from './schemas';
 import type { EvaluationService } from './service';
 import { STREAM_RETRY_AFTER_SECONDS, type StreamLimits } from './stream-limits';
@@ -27,8 +26,6 @@ export interface SseDeps {
   trustProxy: number;
 }
 
-const STREAM_PATHS = ['/api/flags/stream', '/api/connect/stream'] as const;
-
 export const StreamQuery = z.object({
   serviceId: z.string().min(1).max(128),
   environment: EnvironmentSchema.optional().describe('Every environment when absent'),
@@ -37,8 +34,33 @@ export const StreamQuery = z.object({
 });
 type StreamQuery = z.infer<typeof StreamQuery>;
 
-export function sseRoute(deps: SseDeps): LeanRoute {
-  return { method: 'GET', paths: STREAM_PATHS, respond: (ex) => openStream(deps, ex) };
+/** The two SSE routes: one stream, documented for SDK clients and for Connect-style clients. */
+export function sseRoutes(deps: SseDeps): LeanRoute[] {
+  const respond = (ex: Exchange) => openStream(deps, ex);
+  return [
+    defineLeanRoute({
+      method: 'get',
+      path: '/api/flags/stream',
+      summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
+      tags: ['streams'],
+      auth: 'public',
+      sdk: true,
+      access: { capability: 'flags:read', per: 'flag' },
+      query: StreamQuery.omit({ clientId: true }),
+      respond,
+    }),
+    defineLeanRoute({
+      method: 'get',
+      path: '/api/connect/stream',
+      summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
+      tags: ['streams'],
+      auth: 'public',
+      sdk: true,
+      access: { capability: 'flags:read', per: 'flag' },
+      query: StreamQuery,
+      respond,
+    }),
+  ];
 }
 
 function openStream(deps: SseDeps, ex: Exchange): Promise<void> | undefined {
@@ -85,29 +107,3 @@ export function lastEventIdOf(ex: Exchange, fromQuery: string | undefined): stri
   const header = ex.req.headers['last-event-id'];
   return (typeof header === 'string' && header !== '' ? header : undefined) ?? fromQuery;
 }
-
-/** The SSE routes, for the OpenAPI document only: the lean edge serves them. */
-export const streamDocs: AnyRoute[] = [
-  defineRoute({
-    method: 'get',
-    path: '/api/flags/stream',
-    summary: 'Server-Sent Events of flag changes: `connected`, then `flag-update` (full flag) per change; Last-Event-ID resumes',
-    tags: ['streams'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    query: StreamQuery.omit({ clientId: true }),
-    handler: servedByLeanPath,
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/connect/stream',
-    summary: 'Server-Sent Events of flag changes for Connect-style clients (same messages as /api/flags/stream)',
-    tags: ['streams'],
-    auth: 'public',
-    sdk: true,
-    access: { capability: 'flags:read', per: 'flag' },
-    query: StreamQuery,
-    handler: servedByLeanPath,
-  }),
-];

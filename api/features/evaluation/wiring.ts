@@ -19,15 +19,15 @@ import { compileFlag, evaluate } from './engine/index';
 import { EvaluationLog } from './evaluation-log';
 import { createLeanHandler } from './lean';
 import { LocalRateLimiter } from './local-rate-limiter';
-import { ofrepBulkDoc, ofrepEvaluateRoutes, ofrepRoutes, ofrepSingleDoc } from './ofrep';
+import { ofrepEvaluateRoutes, ofrepRoutes } from './ofrep';
 import { ChannelTokens, IssuerStore, IssuerWatch } from './ofrep-channel';
-import { FlagConfigWaiters, ofrepEventsDoc, ofrepEventsRoute } from './ofrep-events';
+import { FlagConfigWaiters, ofrepEventsRoute } from './ofrep-events';
 import type { EvaluationRecorder } from './recorder';
-import { restBatchDoc, restBatchRoute, restEvaluateDoc, restEvaluateRoute } from './rest';
+import { restBatchRoute, restEvaluateRoute } from './rest';
 import { evaluationControlRoutes, evaluationRoutes } from './routes';
 import { EvaluationService } from './service';
 import { SnapshotStore } from './snapshots';
-import { sseRoute, streamDocs } from './sse';
+import { sseRoutes } from './sse';
 import { EvaluationStore } from './store';
 import { StreamLimits } from './stream-limits';
 import { StreamHub } from './streams';
@@ -130,18 +130,18 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     ...shared,
     ...evaluationControlRoutes({ evaluation, log: new EvaluationLog(deps.analytics, recorder), contexts }),
   ];
-  // Served by the lean path, documented like every other route.
-  for (const doc of [restEvaluateDoc, restBatchDoc, ofrepSingleDoc, ofrepBulkDoc, ofrepEventsDoc, ...streamDocs]) deps.openapi.register(doc);
-
+  // Served by the lean path from the same declarations the OpenAPI document is made of.
+  const lean = [
+    restEvaluateRoute(evaluation),
+    restBatchRoute(evaluation),
+    ...ofrepEvaluateRoutes({ evaluation, channels, waiters, publicDataUrl: config.PUBLIC_DATA_URL }),
+    ofrepEventsRoute({ evaluation, snapshots, hub, channels, issuers, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
+    ...sseRoutes({ evaluation, hub, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
+  ];
+  for (const route of lean) deps.openapi.register(route);
   const front = createLeanHandler(
     { authenticator: deps.authenticator, limiter, perIpLimit: config.RATE_LIMIT_PER_IP, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, trustProxy: config.TRUST_PROXY, logger },
-    [
-      restEvaluateRoute(evaluation),
-      restBatchRoute(evaluation),
-      ...ofrepEvaluateRoutes({ evaluation, channels, waiters, publicDataUrl: config.PUBLIC_DATA_URL }),
-      ofrepEventsRoute({ evaluation, snapshots, hub, channels, issuers, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
-      sseRoute({ evaluation, hub, streamLimits, streamClient, trustProxy: config.TRUST_PROXY }),
-    ],
+    lean,
   );
 
   const probe = compileFlag({ key: 'health-probe', type: 'boolean', enabled: true, defaultValue: false, variants: [], targeting: [] });
