@@ -1,31 +1,50 @@
 /**
- * Form pieces every page uses: a labelled field that shows its API error beside it, the form's
- * own error (role="alert", read out when it appears) and a submit button that says it is busy.
- * useSubmit runs the API call and keeps its ApiError for both.
+ * The one way forms and buttons call the API, and the pieces that show how it went:
+ * - useAction runs one call at a time per page part, naming which (so that button shows it is
+ *   busy) and keeping the failure as an ApiError;
+ * - useSubmit is useAction for a <form>: it hands the call the form's FormData;
+ * - Field is a labelled input that shows its own problem from that ApiError, FormError the
+ *   form's, SubmitButton says when it is busy.
  */
 import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactNode } from 'react';
 import { ApiError } from '../api/client';
 
-export function useSubmit<T>(action: (data: FormData, form: HTMLFormElement) => Promise<T>) {
-  const [busy, setBusy] = useState(false);
+export function asApiError(caught: unknown): ApiError {
+  return caught instanceof ApiError ? caught : new ApiError(0, 'Error', caught instanceof Error ? caught.message : String(caught));
+}
+
+export function useAction() {
+  const [running, setRunning] = useState<string | undefined>();
   const [error, setError] = useState<ApiError | undefined>();
+  /** Runs `action` as `id`; true when it succeeded. */
+  const run = useCallback(async (id: string, action: () => Promise<unknown>): Promise<boolean> => {
+    setRunning(id);
+    setError(undefined);
+    try {
+      await action();
+      return true;
+    } catch (caught) {
+      setError(asApiError(caught));
+      return false;
+    } finally {
+      setRunning(undefined);
+    }
+  }, []);
+  return { running, error, run };
+}
+
+export function useSubmit<T>(action: (data: FormData, form: HTMLFormElement) => Promise<T>) {
+  const { running, error, run } = useAction();
+  const busy = running !== undefined;
   const onSubmit = useCallback(
     async (event: FormEvent<HTMLFormElement>) => {
       event.preventDefault();
       // Read before the first await: React clears currentTarget once the handler returns.
       const form = event.currentTarget;
       if (busy) return;
-      setBusy(true);
-      setError(undefined);
-      try {
-        await action(new FormData(form), form);
-      } catch (caught) {
-        setError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', caught instanceof Error ? caught.message : String(caught)));
-      } finally {
-        setBusy(false);
-      }
+      await run('submit', () => action(new FormData(form), form));
     },
-    [action, busy],
+    [action, busy, run],
   );
   return { busy, error, onSubmit };
 }

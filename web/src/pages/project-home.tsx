@@ -1,6 +1,6 @@
 import { useParams } from 'wouter';
 import { api, call } from '../api/client';
-import { useApi } from '../api/use-api';
+import { useServices } from '../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../components/forms';
 import { LoadState } from '../components/status';
 import { useSession } from '../session';
@@ -10,7 +10,7 @@ export default function ProjectHome() {
   const { projectId } = useParams<{ projectId: string }>();
   const session = useSession();
   const project = session.projects.find((p) => p.id === projectId);
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const { busy, error, onSubmit } = useSubmit(async (data, form) => {
     await call(api.POST('/api/services', { body: { projectId, name: String(data.get('name')) } }));
     form.reset();

@@ -6,7 +6,7 @@
  */
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { api, ApiError, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useCohorts } from '../../api/resources';
 import { activation } from '../../telemetry';
 import { ApiProblems } from './api-problems';
 import { LabelledControl, ValueInput } from './inputs';
@@ -60,7 +60,7 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   const [error, setError] = useState<ApiError | undefined>();
   const [notice, setNotice] = useState<string | undefined>();
 
-  const cohorts = useApi(() => call(api.GET('/api/projects/{id}/cohorts', { params: { path: { id: projectId } } })), [projectId]);
+  const cohorts = useCohorts(projectId);
 
   const targeting = targetingFromDrafts(rules, type);
   const variantResult = variantsFromDrafts(variants, type);

@@ -1,14 +1,11 @@
 import { useState } from 'react';
 import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useFlagWatch } from '../../api/resources';
 import type { Environment } from './model';
 
 /** Watch a flag (changes by others then appear in the user's notifications): a pressed/unpressed button. */
 export function WatchButton({ flagKey, serviceId, environment }: { flagKey: string; serviceId: string; environment: Environment }) {
-  const status = useApi(
-    () => call(api.GET('/api/flags/{key}/watch', { params: { path: { key: flagKey }, query: { serviceId, environment } } })),
-    [flagKey, serviceId, environment],
-  );
+  const status = useFlagWatch(flagKey, serviceId, environment);
   const [override, setOverride] = useState<boolean | undefined>();
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | undefined>();

@@ -3,24 +3,18 @@
  * then newest; each as its workflow last persisted it). Refreshes every 5 s while any is active.
  */
 import { Link } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useCanaries } from '../../api/resources';
 import { LoadState } from '../status';
 import { HEALTH_LABEL, percent, STATUS_LABEL, when } from './format';
 import { flagReleaseHref, isActive, type CanaryRecord } from './types';
-import { usePoll } from './use-poll';
 
 /** Pipelines shown: the running ones and the latest ended ones. */
 const SHOWN = 20;
 
-async function loadCanaries(projectId: string): Promise<CanaryRecord[]> {
-  const { canaries } = await call(api.GET('/api/projects/{id}/canaries', { params: { path: { id: projectId }, query: { limit: SHOWN } } }));
-  return canaries;
-}
+const POLL_MS = 5_000;
 
 export function CanaryList({ projectId, serviceNames }: { projectId: string; serviceNames: Map<string, string> }) {
-  const list = useApi(() => loadCanaries(projectId), [projectId]);
-  usePoll(list.reload, 5_000, !!list.data?.some((record) => isActive(record.status)));
+  const list = useCanaries(projectId, SHOWN, (records) => (records?.some((record) => isActive(record.status)) ? POLL_MS : false));
   return (
     <section aria-labelledby="canaries" className="rs-panel">
       <h2 id="canaries">Canaries</h2>

@@ -4,8 +4,7 @@
  * canary's abort or breach (metadata.canary), the guardrail or the auto-rollback endpoint
  * (metadata.autoRollback), otherwise a person's rollback from the history.
  */
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useAudit } from '../../api/resources';
 import { LoadState } from '../status';
 import { when } from './format';
 import type { AuditEntry } from './types';
@@ -29,10 +28,7 @@ function whyOf(entry: AuditEntry): string {
 }
 
 export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: string; flagId?: string; refreshKey?: unknown }) {
-  const history = useApi(
-    () => call(api.GET('/api/audit', { params: { query: { projectId, resourceId: flagId, resourceType: 'flag', action: 'flag.update', limit: LOOKBACK } } })),
-    [projectId, flagId, refreshKey],
-  );
+  const history = useAudit({ projectId, resourceId: flagId, resourceType: 'flag', action: 'flag.update', limit: LOOKBACK }, refreshKey);
   const rollbacks = history.data?.logs.filter((e) => typeof (e.metadata as RollbackMeta).rollbackTo === 'number') ?? [];
   return (
     <section aria-labelledby="rollbacks" className="rs-panel">

@@ -7,18 +7,19 @@
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useDemo } from '../../api/resources';
 import { LoadState } from '../../components/status';
 import { GridStore } from '../../components/demo/grid-store';
 import { PixelGrid } from '../../components/demo/pixel-grid';
-import { useDemoSync, type Environment, type LiveState } from './demo-sync';
+import type { Environment } from '../../api/environments';
+import { useDemoSync, type LiveState } from './demo-sync';
 
 /** Spec 4.2 rule 6 (api/features/demo/throttle.ts): one demo write per IP per 2 seconds. */
 const WRITE_INTERVAL_MS = 2_000;
 const PREFERRED_ENVIRONMENT: Environment = 'production';
 
 export default function DemoGridPage() {
-  const demo = useApi(() => call(api.GET('/api/demo')), []);
+  const demo = useDemo();
   const service = demo.data?.services[0];
   const environments = service?.environments ?? [];
   const [chosen, setChosen] = useState<Environment | undefined>();

@@ -10,13 +10,13 @@
 import { useEffect, useState } from 'react';
 import { api, ApiError, call } from '../../api/client';
 import { cellIndexOf, GRID_CELLS, type GridStore } from '../../components/demo/grid-store';
+import type { Environment } from '../../api/environments';
 
 /** Safety net for missed stream messages: a 304 when nothing changed. */
 const REFRESH_MS = 30_000;
 /** After the server closed the stream for good (EventSource gives up on an error status). */
 const REOPEN_MS = 5_000;
 
-export type Environment = 'development' | 'staging' | 'production';
 export type LiveState = 'connecting' | 'live' | 'reconnecting';
 
 interface ListedFlag {

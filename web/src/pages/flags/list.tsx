@@ -1,7 +1,6 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useEffectEvent, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useFlags, useServices } from '../../api/resources';
 import { FlagSwitch } from '../../components/flags/flag-switch';
 import { ENVIRONMENTS, FLAG_TYPES, flagHref, isEnvironment, type FlagType } from '../../components/flags/model';
 import { LoadState } from '../../components/status';
@@ -37,38 +36,30 @@ export default function FlagsList() {
   }
 
   const [searchText, setSearchText] = useState(filters.search);
+  // Only the typed text starts the timer; the filters it merges with are read when it fires.
+  const applySearch = useEffectEvent((text: string) => {
+    if (text !== filters.search) setFilter({ search: text });
+  });
   useEffect(() => {
-    if (searchText === filters.search) return;
-    const timer = setTimeout(() => setFilter({ search: searchText.trim() }), SEARCH_DELAY_MS);
+    const timer = setTimeout(() => applySearch(searchText.trim()), SEARCH_DELAY_MS);
     return () => clearTimeout(timer);
-    // Only the typed text starts the timer; the filters it merges with are read when it fires.
   }, [searchText]);
   const [tagsText, setTagsText] = useState(filters.tags);
 
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const serviceName = new Map(services.data?.services.map((s) => [s.id, s.name]));
-  const flags = useApi(
-    () =>
-      call(
-        api.GET('/api/flags', {
-          params: {
-            query: {
-              projectId,
-              environment: filters.environment,
-              limit: PAGE_SIZE,
-              offset: filters.offset,
-              ...(filters.serviceId ? { serviceId: filters.serviceId } : {}),
-              ...(filters.search ? { search: filters.search } : {}),
-              ...(filters.tags ? { tags: filters.tags } : {}),
-              ...(filters.enabled === 'true' || filters.enabled === 'false' ? { enabled: filters.enabled } : {}),
-              ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
-              fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment',
-            },
-          },
-        }),
-      ),
-    [projectId, filters.serviceId, filters.environment, filters.search, filters.tags, filters.enabled, filters.type, filters.offset],
-  );
+  const flags = useFlags({
+    projectId,
+    environment: filters.environment,
+    limit: PAGE_SIZE,
+    offset: filters.offset,
+    ...(filters.serviceId ? { serviceId: filters.serviceId } : {}),
+    ...(filters.search ? { search: filters.search } : {}),
+    ...(filters.tags ? { tags: filters.tags } : {}),
+    ...(filters.enabled === 'true' || filters.enabled === 'false' ? { enabled: filters.enabled } : {}),
+    ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
+    fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment',
+  });
   const page = flags.data;
   const newHref = `/projects/${encodeURIComponent(projectId)}/flags/new${filters.serviceId ? `?serviceId=${encodeURIComponent(filters.serviceId)}` : ''}`;
 

@@ -1,7 +1,7 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import { Link, useParams } from 'wouter';
 import { api, ApiError, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useFlagHistory } from '../../api/resources';
 import { diffJson, type FieldChange } from '../../components/history/diff';
 import { DiffView } from '../../components/history/diff-view';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
@@ -47,13 +47,7 @@ export default function FlagHistory() {
   useEffect(() => setOffset(0), [serviceId, environment]);
 
   // One more than a page: the version before the page's oldest, for that version's diff.
-  const history = useApi(
-    async () =>
-      serviceId
-        ? call(api.GET('/api/flags/{key}/history', { params: { path: { key: flagKey }, query: { serviceId, environment, limit: PAGE_SIZE + 1, offset } } }))
-        : undefined,
-    [flagKey, serviceId, environment, offset],
-  );
+  const history = useFlagHistory(flagKey, { serviceId, environment, limit: PAGE_SIZE + 1, offset }, { enabled: !!serviceId });
   const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
   const [confirming, setConfirming] = useState<number | undefined>();
   const [rollingBack, setRollingBack] = useState(false);

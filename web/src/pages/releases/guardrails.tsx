@@ -5,7 +5,7 @@
  */
 import { Link, useParams } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useAudit, useProject } from '../../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
 import { LoadState } from '../../components/status';
 import { msDelta, ratePoints, when } from '../../components/releases/format';
@@ -29,8 +29,8 @@ interface CheckMeta {
 
 export default function Guardrails() {
   const { projectId } = useParams<{ projectId: string }>();
-  const project = useApi(() => call(api.GET('/api/projects/{id}', { params: { path: { id: projectId } } })), [projectId]);
-  const checks = useApi(() => call(api.GET('/api/audit', { params: { query: { projectId, action: 'guardrail.checked', limit: CHECKS_SHOWN } } })), [projectId]);
+  const project = useProject(projectId);
+  const checks = useAudit({ projectId, action: 'guardrail.checked', limit: CHECKS_SHOWN });
   const { busy, error, onSubmit } = useSubmit(async (data) => {
     const minutes = Number(String(data.get('guardrailWindowMinutes') ?? ''));
     await call(
