@@ -8,7 +8,7 @@
  * Failures arrive as ApiError (client.ts), never retried: the server's words are shown at once.
  */
 import { useCallback, useEffect, useRef } from 'react';
-import { keepPreviousData, QueryClient, useQuery, useQueryClient, type QueryKey } from '@tanstack/react-query';
+import { keepPreviousData, QueryClient, useInfiniteQuery, useQuery, useQueryClient, type QueryKey } from '@tanstack/react-query';
 import { api, ApiError, call, type paths } from './client';
 import { ENVIRONMENTS, type Environment } from './environments';
 
@@ -100,11 +100,15 @@ export const useWebhooks = (projectId: string) =>
 
 export const useWebhook = (webhookId: string) => useResource(['webhooks', webhookId], () => call(api.GET('/api/webhooks/{id}', { params: { path: { id: webhookId } } })));
 
-/** The newest page of a webhook's delivery log (older pages are fetched on demand by the page). */
+/** A webhook's delivery log, newest first, a page at a time (`fetchNextPage` for older ones). */
 export const useWebhookDeliveries = (webhookId: string, limit: number) =>
-  useResource(['webhooks', webhookId, 'deliveries'], () =>
-    call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit } } })),
-  );
+  useInfiniteQuery({
+    queryKey: ['webhooks', webhookId, 'deliveries'],
+    queryFn: ({ pageParam }) =>
+      call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit, ...(pageParam ? { cursor: pageParam } : {}) } } })),
+    initialPageParam: '',
+    getNextPageParam: (page) => (page.hasMore && page.nextCursor ? page.nextCursor : undefined),
+  });
 
 export const useAlertChannels = (orgId: string) =>
   useResource(['orgs', orgId, 'alert-channels'], () => call(api.GET('/api/orgs/{orgId}/alert-channels', { params: { path: { orgId } } })));

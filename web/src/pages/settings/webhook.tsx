@@ -94,46 +94,20 @@ function WebhookDetail({ webhookId }: { webhookId: string }) {
 }
 
 function DeliveryLog({ webhookId }: { webhookId: string }) {
-  const first = useWebhookDeliveries(webhookId, PAGE);
-  const [more, setMore] = useState<{ deliveries: Delivery[]; nextCursor: string | null; hasMore: boolean } | undefined>();
-  const [loadingMore, setLoadingMore] = useState(false);
-  const [moreError, setMoreError] = useState('');
-
-  const deliveries = [...(first.data?.deliveries ?? []), ...(more?.deliveries ?? [])];
-  const cursor = more ? more.nextCursor : first.data?.nextCursor;
-  const hasMore = more ? more.hasMore : first.data?.hasMore;
-
-  async function loadMore() {
-    if (!cursor) return;
-    setLoadingMore(true);
-    setMoreError('');
-    try {
-      const page = await call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: PAGE, cursor } } }));
-      setMore((m) => ({ deliveries: [...(m?.deliveries ?? []), ...page.deliveries], nextCursor: page.nextCursor, hasMore: page.hasMore }));
-    } catch (error) {
-      setMoreError(error instanceof Error ? error.message : String(error));
-    } finally {
-      setLoadingMore(false);
-    }
-  }
-
-  const [refreshing, setRefreshing] = useState(false);
-  async function refresh() {
-    setRefreshing(true);
-    setMore(undefined);
-    await first.reload();
-    setRefreshing(false);
-  }
+  const log = useWebhookDeliveries(webhookId, PAGE);
+  const deliveries = log.data?.pages.flatMap((page) => page.deliveries) ?? [];
+  // A failed "older deliveries" keeps the pages shown and says so below them.
+  const moreError = log.isFetchNextPageError ? log.error : null;
 
   return (
     <section aria-labelledby="deliveries-heading">
       <h2 id="deliveries-heading">Delivery log</h2>
       <p>
-        <button type="button" aria-label="Refresh deliveries" onClick={() => void refresh()} disabled={first.loading || refreshing}>
-          {refreshing ? 'Refreshing…' : 'Refresh deliveries'}
+        <button type="button" aria-label="Refresh deliveries" onClick={() => void log.refetch()} disabled={log.isLoading || log.isRefetching}>
+          {log.isRefetching ? 'Refreshing…' : 'Refresh deliveries'}
         </button>
       </p>
-      <LoadState loading={first.loading} error={first.error}>
+      <LoadState loading={log.isLoading} error={moreError ? undefined : (log.error ?? undefined)}>
         <DataTable
           caption="Deliveries, newest first"
           rows={deliveries}
@@ -156,14 +130,14 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
             { header: 'Details', cell: (d) => <Attempts delivery={d} /> },
           ]}
         />
-        {hasMore && (
-          <button type="button" onClick={() => void loadMore()} disabled={loadingMore}>
-            {loadingMore ? 'Loading…' : 'Older deliveries'}
+        {log.hasNextPage && (
+          <button type="button" onClick={() => void log.fetchNextPage()} disabled={log.isFetchingNextPage}>
+            {log.isFetchingNextPage ? 'Loading…' : 'Older deliveries'}
           </button>
         )}
         {moreError && (
           <p role="alert" className="form-error">
-            {moreError}
+            {moreError.message}
           </p>
         )}
       </LoadState>
