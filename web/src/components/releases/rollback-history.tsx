@@ -5,6 +5,7 @@
  * (metadata.autoRollback), otherwise a person's rollback from the history.
  */
 import { useAudit } from '../../api/resources';
+import { DataTable } from '../data-table';
 import { LoadState } from '../status';
 import { when } from './format';
 import type { AuditEntry } from './types';
@@ -34,39 +35,23 @@ export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: 
     <section aria-labelledby="rollbacks" className="rs-panel">
       <h2 id="rollbacks">Rollback history</h2>
       <LoadState loading={history.loading} error={history.error}>
-        {rollbacks.length ? (
-          <div className="rs-scroll">
-            <table>
-              <caption className="visually-hidden">Rollbacks, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  {!flagId && <th scope="col">Flag</th>}
-                  <th scope="col">Restored</th>
-                  <th scope="col">By</th>
-                  <th scope="col">Why</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rollbacks.map((e) => (
-                  <tr key={e.id}>
-                    <td>{when(e.timestamp)}</td>
-                    {!flagId && (
-                      <td>
-                        <code>{e.resourceName}</code>
-                      </td>
-                    )}
-                    <td>content of v{(e.metadata as RollbackMeta).rollbackTo}{e.changes.length ? ` (${e.changes.map((c) => c.field).join(', ')})` : ''}</td>
-                    <td>{e.actor}</td>
-                    <td>{whyOf(e)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        ) : (
-          <p>No rollbacks among the latest {LOOKBACK} flag changes{flagId ? ' of this flag' : ''}.</p>
-        )}
+        <DataTable
+          frame="rs-scroll"
+          caption="Rollbacks, newest first"
+          rows={rollbacks}
+          rowKey={(e) => e.id}
+          empty={`No rollbacks among the latest ${LOOKBACK} flag changes${flagId ? ' of this flag' : ''}.`}
+          columns={[
+            { header: 'When', cell: (e) => when(e.timestamp) },
+            ...(flagId ? [] : [{ header: 'Flag', cell: (e: AuditEntry) => <code>{e.resourceName}</code> }]),
+            {
+              header: 'Restored',
+              cell: (e) => `content of v${(e.metadata as RollbackMeta).rollbackTo}${e.changes.length ? ` (${e.changes.map((c) => c.field).join(', ')})` : ''}`,
+            },
+            { header: 'By', cell: (e) => e.actor },
+            { header: 'Why', cell: whyOf },
+          ]}
+        />
       </LoadState>
     </section>
   );
