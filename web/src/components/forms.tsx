@@ -3,10 +3,11 @@
  * - useAction runs one call at a time per page part, naming which (so that button shows it is
  *   busy) and keeping the failure as an ApiError;
  * - useSubmit is useAction for a <form>: it hands the call the form's FormData;
- * - Field is a labelled input that shows its own problem from that ApiError, FormError the
- *   form's, SubmitButton says when it is busy.
+ * - LabelledControl labels any control and shows its problem beside it; Field (an input) and
+ *   SelectField take that problem from the ApiError; FormError shows the form's, SubmitButton
+ *   says when it is busy.
  */
-import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactNode } from 'react';
+import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactElement, type ReactNode, type SelectHTMLAttributes } from 'react';
 import { ApiError } from '../api/client';
 
 export function asApiError(caught: unknown): ApiError {
@@ -49,22 +50,26 @@ export function useSubmit<T>(action: (data: FormData, form: HTMLFormElement) => 
   return { busy, error, onSubmit };
 }
 
-interface FieldProps extends InputHTMLAttributes<HTMLInputElement> {
-  label: string;
-  name: string;
-  /** The failed submission: its problem with this field (details path `body.<name>`) shows here. */
-  error?: ApiError;
+/** A label, a control and its problem; `children` renders the control with the id and aria attributes given. */
+export function LabelledControl({
+  label,
+  problem,
+  hint,
+  children,
+  className = 'field',
+}: {
+  label: ReactNode;
+  problem?: string;
   hint?: ReactNode;
-}
-
-export function Field({ label, name, error, hint, ...input }: FieldProps) {
+  className?: string;
+  children: (props: { id: string; 'aria-invalid'?: true; 'aria-describedby'?: string }) => ReactElement;
+}) {
   const id = useId();
-  const problem = error?.fieldError(name);
   const described = [hint ? `${id}-hint` : '', problem ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
   return (
-    <div className="field">
+    <div className={className}>
       <label htmlFor={id}>{label}</label>
-      <input id={id} name={name} aria-invalid={problem ? true : undefined} aria-describedby={described} {...input} />
+      {children({ id, ...(problem ? { 'aria-invalid': true as const } : {}), ...(described ? { 'aria-describedby': described } : {}) })}
       {hint && (
         <p id={`${id}-hint`} className="hint">
           {hint}
@@ -76,6 +81,34 @@ export function Field({ label, name, error, hint, ...input }: FieldProps) {
         </p>
       )}
     </div>
+  );
+}
+
+interface FieldProps {
+  label: string;
+  name: string;
+  /** The failed submission: its problem with this field (details path `body.<name>`) shows beside it. */
+  error?: ApiError;
+  hint?: ReactNode;
+}
+
+export function Field({ label, name, error, hint, ...input }: FieldProps & InputHTMLAttributes<HTMLInputElement>) {
+  return (
+    <LabelledControl label={label} hint={hint} problem={error?.fieldError(name)}>
+      {(labelled) => <input name={name} {...labelled} {...input} />}
+    </LabelledControl>
+  );
+}
+
+export function SelectField({ label, name, error, hint, children, ...select }: FieldProps & SelectHTMLAttributes<HTMLSelectElement>) {
+  return (
+    <LabelledControl label={label} hint={hint} problem={error?.fieldError(name)}>
+      {(labelled) => (
+        <select name={name} {...labelled} {...select}>
+          {children}
+        </select>
+      )}
+    </LabelledControl>
   );
 }
 

@@ -8,9 +8,9 @@ import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { api, call, type paths } from '../../api/client';
 import { useCohorts } from '../../api/resources';
 import { activation } from '../../telemetry';
-import { useAction } from '../forms';
+import { LabelledControl, useAction } from '../forms';
 import { ApiProblems } from './api-problems';
-import { LabelledControl, ValueInput } from './inputs';
+import { ValueInput } from './inputs';
 import {
   formatValue,
   parseTags,

@@ -9,8 +9,7 @@ import { useLocation } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
 import { useFlags, useServices } from '../../api/resources';
 import { activation } from '../../telemetry';
-import { Field, FormError, SubmitButton, useSubmit } from '../forms';
-import { SelectField } from './select-field';
+import { Field, FormError, SelectField, SubmitButton, useSubmit } from '../forms';
 import { PRODUCTION_FIRST } from '../../api/environments';
 import { flagReleaseHref, type Environment } from './types';
 

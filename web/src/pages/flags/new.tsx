@@ -2,9 +2,9 @@ import { useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
 import { useServices } from '../../api/resources';
-import { LabelledControl, ValueInput } from '../../components/flags/inputs';
+import { ValueInput } from '../../components/flags/inputs';
 import { ENVIRONMENTS, FLAG_TYPES, defaultFor, flagHref, formatValue, parseTags, parseValue, type Environment, type FlagType } from '../../components/flags/model';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { Field, FormError, LabelledControl, SubmitButton, useSubmit } from '../../components/forms';
 import { LoadState } from '../../components/status';
 import { activation } from '../../telemetry';
 

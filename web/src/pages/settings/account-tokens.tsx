@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { api, call } from '../../api/client';
 import { usePersonalTokens } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
-import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day, when } from '../../components/settings/format';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
@@ -112,16 +112,13 @@ export default function AccountTokens() {
               </label>
             ))}
           </fieldset>
-          <div className="field">
-            <label htmlFor="personal-token-expiry">Expires after</label>
-            <select id="personal-token-expiry" name="expiresInDays" defaultValue="90">
-              {EXPIRY_DAYS.map((d) => (
-                <option key={d} value={d}>
-                  {d} days
-                </option>
-              ))}
-            </select>
-          </div>
+          <SelectField label="Expires after" name="expiresInDays" defaultValue="90" error={create.error}>
+            {EXPIRY_DAYS.map((d) => (
+              <option key={d} value={d}>
+                {d} days
+              </option>
+            ))}
+          </SelectField>
           <div className="field">
             <label className="st-check">
               <input type="checkbox" name="allowOwnerActions" disabled={tier !== 'admin'} aria-describedby="owner-actions-hint" /> Allow owner actions

@@ -3,7 +3,7 @@ import { useParams } from 'wouter';
 import { api, call, type paths } from '../../api/client';
 import { useAlertChannels } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
-import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
@@ -198,16 +198,13 @@ function ChannelSettings({ orgId, canManage }: { orgId: string; canManage: boole
           <h2 id="create-channel-heading">Add a channel</h2>
           <form onSubmit={create.onSubmit} noValidate className="inline-form">
             <Field label="Channel name" name="name" required maxLength={200} autoComplete="off" error={create.error} />
-            <div className="field">
-              <label htmlFor="channel-type">Type</label>
-              <select id="channel-type" name="type" value={type} onChange={(e) => setType(e.target.value as ChannelType)}>
-                {TYPES.map((t) => (
-                  <option key={t.value} value={t.value}>
-                    {t.label}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <SelectField label="Type" name="type" value={type} onChange={(e) => setType(e.target.value as ChannelType)} error={create.error}>
+              {TYPES.map((t) => (
+                <option key={t.value} value={t.value}>
+                  {t.label}
+                </option>
+              ))}
+            </SelectField>
             {type === 'paging' && <Field label="Routing key" name="routingKey" required maxLength={128} autoComplete="off" error={create.error} />}
             {needsUrl && (
               <Field

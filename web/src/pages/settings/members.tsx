@@ -3,7 +3,7 @@ import { useLocation, useParams } from 'wouter';
 import { api, call } from '../../api/client';
 import { useMembers, usePendingInvitations } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
-import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day } from '../../components/settings/format';
@@ -212,17 +212,19 @@ export default function Members() {
           <h2 id="invite-heading">Invite someone</h2>
           <form onSubmit={invite.onSubmit} noValidate className="inline-form">
             <Field label="E-mail address" name="email" type="email" required maxLength={254} autoComplete="off" error={invite.error} />
-            <div className="field">
-              <label htmlFor="invite-role">Role</label>
-              <select id="invite-role" name="role" defaultValue="member">
-                {INVITABLE.map((r) => (
-                  <option key={r} value={r}>
-                    {r}
-                  </option>
-                ))}
-              </select>
-              <p className="hint">Owners are not invited: invite as admin, then make them owner once they joined.</p>
-            </div>
+            <SelectField
+              label="Role"
+              name="role"
+              defaultValue="member"
+              error={invite.error}
+              hint="Owners are not invited: invite as admin, then make them owner once they joined."
+            >
+              {INVITABLE.map((r) => (
+                <option key={r} value={r}>
+                  {r}
+                </option>
+              ))}
+            </SelectField>
             <FormError error={invite.error} fields={['email', 'role']} />
             <SubmitButton busy={invite.busy}>Send invitation</SubmitButton>
           </form>

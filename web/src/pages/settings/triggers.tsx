@@ -4,7 +4,7 @@ import { api, call } from '../../api/client';
 import { ENVIRONMENTS, type Environment } from '../../api/environments';
 import { useFlagTriggers, useFlags, useServices } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
-import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day, when } from '../../components/settings/format';
@@ -46,41 +46,33 @@ export default function Triggers() {
       <LoadState loading={services.loading} error={services.error}>
         {services.data?.services.length ? (
           <div className="st-filters">
-            <div className="field">
-              <label htmlFor="trigger-service">Service</label>
-              <select
-                id="trigger-service"
-                value={service}
-                onChange={(e) => {
-                  setServiceId(e.target.value);
-                  setFlagKey('');
-                }}
-              >
-                {services.data.services.map((s) => (
-                  <option key={s.id} value={s.id}>
-                    {s.name}
+            <SelectField
+              label="Service"
+              name="serviceId"
+              value={service}
+              onChange={(e) => {
+                setServiceId(e.target.value);
+                setFlagKey('');
+              }}
+            >
+              {services.data.services.map((s) => (
+                <option key={s.id} value={s.id}>
+                  {s.name}
+                </option>
+              ))}
+            </SelectField>
+            <Field label="Find a flag" name="search" type="search" value={search} maxLength={200} onChange={(e) => setSearch(e.target.value)} />
+            <SelectField label="Flag" name="flagKey" value={flag} disabled={!keys.length} onChange={(e) => setFlagKey(e.target.value)}>
+              {keys.length ? (
+                keys.map((k) => (
+                  <option key={k} value={k}>
+                    {k}
                   </option>
-                ))}
-              </select>
-            </div>
-            <div className="field">
-              <label htmlFor="trigger-flag-search">Find a flag</label>
-              <input id="trigger-flag-search" type="search" value={search} maxLength={200} onChange={(e) => setSearch(e.target.value)} />
-            </div>
-            <div className="field">
-              <label htmlFor="trigger-flag">Flag</label>
-              <select id="trigger-flag" value={flag} disabled={!keys.length} onChange={(e) => setFlagKey(e.target.value)}>
-                {keys.length ? (
-                  keys.map((k) => (
-                    <option key={k} value={k}>
-                      {k}
-                    </option>
-                  ))
-                ) : (
-                  <option value="">{flags.loading ? 'Loading…' : 'No flags'}</option>
-                )}
-              </select>
-            </div>
+                ))
+              ) : (
+                <option value="">{flags.loading ? 'Loading…' : 'No flags'}</option>
+              )}
+            </SelectField>
           </div>
         ) : (
           <p>This project has no services yet; triggers belong to a flag of a service.</p>
@@ -177,26 +169,20 @@ function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; fla
           <h2 id="create-trigger-heading">Create a trigger</h2>
           <form onSubmit={create.onSubmit} noValidate className="inline-form">
             <Field label="Trigger name" name="name" required maxLength={200} autoComplete="off" error={create.error} hint="E.g. “kill switch for on-call”." />
-            <div className="field">
-              <label htmlFor="trigger-action">Action</label>
-              <select id="trigger-action" name="action" defaultValue="disable">
-                {ACTIONS.map((a) => (
-                  <option key={a} value={a}>
-                    {a}
-                  </option>
-                ))}
-              </select>
-            </div>
-            <div className="field">
-              <label htmlFor="trigger-environment">Environment</label>
-              <select id="trigger-environment" name="environment" defaultValue="production">
-                {ENVIRONMENTS.map((e) => (
-                  <option key={e} value={e}>
-                    {e}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <SelectField label="Action" name="action" defaultValue="disable" error={create.error}>
+              {ACTIONS.map((a) => (
+                <option key={a} value={a}>
+                  {a}
+                </option>
+              ))}
+            </SelectField>
+            <SelectField label="Environment" name="environment" defaultValue="production" error={create.error}>
+              {ENVIRONMENTS.map((e) => (
+                <option key={e} value={e}>
+                  {e}
+                </option>
+              ))}
+            </SelectField>
             <FormError error={create.error} fields={['name', 'action', 'environment']} />
             <SubmitButton busy={create.busy}>Create trigger</SubmitButton>
           </form>
