@@ -2,6 +2,7 @@ import { useParams } from 'wouter';
 import { api, call } from '../api/client';
 import { useServices } from '../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../components/forms';
+import { DataTable } from '../components/data-table';
 import { LoadState } from '../components/status';
 import { useSession } from '../session';
 
@@ -24,31 +25,18 @@ export default function ProjectHome() {
       <section aria-labelledby="services">
         <h2 id="services">Services</h2>
         <LoadState loading={services.loading} error={services.error}>
-          {services.data?.services.length ? (
-            <table>
-              <caption className="visually-hidden">Services of this project</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Slug</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {services.data.services.map((service) => (
-                  <tr key={service.id}>
-                    <td>{service.name}</td>
-                    <td>
-                      <code>{service.slug}</code>
-                    </td>
-                    <td>{new Date(service.createdAt).toLocaleDateString()}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          ) : (
-            <p>No services yet: create one for each app or SDK that evaluates this project's flags.</p>
-          )}
+          <DataTable
+            frame={null}
+            caption="Services of this project"
+            rows={services.data?.services ?? []}
+            rowKey={(service) => service.id}
+            empty="No services yet: create one for each app or SDK that evaluates this project's flags."
+            columns={[
+              { header: 'Name', cell: (service) => service.name },
+              { header: 'Slug', cell: (service) => <code>{service.slug}</code> },
+              { header: 'Created', cell: (service) => new Date(service.createdAt).toLocaleDateString() },
+            ]}
+          />
         </LoadState>
       </section>
       <section aria-labelledby="create-service">
