@@ -9,7 +9,7 @@
  */
 import { useCallback, useEffect, useRef } from 'react';
 import { keepPreviousData, QueryClient, useInfiniteQuery, useQuery, useQueryClient, type QueryKey } from '@tanstack/react-query';
-import { api, ApiError, call, type paths } from './client';
+import { api, ApiError, asApiError, call, type paths } from './client';
 import { ENVIRONMENTS, type Environment } from './environments';
 
 declare module '@tanstack/react-query' {
@@ -36,6 +36,7 @@ interface ResourceOptions<T> {
   enabled?: boolean;
   /** Refetch period in ms while the answer says so (paused while the tab is hidden). */
   pollMs?: (data: T | undefined) => number | false;
+  /** False: every answer is a new object even when equal to the last (for pages that react to each answer). */
   structuralSharing?: boolean;
 }
 
@@ -43,7 +44,7 @@ function useResource<T>(key: QueryKey, load: () => Promise<T>, { enabled = true,
   const client = useQueryClient();
   const query = useQuery<T>({
     queryKey: key,
-    queryFn: () => load().catch((caught: unknown) => Promise.reject(caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)))),
+    queryFn: () => load().catch((caught: unknown) => Promise.reject(asApiError(caught))),
     enabled,
     structuralSharing,
     refetchInterval: pollMs ? (q) => pollMs(q.state.data) : undefined,
@@ -128,7 +129,7 @@ export interface Connection {
 export const useConnections = () =>
   useResource(['me', 'connections'], async () => (await call(api.GET('/api/users/me/connections'))) as unknown as { connections: Connection[] });
 
-export const useFlags = (query: Query<'/api/flags'>, options?: ResourceOptions<unknown>) =>
+export const useFlags = (query: Query<'/api/flags'>, options?: { enabled?: boolean }) =>
   useResource(['projects', query.projectId, 'flags', query], () => call(api.GET('/api/flags', { params: { query } })), options);
 
 export const useFlag = (key: string, serviceId: string, environment: Environment) =>
@@ -146,18 +147,18 @@ export const useFlagEnvironments = (key: string, serviceId: string) =>
     { structuralSharing: false },
   );
 
-export const useFlagHistory = (key: string, query: Query<'/api/flags/{key}/history'>, options?: ResourceOptions<unknown> & { cache?: () => RequestCache }) =>
+export const useFlagHistory = (key: string, query: Query<'/api/flags/{key}/history'>, options?: { enabled?: boolean; cache?: () => RequestCache }) =>
   useResource(
     ['flags', key, query.serviceId, query.environment, 'history', query],
     () => call(api.GET('/api/flags/{key}/history', { params: { path: { key }, query }, cache: options?.cache?.() })),
-    options,
+    { enabled: options?.enabled },
   );
 
-export const useFlagMetrics = (key: string, query: Query<'/api/flags/{key}/metrics'>, options?: ResourceOptions<unknown> & { cache?: () => RequestCache }) =>
+export const useFlagMetrics = (key: string, query: Query<'/api/flags/{key}/metrics'>, options?: { enabled?: boolean; cache?: () => RequestCache }) =>
   useResource(
     ['flags', key, query.serviceId, query.environment, 'metrics', query],
     () => call(api.GET('/api/flags/{key}/metrics', { params: { path: { key }, query }, cache: options?.cache?.() })),
-    options,
+    { enabled: options?.enabled },
   );
 
 export const useFlagWatch = (key: string, serviceId: string, environment: Environment) =>
@@ -168,7 +169,7 @@ export const useFlagWatch = (key: string, serviceId: string, environment: Enviro
 export const useFlagTriggers = (key: string, serviceId: string) =>
   useResource(['flags', key, serviceId, 'triggers'], () => call(api.GET('/api/flags/{key}/triggers', { params: { path: { key }, query: { serviceId } } })));
 
-export const useAutoRollbackState = (key: string, serviceId: string, environment: Environment, options?: ResourceOptions<unknown>) =>
+export const useAutoRollbackState = (key: string, serviceId: string, environment: Environment, options?: { enabled?: boolean }) =>
   useResource(
     ['flags', key, serviceId, environment, 'auto-rollback'],
     () => call(api.GET('/api/flags/{key}/auto-rollback', { params: { path: { key }, query: { serviceId, environment } } })),

@@ -8,11 +8,7 @@
  *   says when it is busy.
  */
 import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactElement, type ReactNode, type SelectHTMLAttributes } from 'react';
-import { ApiError } from '../api/client';
-
-export function asApiError(caught: unknown): ApiError {
-  return caught instanceof ApiError ? caught : new ApiError(0, 'Error', caught instanceof Error ? caught.message : String(caught));
-}
+import { asApiError, type ApiError } from '../api/client';
 
 export function useAction() {
   const [running, setRunning] = useState<string | undefined>();
@@ -31,7 +27,8 @@ export function useAction() {
       setRunning(undefined);
     }
   }, []);
-  return { running, error, run };
+  const clearError = useCallback(() => setError(undefined), []);
+  return { running, error, run, clearError };
 }
 
 export function useSubmit<T>(action: (data: FormData, form: HTMLFormElement) => Promise<T>) {
