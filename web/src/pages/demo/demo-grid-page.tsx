@@ -6,7 +6,7 @@
  * bar shows when the next change is possible, and a click during it says so instead of sending.
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
+import { api, ApiError, asApiError, call } from '../../api/client';
 import { useDemo } from '../../api/resources';
 import { LoadState } from '../../components/status';
 import { GridStore } from '../../components/demo/grid-store';
@@ -93,7 +93,7 @@ function DemoGrid({ serviceId, environment }: { serviceId: string; environment: 
         cooldown.start();
         setFeedback({ tone: 'error', text: `Too quick: someone at your address changed a pixel in the last 2 seconds. Pixel ${index} is unchanged; try again in a moment.` });
       } else {
-        setFeedback({ tone: 'error', text: `Pixel ${index} could not be changed: ${error instanceof ApiError ? error.message : String(error)}` });
+        setFeedback({ tone: 'error', text: `Pixel ${index} could not be changed: ${asApiError(error).message}` });
       }
     }
   }

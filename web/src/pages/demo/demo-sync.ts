@@ -8,7 +8,7 @@
  * it and no CORS is involved.
  */
 import { useEffect, useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
+import { api, asApiError, call, type ApiError } from '../../api/client';
 import { cellIndexOf, GRID_CELLS, type GridStore } from '../../components/demo/grid-store';
 import type { Environment } from '../../api/environments';
 
@@ -78,7 +78,7 @@ export function useDemoSync(store: GridStore, serviceId: string, environment: En
           if (!stopped) setLoadError(undefined);
         })
         .catch((caught: unknown) => {
-          if (!stopped) setLoadError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)));
+          if (!stopped) setLoadError(asApiError(caught));
         })
         .finally(() => {
           loading = undefined;

@@ -1,11 +1,12 @@
 import { useEffect, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, ApiError, call } from '../../api/client';
+import { api, call } from '../../api/client';
 import { useFlagEnvironments, useFlags, useService, useServices } from '../../api/resources';
 import { FlagEditor } from '../../components/flags/flag-editor';
 import { FlagSwitch } from '../../components/flags/flag-switch';
 import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
 import { WatchButton } from '../../components/flags/watch-button';
+import { SelectField, useAction } from '../../components/forms';
 import { LoadState } from '../../components/status';
 import { useTitle } from '../../page-title';
 import { flagReleaseHref } from '../../links';
@@ -150,15 +151,13 @@ function CreateInEnvironment({
   onCreated: () => void;
 }) {
   const [from, setFrom] = useState(sources[0]?.environment);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | undefined>();
+  const action = useAction();
+  const busy = action.running !== undefined;
   if (!sources.length) return <p role="alert">This flag does not exist in any environment of this service.</p>;
   async function create() {
     const source = sources.find((s) => s.environment === from);
     if (!source || busy) return;
-    setBusy(true);
-    setError(undefined);
-    try {
+    await action.run('create', async () => {
       await call(
         api.POST('/api/flags', {
           body: {
@@ -182,27 +181,20 @@ function CreateInEnvironment({
       );
       activation(projectId, 'flag_created');
       onCreated();
-    } catch (caught) {
-      setError(caught instanceof ApiError ? caught.message : String(caught));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <section aria-labelledby="missing" className="inline-form">
       <h2 id="missing">Not created in {environment}</h2>
       <p>Each environment has its own record of the flag. Create this one as a copy (disabled) of another environment's.</p>
-      <div className="field">
-        <label htmlFor="copy-from">Copy from</label>
-        <select id="copy-from" value={from} onChange={(e) => setFrom(e.target.value as Environment)}>
-          {sources.map((s) => (
-            <option key={s.environment} value={s.environment}>
-              {s.environment}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div role="alert">{error && <p className="form-error">{error}</p>}</div>
+      <SelectField label="Copy from" name="environment" value={from} onChange={(e) => setFrom(e.target.value as Environment)}>
+        {sources.map((s) => (
+          <option key={s.environment} value={s.environment}>
+            {s.environment}
+          </option>
+        ))}
+      </SelectField>
+      <div role="alert">{action.error && <p className="form-error">{action.error.message}</p>}</div>
       <button type="button" className="primary" disabled={busy} onClick={() => void create()}>
         {busy ? 'Creating…' : `Create in ${environment}`}
       </button>
