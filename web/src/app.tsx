@@ -5,7 +5,7 @@
  */
 import { Suspense, useEffect, useState, type ReactNode } from 'react';
 import { Link, Redirect, Route, Switch, useLocation, useParams, useRoute, useSearch } from 'wouter';
-import { api, ApiError, call } from './api/client';
+import { api, asApiError, call } from './api/client';
 import { nextTarget } from './navigation';
 import { documentTitle, TitleContext } from './page-title';
 import { hrefOf, routes, type ConsoleRoute } from './routes';
@@ -164,7 +164,7 @@ function VerifyReminder() {
       await call(api.POST('/api/auth/resend-verification'));
       setSent(`A new verification mail is on its way to ${session.user?.email}.`);
     } catch (error) {
-      setSent(error instanceof ApiError ? error.message : String(error));
+      setSent(asApiError(error).message);
     }
   }
   return (

@@ -40,6 +40,11 @@ export class ApiError extends Error {
   }
 }
 
+/** Anything thrown while calling the API, as an ApiError (what the console shows). */
+export function asApiError(caught: unknown): ApiError {
+  return caught instanceof ApiError ? caught : new ApiError(0, 'Error', caught instanceof Error ? caught.message : String(caught));
+}
+
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 /** Answers that change the session, and with it the CSRF token. */
 const SESSION_CHANGES = /^\/api\/auth\/(login|signup|logout)$/;

@@ -1,51 +1,72 @@
 /**
- * Form pieces every page uses: a labelled field that shows its API error beside it, the form's
- * own error (role="alert", read out when it appears) and a submit button that says it is busy.
- * useSubmit runs the API call and keeps its ApiError for both.
+ * The one way forms and buttons call the API, and the pieces that show how it went:
+ * - useAction runs one call at a time per page part, naming which (so that button shows it is
+ *   busy) and keeping the failure as an ApiError;
+ * - useSubmit is useAction for a <form>: it hands the call the form's FormData;
+ * - LabelledControl labels any control and shows its problem beside it; Field (an input) and
+ *   SelectField take that problem from the ApiError; FormError shows the form's, SubmitButton
+ *   says when it is busy.
  */
-import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactNode } from 'react';
-import { ApiError } from '../api/client';
+import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactElement, type ReactNode, type SelectHTMLAttributes } from 'react';
+import { asApiError, type ApiError } from '../api/client';
+
+export function useAction() {
+  const [running, setRunning] = useState<string | undefined>();
+  const [error, setError] = useState<ApiError | undefined>();
+  /** Runs `action` as `id`; true when it succeeded. */
+  const run = useCallback(async (id: string, action: () => Promise<unknown>): Promise<boolean> => {
+    setRunning(id);
+    setError(undefined);
+    try {
+      await action();
+      return true;
+    } catch (caught) {
+      setError(asApiError(caught));
+      return false;
+    } finally {
+      setRunning(undefined);
+    }
+  }, []);
+  const clearError = useCallback(() => setError(undefined), []);
+  return { running, error, run, clearError };
+}
 
 export function useSubmit<T>(action: (data: FormData, form: HTMLFormElement) => Promise<T>) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | undefined>();
+  const { running, error, run } = useAction();
+  const busy = running !== undefined;
   const onSubmit = useCallback(
     async (event: FormEvent<HTMLFormElement>) => {
       event.preventDefault();
       // Read before the first await: React clears currentTarget once the handler returns.
       const form = event.currentTarget;
       if (busy) return;
-      setBusy(true);
-      setError(undefined);
-      try {
-        await action(new FormData(form), form);
-      } catch (caught) {
-        setError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', caught instanceof Error ? caught.message : String(caught)));
-      } finally {
-        setBusy(false);
-      }
+      await run('submit', () => action(new FormData(form), form));
     },
-    [action, busy],
+    [action, busy, run],
   );
   return { busy, error, onSubmit };
 }
 
-interface FieldProps extends InputHTMLAttributes<HTMLInputElement> {
-  label: string;
-  name: string;
-  /** The failed submission: its problem with this field (details path `body.<name>`) shows here. */
-  error?: ApiError;
+/** A label, a control and its problem; `children` renders the control with the id and aria attributes given. */
+export function LabelledControl({
+  label,
+  problem,
+  hint,
+  children,
+  className = 'field',
+}: {
+  label: ReactNode;
+  problem?: string;
   hint?: ReactNode;
-}
-
-export function Field({ label, name, error, hint, ...input }: FieldProps) {
+  className?: string;
+  children: (props: { id: string; 'aria-invalid'?: true; 'aria-describedby'?: string }) => ReactElement;
+}) {
   const id = useId();
-  const problem = error?.fieldError(name);
   const described = [hint ? `${id}-hint` : '', problem ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
   return (
-    <div className="field">
+    <div className={className}>
       <label htmlFor={id}>{label}</label>
-      <input id={id} name={name} aria-invalid={problem ? true : undefined} aria-describedby={described} {...input} />
+      {children({ id, ...(problem ? { 'aria-invalid': true as const } : {}), ...(described ? { 'aria-describedby': described } : {}) })}
       {hint && (
         <p id={`${id}-hint`} className="hint">
           {hint}
@@ -57,6 +78,34 @@ export function Field({ label, name, error, hint, ...input }: FieldProps) {
         </p>
       )}
     </div>
+  );
+}
+
+interface FieldProps {
+  label: string;
+  name: string;
+  /** The failed submission: its problem with this field (details path `body.<name>`) shows beside it. */
+  error?: ApiError;
+  hint?: ReactNode;
+}
+
+export function Field({ label, name, error, hint, ...input }: FieldProps & InputHTMLAttributes<HTMLInputElement>) {
+  return (
+    <LabelledControl label={label} hint={hint} problem={error?.fieldError(name)}>
+      {(labelled) => <input name={name} {...labelled} {...input} />}
+    </LabelledControl>
+  );
+}
+
+export function SelectField({ label, name, error, hint, children, ...select }: FieldProps & SelectHTMLAttributes<HTMLSelectElement>) {
+  return (
+    <LabelledControl label={label} hint={hint} problem={error?.fieldError(name)}>
+      {(labelled) => (
+        <select name={name} {...labelled} {...select}>
+          {children}
+        </select>
+      )}
+    </LabelledControl>
   );
 }
 

@@ -1,7 +1,8 @@
 import { useParams } from 'wouter';
 import { api, call } from '../api/client';
-import { useApi } from '../api/use-api';
+import { useServices } from '../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../components/forms';
+import { DataTable } from '../components/data-table';
 import { LoadState } from '../components/status';
 import { useSession } from '../session';
 
@@ -10,7 +11,7 @@ export default function ProjectHome() {
   const { projectId } = useParams<{ projectId: string }>();
   const session = useSession();
   const project = session.projects.find((p) => p.id === projectId);
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const { busy, error, onSubmit } = useSubmit(async (data, form) => {
     await call(api.POST('/api/services', { body: { projectId, name: String(data.get('name')) } }));
     form.reset();
@@ -24,31 +25,18 @@ export default function ProjectHome() {
       <section aria-labelledby="services">
         <h2 id="services">Services</h2>
         <LoadState loading={services.loading} error={services.error}>
-          {services.data?.services.length ? (
-            <table>
-              <caption className="visually-hidden">Services of this project</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Slug</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {services.data.services.map((service) => (
-                  <tr key={service.id}>
-                    <td>{service.name}</td>
-                    <td>
-                      <code>{service.slug}</code>
-                    </td>
-                    <td>{new Date(service.createdAt).toLocaleDateString()}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          ) : (
-            <p>No services yet: create one for each app or SDK that evaluates this project's flags.</p>
-          )}
+          <DataTable
+            frame={null}
+            caption="Services of this project"
+            rows={services.data?.services ?? []}
+            rowKey={(service) => service.id}
+            empty="No services yet: create one for each app or SDK that evaluates this project's flags."
+            columns={[
+              { header: 'Name', cell: (service) => service.name },
+              { header: 'Slug', cell: (service) => <code>{service.slug}</code> },
+              { header: 'Created', cell: (service) => new Date(service.createdAt).toLocaleDateString() },
+            ]}
+          />
         </LoadState>
       </section>
       <section aria-labelledby="create-service">

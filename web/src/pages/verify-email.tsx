@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { Link, useSearch } from 'wouter';
-import { api, ApiError, call } from '../api/client';
+import { api, asApiError, call } from '../api/client';
 import { useSession } from '../session';
 
 /** Tokens already sent from this page: a token is single-use, and StrictMode runs effects twice. */
@@ -18,7 +18,7 @@ export default function VerifyEmail() {
     let current = true;
     sent.get(token)!.then(
       () => current && setOutcome({ ok: true }),
-      (error: unknown) => current && setOutcome({ ok: false, message: error instanceof ApiError ? error.message : String(error) }),
+      (error: unknown) => current && setOutcome({ ok: false, message: asApiError(error).message }),
     );
     return () => {
       current = false;

@@ -5,11 +5,12 @@
  * save, which PATCHes the changed fields alone with the version they started from.
  */
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import { api, ApiError, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { api, call, type paths } from '../../api/client';
+import { useCohorts } from '../../api/resources';
 import { activation } from '../../telemetry';
+import { LabelledControl, useAction } from '../forms';
 import { ApiProblems } from './api-problems';
-import { LabelledControl, ValueInput } from './inputs';
+import { ValueInput } from './inputs';
 import {
   formatValue,
   parseTags,
@@ -56,11 +57,12 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   const [variants, setVariants] = useState<DraftVariant[]>(() => flag.variants.map((v) => toDraftVariant(v, type)));
   const [showProblems, setShowProblems] = useState(false);
   const [review, setReview] = useState<Review | undefined>();
-  const [busy, setBusy] = useState<'simulate' | 'save' | undefined>();
-  const [error, setError] = useState<ApiError | undefined>();
+  const action = useAction();
+  const busy = action.running;
+  const error = action.error;
   const [notice, setNotice] = useState<string | undefined>();
 
-  const cohorts = useApi(() => call(api.GET('/api/projects/{id}/cohorts', { params: { path: { id: projectId } } })), [projectId]);
+  const cohorts = useCohorts(projectId);
 
   const targeting = targetingFromDrafts(rules, type);
   const variantResult = variantsFromDrafts(variants, type);
@@ -92,22 +94,20 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   async function reviewChanges(event: FormEvent) {
     event.preventDefault();
     if (busy) return;
-    setError(undefined);
-    setNotice(undefined);
-    const patch = changedFields();
-    if (!patch) return;
-    if (Object.keys(patch).length === 0) {
-      setNotice('Nothing changed.');
-      return;
-    }
-    const candidate: Candidate = {};
-    for (const field of EVALUATED) if (field in patch) Object.assign(candidate, { [field]: patch[field] });
-    if (Object.keys(candidate).length === 0) {
-      setReview({ patch });
-      return;
-    }
-    setBusy('simulate');
-    try {
+    await action.run('simulate', async () => {
+      setNotice(undefined);
+      const patch = changedFields();
+      if (!patch) return;
+      if (Object.keys(patch).length === 0) {
+        setNotice('Nothing changed.');
+        return;
+      }
+      const candidate: Candidate = {};
+      for (const field of EVALUATED) if (field in patch) Object.assign(candidate, { [field]: patch[field] });
+      if (Object.keys(candidate).length === 0) {
+        setReview({ patch });
+        return;
+      }
       const simulation = await call(
         api.POST('/api/flags/{key}/simulate', {
           params: { path: { key: flag.key } },
@@ -115,18 +115,12 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
         }),
       );
       setReview({ patch, simulation });
-    } catch (caught) {
-      setError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)));
-    } finally {
-      setBusy(undefined);
-    }
+    });
   }
 
   async function save() {
     if (!review || busy) return;
-    setBusy('save');
-    setError(undefined);
-    try {
+    await action.run('save', async () => {
       const saved = await call(
         api.PATCH('/api/flags/{key}', {
           params: { path: { key: flag.key }, query: { serviceId: flag.serviceId, environment: flag.environment } },
@@ -136,11 +130,7 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
       activation(projectId, review.patch.targeting ? 'targeting_saved' : 'flag_saved');
       setReview(undefined);
       onSaved(saved);
-    } catch (caught) {
-      setError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)));
-    } finally {
-      setBusy(undefined);
-    }
+    });
   }
 
   const problems = showProblems ? new Map([...targeting.problems.byKey, ...variantResult.byKey]) : new Map<string, string>();

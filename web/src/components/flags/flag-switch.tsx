@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
+import { api, call } from '../../api/client';
+import { useAction } from '../forms';
 import { activation } from '../../telemetry';
 import type { Environment, FlagRecord } from './model';
 
@@ -22,8 +23,10 @@ interface FlagSwitchProps {
  */
 export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled, label, onChanged }: FlagSwitchProps) {
   const [shown, setShown] = useState(enabled);
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | undefined>();
+  const action = useAction();
+  const busy = action.running !== undefined;
+  // What the last press asked for, to word its failure.
+  const [wantedLast, setWantedLast] = useState(enabled);
 
   // A reload of the flag (another change) is the truth again.
   useEffect(() => setShown(enabled), [enabled]);
@@ -32,9 +35,8 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
     if (busy) return;
     const wanted = !shown;
     setShown(wanted);
-    setBusy(true);
-    setProblem(undefined);
-    try {
+    setWantedLast(wanted);
+    const ok = await action.run('toggle', async () => {
       const flag = await call(
         api.POST('/api/flags/{key}/toggle', {
           params: { path: { key: flagKey }, query: { serviceId, environment } },
@@ -44,12 +46,8 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
       setShown(flag.enabled);
       activation(projectId, 'flag_toggled');
       onChanged?.(flag);
-    } catch (error) {
-      setShown(!wanted);
-      setProblem(`Not ${wanted ? 'enabled' : 'disabled'}: ${error instanceof ApiError ? error.message : String(error)}`);
-    } finally {
-      setBusy(false);
-    }
+    });
+    if (!ok) setShown(!wanted);
   }
 
   return (
@@ -62,9 +60,9 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
           {shown ? 'On' : 'Off'}
         </span>
       </button>
-      {problem && (
+      {action.error && (
         <span role="alert" className="field-error">
-          {problem}
+          Not {wantedLast ? 'enabled' : 'disabled'}: {action.error.message}
         </span>
       )}
     </span>

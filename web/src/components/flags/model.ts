@@ -7,19 +7,14 @@
 import type { paths } from '../../api/client';
 
 export type FlagRecord = paths['/api/flags/{key}']['get']['responses'][200]['content']['application/json'];
-export type Environment = FlagRecord['environment'];
+export { ENVIRONMENTS, isEnvironment, type Environment } from '../../api/environments';
 export type FlagType = FlagRecord['type'];
 type ApiRule = FlagRecord['targeting'][number];
 type ApiVariant = FlagRecord['variants'][number];
 export type Simulation = paths['/api/flags/{key}/simulate']['post']['responses'][200]['content']['application/json'];
 export type Cohort = paths['/api/projects/{id}/cohorts']['get']['responses'][200]['content']['application/json']['cohorts'][number];
 
-export const ENVIRONMENTS: Environment[] = ['development', 'staging', 'production'];
 export const FLAG_TYPES: FlagType[] = ['boolean', 'string', 'number', 'object'];
-
-export function isEnvironment(value: string | null | undefined): value is Environment {
-  return ENVIRONMENTS.includes(value as Environment);
-}
 
 /** How an operator's operand is entered. */
 type OperandKind = 'scalar' | 'list' | 'text' | 'pattern' | 'ordered' | 'semver' | 'date' | 'exists' | 'cohort';

@@ -4,7 +4,8 @@
  * value it serves and its rollout percentage; rules can be added, moved and deleted.
  */
 import { useId } from 'react';
-import { LabelledControl, ValueInput } from './inputs';
+import { LabelledControl } from '../forms';
+import { ValueInput } from './inputs';
 import { newCondition, newRule, operandKind, OPERATORS, type Cohort, type DraftCondition, type DraftRule, type FlagType, type ScalarType } from './model';
 
 interface RuleEditorProps {

@@ -1,3 +1,4 @@
+import { DataTable } from '../data-table';
 import { showValue, type Simulation } from './model';
 
 /** Names the simulation gives outcomes that are not stored rules (api/features/simulate/service.ts). */
@@ -32,75 +33,61 @@ export function SimulationResult({ result, ruleNumbers }: { result: Simulation; 
         {result.unchanged} unchanged.
       </p>
       {result.transitions.length > 0 && (
-        <table>
-          <caption>Value changes</caption>
-          <thead>
-            <tr>
-              <th scope="col">From</th>
-              <th scope="col">To</th>
-              <th scope="col">Contexts</th>
-            </tr>
-          </thead>
-          <tbody>
-            {result.transitions.map((t, i) => (
-              <tr key={i}>
-                <td>
-                  <code>{showValue(t.from)}</code>
-                </td>
-                <td>
-                  <code>{showValue(t.to)}</code>
-                </td>
-                <td>{t.count}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          frame={null}
+          captionShown
+          caption="Value changes"
+          rows={result.transitions}
+          rowKey={(_, index) => index}
+          empty={null}
+          columns={[
+            { header: 'From', cell: (t) => <code>{showValue(t.from)}</code> },
+            { header: 'To', cell: (t) => <code>{showValue(t.to)}</code> },
+            { header: 'Contexts', cell: (t) => t.count },
+          ]}
+        />
       )}
-      <table>
-        <caption>Contexts served by each rule or outcome</caption>
-        <thead>
-          <tr>
-            <th scope="col">Outcome</th>
-            <th scope="col">Now</th>
-            <th scope="col">After the change</th>
-          </tr>
-        </thead>
-        <tbody>
-          {result.byRule.map((row) => (
-            <tr key={`${row.outcome}:${row.ruleId}`}>
-              <td>{outcomeLabel(row.ruleId, ruleNumbers)}</td>
-              <td>{row.before}</td>
-              <td>{row.after}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        frame={null}
+        captionShown
+        caption="Contexts served by each rule or outcome"
+        rows={result.byRule}
+        rowKey={(row) => `${row.outcome}:${row.ruleId}`}
+        empty={null}
+        columns={[
+          { header: 'Outcome', cell: (row) => outcomeLabel(row.ruleId, ruleNumbers) },
+          { header: 'Now', cell: (row) => row.before },
+          { header: 'After the change', cell: (row) => row.after },
+        ]}
+      />
       {result.examples.length > 0 && (
-        <table>
-          <caption>Sample of contexts whose value changes (most recently seen first)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Targeting key</th>
-              <th scope="col">Now</th>
-              <th scope="col">After the change</th>
-            </tr>
-          </thead>
-          <tbody>
-            {result.examples.map((e) => (
-              <tr key={e.targetingKey}>
-                <td>
-                  <code>{e.targetingKey}</code>
-                </td>
-                <td>
+        <DataTable
+          frame={null}
+          captionShown
+          caption="Sample of contexts whose value changes (most recently seen first)"
+          rows={result.examples}
+          rowKey={(e) => e.targetingKey}
+          empty={null}
+          columns={[
+            { header: 'Targeting key', cell: (e) => <code>{e.targetingKey}</code> },
+            {
+              header: 'Now',
+              cell: (e) => (
+                <>
                   <code>{showValue(e.before)}</code> <span className="muted">{outcomeLabel(e.beforeRuleId, ruleNumbers)}</span>
-                </td>
-                <td>
+                </>
+              ),
+            },
+            {
+              header: 'After the change',
+              cell: (e) => (
+                <>
                   <code>{showValue(e.after)}</code> <span className="muted">{outcomeLabel(e.afterRuleId, ruleNumbers)}</span>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                </>
+              ),
+            },
+          ]}
+        />
       )}
     </div>
   );

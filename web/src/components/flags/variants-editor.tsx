@@ -2,7 +2,8 @@
  * A flag's variants: name, value (of the flag's type) and weight. Weights must sum to 100; the
  * running total is shown as the user types, and saving is refused until it is right.
  */
-import { LabelledControl, ValueInput } from './inputs';
+import { LabelledControl } from '../forms';
+import { ValueInput } from './inputs';
 import { draftKey, formatValue, defaultFor, type DraftVariant, type FlagType } from './model';
 
 interface VariantsEditorProps {

@@ -1,36 +1,28 @@
 import { useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { api, call } from '../../api/client';
+import { useFlagWatch } from '../../api/resources';
+import { useAction } from '../forms';
 import type { Environment } from './model';
 
 /** Watch a flag (changes by others then appear in the user's notifications): a pressed/unpressed button. */
 export function WatchButton({ flagKey, serviceId, environment }: { flagKey: string; serviceId: string; environment: Environment }) {
-  const status = useApi(
-    () => call(api.GET('/api/flags/{key}/watch', { params: { path: { key: flagKey }, query: { serviceId, environment } } })),
-    [flagKey, serviceId, environment],
-  );
+  const status = useFlagWatch(flagKey, serviceId, environment);
   const [override, setOverride] = useState<boolean | undefined>();
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | undefined>();
+  const action = useAction();
+  const busy = action.running !== undefined;
   const watching = override ?? status.data?.watching ?? false;
 
   async function flip() {
     if (busy) return;
     const wanted = !watching;
-    setBusy(true);
     setOverride(wanted);
-    setProblem(undefined);
-    try {
+    const ok = await action.run('watch', async () => {
       const answer = wanted
         ? await call(api.POST('/api/flags/{key}/watch', { params: { path: { key: flagKey } }, body: { serviceId, environment } }))
         : await call(api.DELETE('/api/flags/{key}/watch', { params: { path: { key: flagKey }, query: { serviceId, environment } } }));
       setOverride(answer.watching);
-    } catch (error) {
-      setOverride(!wanted);
-      setProblem(error instanceof ApiError ? error.message : String(error));
-    } finally {
-      setBusy(false);
-    }
+    });
+    if (!ok) setOverride(!wanted);
   }
 
   return (
@@ -38,9 +30,9 @@ export function WatchButton({ flagKey, serviceId, environment }: { flagKey: stri
       <button type="button" aria-label="Watch this flag" aria-pressed={watching} disabled={status.loading} aria-busy={busy || undefined} onClick={() => void flip()}>
         {watching ? '✓ Watching' : 'Watch'}
       </button>
-      {problem && (
+      {action.error && (
         <span role="alert" className="field-error">
-          {problem}
+          {action.error.message}
         </span>
       )}
     </span>

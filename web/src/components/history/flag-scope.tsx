@@ -1,10 +1,8 @@
 import { useId } from 'react';
 import { useLocation, useSearch } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { ENVIRONMENTS, isEnvironment, type Environment } from '../../api/environments';
+import { useServices } from '../../api/resources';
 
-export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
-export type Environment = (typeof ENVIRONMENTS)[number];
 
 /** Which copy of a flag a page is about: `?serviceId=…&environment=…` (development when absent, like the API). */
 export function useFlagScope(): { serviceId: string; environment: Environment; search: URLSearchParams } {
@@ -12,7 +10,7 @@ export function useFlagScope(): { serviceId: string; environment: Environment; s
   const env = search.get('environment');
   return {
     serviceId: search.get('serviceId') ?? '',
-    environment: (ENVIRONMENTS as readonly string[]).includes(env ?? '') ? (env as Environment) : 'development',
+    environment: isEnvironment(env) ? env : 'development',
     search,
   };
 }
@@ -31,7 +29,7 @@ export function FlagScopePicker({ projectId }: { projectId: string }) {
   const id = useId();
   const { serviceId, environment, search } = useFlagScope();
   const [location, navigate] = useLocation();
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
 
   function choose(name: 'serviceId' | 'environment', value: string) {
     const next = new URLSearchParams(search);

@@ -6,7 +6,8 @@
  * after the pipeline ended (the buttons go, the feedback does not).
  */
 import { useEffect, useId, useRef, useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
+import { api, call } from '../../api/client';
+import { useAction } from '../forms';
 import { isActive, type CanaryRecord, type Environment } from './types';
 
 type Pending = 'force' | 'abort' | undefined;
@@ -20,8 +21,9 @@ const BUSY_TEXT: Record<NonNullable<Busy>, string> = {
 
 export function CanaryControls({ record, onChange }: { record: CanaryRecord; onChange: (record: CanaryRecord) => void }) {
   const [confirming, setConfirming] = useState<Pending>();
-  const [busy, setBusy] = useState<Busy>();
-  const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string }>();
+  const action = useAction();
+  const busy = action.running as Busy;
+  const [done, setDone] = useState<string>();
   const [reason, setReason] = useState('Aborted from the console');
   const reasonId = useId();
   const confirmRef = useRef<HTMLDivElement>(null);
@@ -35,21 +37,16 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
   }, [confirming]);
 
   async function act(kind: NonNullable<Busy>) {
-    setBusy(kind);
-    setMessage(undefined);
+    setDone(undefined);
     setConfirming(undefined);
-    try {
+    await action.run(kind, async () => {
       const next =
         kind === 'abort'
           ? await call(api.POST('/api/flags/{key}/canary/abort', { params: { path }, body: { ...scope, reason } }))
           : await call(api.POST('/api/flags/{key}/canary/advance', { params: { path }, body: { ...scope, force: kind === 'force' } }));
       onChange(next);
-      setMessage({ kind: 'ok', text: kind === 'abort' ? 'Aborted: the flag is back to its content from before the canary.' : 'The stage ended; the pipeline moved on.' });
-    } catch (error) {
-      setMessage({ kind: 'error', text: error instanceof ApiError ? error.message : String(error) });
-    } finally {
-      setBusy(undefined);
-    }
+      setDone(kind === 'abort' ? 'Aborted: the flag is back to its content from before the canary.' : 'The stage ended; the pipeline moved on.');
+    });
   }
 
   return (
@@ -100,8 +97,8 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
           </div>
         </div>
       )}
-      <p role="status" className={message?.kind === 'error' ? 'form-error rs-feedback' : 'rs-feedback'}>
-        {busy ? BUSY_TEXT[busy] : message?.text}
+      <p role="status" className={action.error ? 'form-error rs-feedback' : 'rs-feedback'}>
+        {busy ? BUSY_TEXT[busy] : (action.error?.message ?? done)}
       </p>
     </section>
   );

@@ -3,65 +3,39 @@
  * then newest; each as its workflow last persisted it). Refreshes every 5 s while any is active.
  */
 import { Link } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useCanaries } from '../../api/resources';
+import { DataTable } from '../data-table';
 import { LoadState } from '../status';
 import { HEALTH_LABEL, percent, STATUS_LABEL, when } from './format';
 import { flagReleaseHref, isActive, type CanaryRecord } from './types';
-import { usePoll } from './use-poll';
 
 /** Pipelines shown: the running ones and the latest ended ones. */
 const SHOWN = 20;
 
-async function loadCanaries(projectId: string): Promise<CanaryRecord[]> {
-  const { canaries } = await call(api.GET('/api/projects/{id}/canaries', { params: { path: { id: projectId }, query: { limit: SHOWN } } }));
-  return canaries;
-}
+const POLL_MS = 5_000;
 
 export function CanaryList({ projectId, serviceNames }: { projectId: string; serviceNames: Map<string, string> }) {
-  const list = useApi(() => loadCanaries(projectId), [projectId]);
-  usePoll(list.reload, 5_000, !!list.data?.some((record) => isActive(record.status)));
+  const list = useCanaries(projectId, SHOWN, (records) => (records?.some((record) => isActive(record.status)) ? POLL_MS : false));
   return (
     <section aria-labelledby="canaries" className="rs-panel">
       <h2 id="canaries">Canaries</h2>
       <LoadState loading={list.loading} error={list.error}>
-        {list.data?.length ? (
-          <div className="rs-scroll">
-            <table>
-              <caption className="visually-hidden">Canaries of this project, running first, then newest start first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Flag</th>
-                  <th scope="col">Service</th>
-                  <th scope="col">Environment</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Stage</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Started</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((record) => (
-                  <tr key={record.id}>
-                    <td>
-                      <Link href={flagReleaseHref(projectId, record.flagKey, record.serviceId, record.environment)}>{record.flagKey}</Link>
-                    </td>
-                    <td>{serviceNames.get(record.serviceId) ?? record.serviceId}</td>
-                    <td>{record.environment}</td>
-                    <td>
-                      <span className={`rs-badge rs-status-${record.status}`}>{STATUS_LABEL[record.status]}</span>
-                    </td>
-                    <td className="rs-num">{stageText(record)}</td>
-                    <td>{HEALTH_LABEL[record.health.status]}</td>
-                    <td>{when(record.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        ) : (
-          <p>No canary has been started in this project yet.</p>
-        )}
+        <DataTable
+          frame="rs-scroll"
+          caption="Canaries of this project, running first, then newest start first"
+          rows={list.data ?? []}
+          rowKey={(record) => record.id}
+          empty="No canary has been started in this project yet."
+          columns={[
+            { header: 'Flag', cell: (record) => <Link href={flagReleaseHref(projectId, record.flagKey, record.serviceId, record.environment)}>{record.flagKey}</Link> },
+            { header: 'Service', cell: (record) => serviceNames.get(record.serviceId) ?? record.serviceId },
+            { header: 'Environment', cell: (record) => record.environment },
+            { header: 'Status', cell: (record) => <span className={`rs-badge rs-status-${record.status}`}>{STATUS_LABEL[record.status]}</span> },
+            { header: 'Stage', className: 'rs-num', cell: stageText },
+            { header: 'Health', cell: (record) => HEALTH_LABEL[record.health.status] },
+            { header: 'Started', cell: (record) => when(record.createdAt) },
+          ]}
+        />
       </LoadState>
     </section>
   );

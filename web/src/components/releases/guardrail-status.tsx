@@ -4,8 +4,7 @@
  * would decide about the latest change right now (a dry run: GET changes nothing).
  */
 import { Link } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useAudit, useAutoRollbackState, useProject } from '../../api/resources';
 import { LoadState } from '../status';
 import { msDelta, ratePoints, when } from './format';
 import type { AuditEntry, Environment } from './types';
@@ -26,46 +25,43 @@ export const VERDICT_LABEL: Record<string, string> = {
 
 export function GuardrailStatus({ projectId, flag, serviceId, environment }: Props) {
   const watched = environment === 'production';
-  const data = useApi(async () => {
-    const [project, checks, now] = await Promise.all([
-      call(api.GET('/api/projects/{id}', { params: { path: { id: projectId } } })),
-      call(api.GET('/api/audit', { params: { query: { projectId, resourceId: flag.id, action: 'guardrail.checked', limit: 5 } } })),
-      watched ? call(api.GET('/api/flags/{key}/auto-rollback', { params: { path: { key: flag.key }, query: { serviceId, environment } } })) : Promise.resolve(undefined),
-    ]);
-    return { project, checks: checks.logs, now };
-  }, [projectId, flag.id, flag.key, serviceId, environment]);
+  const project = useProject(projectId);
+  const checks = useAudit({ projectId, resourceId: flag.id, action: 'guardrail.checked', limit: 5 });
+  const now = useAutoRollbackState(flag.key, serviceId, environment, { enabled: watched });
+  const loading = project.loading || checks.loading || now.loading;
+  const settings = project.data;
 
-  const latest = data.data?.checks[0];
+  const latest = checks.data?.logs[0];
   return (
     <section aria-labelledby="guardrail" className="rs-panel">
       <h2 id="guardrail">Guardrail</h2>
       {!watched && <p>Guardrails watch production only: changes in {environment} are not judged.</p>}
-      <LoadState loading={data.loading} error={data.error}>
-        {data.data && (
+      <LoadState loading={loading} error={project.error ?? checks.error ?? now.error}>
+        {settings && (
           <dl className="rs-facts">
             <div>
               <dt>Automatic rollback</dt>
-              <dd>{data.data.project.guardrailAutoRollback ? 'On: a tripped change is rolled back' : 'Off: a tripped change is only reported'}</dd>
+              <dd>{settings.guardrailAutoRollback ? 'On: a tripped change is rolled back' : 'Off: a tripped change is only reported'}</dd>
             </div>
             <div>
               <dt>Watch window</dt>
-              <dd>{data.data.project.guardrailWindowMinutes} min after each production change</dd>
+              <dd>{settings.guardrailWindowMinutes} min after each production change</dd>
             </div>
-            {data.data.now && (
+            {now.data && (
               <>
                 <div>
                   <dt>Limits</dt>
                   <dd>
-                    error rate {ratePoints(data.data.now.limits.maxErrorRateDelta)}, p99 latency {msDelta(data.data.now.limits.maxLatencyDeltaMs)}
+                    error rate {ratePoints(now.data.limits.maxErrorRateDelta)}, p99 latency {msDelta(now.data.limits.maxLatencyDeltaMs)}
                   </dd>
                 </div>
                 <div>
                   <dt>Now (dry run)</dt>
                   <dd>
                     {/* Not tripped includes too little evidence: the reason says which. */}
-                    <span className={`rs-badge ${data.data.now.tripped ? 'rs-decision-fail' : ''}`}>{data.data.now.tripped ? 'Tripped' : 'Not tripped'}</span>{' '}
-                    {data.data.now.change ? `latest change v${data.data.now.change.version} (${data.data.now.change.changeType}): ` : ''}
-                    {data.data.now.reason}
+                    <span className={`rs-badge ${now.data.tripped ? 'rs-decision-fail' : ''}`}>{now.data.tripped ? 'Tripped' : 'Not tripped'}</span>{' '}
+                    {now.data.change ? `latest change v${now.data.change.version} (${now.data.change.changeType}): ` : ''}
+                    {now.data.reason}
                   </dd>
                 </div>
               </>

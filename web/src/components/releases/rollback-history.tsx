@@ -4,8 +4,8 @@
  * canary's abort or breach (metadata.canary), the guardrail or the auto-rollback endpoint
  * (metadata.autoRollback), otherwise a person's rollback from the history.
  */
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useAudit } from '../../api/resources';
+import { DataTable } from '../data-table';
 import { LoadState } from '../status';
 import { when } from './format';
 import type { AuditEntry } from './types';
@@ -29,48 +29,29 @@ function whyOf(entry: AuditEntry): string {
 }
 
 export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: string; flagId?: string; refreshKey?: unknown }) {
-  const history = useApi(
-    () => call(api.GET('/api/audit', { params: { query: { projectId, resourceId: flagId, resourceType: 'flag', action: 'flag.update', limit: LOOKBACK } } })),
-    [projectId, flagId, refreshKey],
-  );
+  const history = useAudit({ projectId, resourceId: flagId, resourceType: 'flag', action: 'flag.update', limit: LOOKBACK }, refreshKey);
   const rollbacks = history.data?.logs.filter((e) => typeof (e.metadata as RollbackMeta).rollbackTo === 'number') ?? [];
   return (
     <section aria-labelledby="rollbacks" className="rs-panel">
       <h2 id="rollbacks">Rollback history</h2>
       <LoadState loading={history.loading} error={history.error}>
-        {rollbacks.length ? (
-          <div className="rs-scroll">
-            <table>
-              <caption className="visually-hidden">Rollbacks, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  {!flagId && <th scope="col">Flag</th>}
-                  <th scope="col">Restored</th>
-                  <th scope="col">By</th>
-                  <th scope="col">Why</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rollbacks.map((e) => (
-                  <tr key={e.id}>
-                    <td>{when(e.timestamp)}</td>
-                    {!flagId && (
-                      <td>
-                        <code>{e.resourceName}</code>
-                      </td>
-                    )}
-                    <td>content of v{(e.metadata as RollbackMeta).rollbackTo}{e.changes.length ? ` (${e.changes.map((c) => c.field).join(', ')})` : ''}</td>
-                    <td>{e.actor}</td>
-                    <td>{whyOf(e)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        ) : (
-          <p>No rollbacks among the latest {LOOKBACK} flag changes{flagId ? ' of this flag' : ''}.</p>
-        )}
+        <DataTable
+          frame="rs-scroll"
+          caption="Rollbacks, newest first"
+          rows={rollbacks}
+          rowKey={(e) => e.id}
+          empty={`No rollbacks among the latest ${LOOKBACK} flag changes${flagId ? ' of this flag' : ''}.`}
+          columns={[
+            { header: 'When', cell: (e) => when(e.timestamp) },
+            ...(flagId ? [] : [{ header: 'Flag', cell: (e: AuditEntry) => <code>{e.resourceName}</code> }]),
+            {
+              header: 'Restored',
+              cell: (e) => `content of v${(e.metadata as RollbackMeta).rollbackTo}${e.changes.length ? ` (${e.changes.map((c) => c.field).join(', ')})` : ''}`,
+            },
+            { header: 'By', cell: (e) => e.actor },
+            { header: 'Why', cell: whyOf },
+          ]}
+        />
       </LoadState>
     </section>
   );

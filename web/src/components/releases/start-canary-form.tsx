@@ -7,11 +7,11 @@
 import { useState } from 'react';
 import { useLocation } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useFlags, useServices } from '../../api/resources';
 import { activation } from '../../telemetry';
-import { Field, FormError, SubmitButton, useSubmit } from '../forms';
-import { SelectField } from './select-field';
-import { ENVIRONMENTS, flagReleaseHref, type Environment } from './types';
+import { Field, FormError, SelectField, SubmitButton, useSubmit } from '../forms';
+import { PRODUCTION_FIRST } from '../../api/environments';
+import { flagReleaseHref, type Environment } from './types';
 
 /** The one value of the select that means "insert a new rule" (a real rule id cannot be empty). */
 const NEW_RULE = '';
@@ -26,21 +26,16 @@ interface Props {
 
 export function StartCanaryForm({ projectId, initial }: Props) {
   const [, navigate] = useLocation();
-  const [serviceId, setServiceId] = useState(initial.serviceId ?? '');
-  const [environment, setEnvironment] = useState<Environment>(ENVIRONMENTS.find((e) => e === initial.environment) ?? 'production');
+  const [chosenService, setServiceId] = useState(initial.serviceId ?? '');
+  const [environment, setEnvironment] = useState<Environment>(PRODUCTION_FIRST.find((e) => e === initial.environment) ?? 'production');
   const [flagKey, setFlagKey] = useState(initial.flag ?? '');
   const [ruleId, setRuleId] = useState<string | undefined>();
 
-  const services = useApi(async () => {
-    const { services } = await call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } }));
-    if (!serviceId && services[0]) setServiceId(services[0].id);
-    return services;
-  }, [projectId]);
-  const flags = useApi(
-    async () => (serviceId ? (await call(api.GET('/api/flags', { params: { query: { projectId, serviceId, environment, limit: 100 } } }))).flags : []),
-    [projectId, serviceId, environment],
-  );
-  const flag = flags.data?.find((f) => f.key === flagKey) ?? flags.data?.[0];
+  const services = useServices(projectId);
+  const serviceId = chosenService || services.data?.services[0]?.id || '';
+  const flags = useFlags({ projectId, serviceId, environment, limit: 100 }, { enabled: !!serviceId });
+  const flagList = serviceId ? flags.data?.flags : [];
+  const flag = flagList?.find((f) => f.key === flagKey) ?? flagList?.[0];
   const rules = flag?.targeting ?? [];
   // The rule shown: the one picked if the flag has it, else the flag's first rule, else a new one.
   const rule = ruleId !== undefined && (ruleId === NEW_RULE || rules.some((r) => r.id === ruleId)) ? ruleId : (rules[0]?.id ?? NEW_RULE);
@@ -64,7 +59,7 @@ export function StartCanaryForm({ projectId, initial }: Props) {
     navigate(flagReleaseHref(projectId, record.flagKey, record.serviceId, record.environment));
   });
 
-  const noServices = services.data && !services.data.length;
+  const noServices = services.data && !services.data.services.length;
   return (
     <form onSubmit={onSubmit} noValidate className="inline-form rs-start" aria-labelledby="start-canary">
       <h2 id="start-canary">Start a canary</h2>
@@ -76,14 +71,14 @@ export function StartCanaryForm({ projectId, initial }: Props) {
             <legend>What to ramp</legend>
             <div className="rs-grid">
               <SelectField label="Service" name="serviceId" value={serviceId} onChange={(e) => setServiceId(e.target.value)} error={error}>
-                {services.data?.map((s) => (
+                {services.data?.services.map((s) => (
                   <option key={s.id} value={s.id}>
                     {s.name}
                   </option>
                 ))}
               </SelectField>
               <SelectField label="Environment" name="environment" value={environment} onChange={(e) => setEnvironment(e.target.value as Environment)} error={error}>
-                {ENVIRONMENTS.map((e) => (
+                {PRODUCTION_FIRST.map((e) => (
                   <option key={e} value={e}>
                     {e}
                   </option>
@@ -97,9 +92,9 @@ export function StartCanaryForm({ projectId, initial }: Props) {
                   setFlagKey(e.target.value);
                   setRuleId(undefined);
                 }}
-                hint={flags.data && !flags.data.length ? `No flags in ${environment} for this service.` : flags.error?.message}
+                hint={flagList && !flagList.length ? `No flags in ${environment} for this service.` : flags.error?.message}
               >
-                {flags.data?.map((f) => (
+                {flagList?.map((f) => (
                   <option key={f.key} value={f.key}>
                     {f.key} ({f.type})
                   </option>

@@ -6,26 +6,31 @@ export type CanaryStage = CanaryRecord['completedStages'][number];
 export type CanaryGate = NonNullable<CanaryStage['gate']>;
 export type CanaryStatus = CanaryRecord['status'];
 export type AuditEntry = paths['/api/audit']['get']['responses'][200]['content']['application/json']['logs'][number];
-export type Environment = 'development' | 'staging' | 'production';
-
-export const ENVIRONMENTS: Environment[] = ['production', 'staging', 'development'];
+export type { Environment } from '../../api/environments';
 
 /** A pipeline still acting on the flag (it can be advanced or aborted). */
 export const isActive = (status: CanaryStatus) => status === 'running' || status === 'paused';
 
-/** The configuration the API answers in the record, optional fields included (docs/canary.md). */
-export interface CanaryConfig {
-  initialRolloutPercent: number;
-  targetRolloutPercent: number;
-  rampStepPercent: number;
-  soakPeriodMinutes: number;
-  errorRateGateDelta: number;
-  latencyGateDeltaMs: number;
-  autoRollbackOnBreach: boolean;
-  minSamplesPerCohort: number;
-  maxWaitMinutes: number;
-  alpha: number;
-}
+type StartCanaryBody = NonNullable<paths['/api/flags/{key}/canary']['post']['requestBody']>['content']['application/json'];
+/**
+ * The configuration a record carries: the start request's settings with the API's defaults filled
+ * in. The record's schema leaves `config` open, so it is read through this type.
+ */
+export type CanaryConfig = Required<
+  Pick<
+    StartCanaryBody,
+    | 'initialRolloutPercent'
+    | 'targetRolloutPercent'
+    | 'rampStepPercent'
+    | 'soakPeriodMinutes'
+    | 'errorRateGateDelta'
+    | 'latencyGateDeltaMs'
+    | 'autoRollbackOnBreach'
+    | 'minSamplesPerCohort'
+    | 'maxWaitMinutes'
+    | 'alpha'
+  >
+>;
 
 export function configOf(record: CanaryRecord): CanaryConfig {
   return record.config as unknown as CanaryConfig;

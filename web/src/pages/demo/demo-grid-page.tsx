@@ -6,12 +6,13 @@
  * shows when the next change is possible, and a click during it says so instead of sending.
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { api, ApiError, asApiError, call } from '../../api/client';
+import { useDemo } from '../../api/resources';
 import { LoadState } from '../../components/status';
 import { GridStore } from '../../components/demo/grid-store';
 import { PixelGrid } from '../../components/demo/pixel-grid';
-import { useDemoSync, type Environment, type LiveState } from './demo-sync';
+import type { Environment } from '../../api/environments';
+import { useDemoSync, type LiveState } from './demo-sync';
 
 /**
  * One demo write per IP per 2 seconds (docs/api-reference.md#demo-service,
@@ -21,7 +22,7 @@ const WRITE_INTERVAL_MS = 2_000;
 const PREFERRED_ENVIRONMENT: Environment = 'production';
 
 export default function DemoGridPage() {
-  const demo = useApi(() => call(api.GET('/api/demo')), []);
+  const demo = useDemo();
   const service = demo.data?.services[0];
   const environments = service?.environments ?? [];
   const [chosen, setChosen] = useState<Environment | undefined>();
@@ -95,7 +96,7 @@ function DemoGrid({ serviceId, environment }: { serviceId: string; environment: 
         cooldown.start();
         setFeedback({ tone: 'error', text: `Too quick: someone at your address changed a pixel in the last 2 seconds. Pixel ${index} is unchanged; try again in a moment.` });
       } else {
-        setFeedback({ tone: 'error', text: `Pixel ${index} could not be changed: ${error instanceof ApiError ? error.message : String(error)}` });
+        setFeedback({ tone: 'error', text: `Pixel ${index} could not be changed: ${asApiError(error).message}` });
       }
     }
   }

@@ -8,15 +8,15 @@
  * so the CSP's connect-src 'self' covers it and no CORS is involved.
  */
 import { useEffect, useState } from 'react';
-import { api, ApiError, call } from '../../api/client';
+import { api, asApiError, call, type ApiError } from '../../api/client';
 import { cellIndexOf, GRID_CELLS, type GridStore } from '../../components/demo/grid-store';
+import type { Environment } from '../../api/environments';
 
 /** Safety net for missed stream messages: a 304 when nothing changed. */
 const REFRESH_MS = 30_000;
 /** After the server closed the stream for good (EventSource gives up on an error status). */
 const REOPEN_MS = 5_000;
 
-export type Environment = 'development' | 'staging' | 'production';
 export type LiveState = 'connecting' | 'live' | 'reconnecting';
 
 interface ListedFlag {
@@ -78,7 +78,7 @@ export function useDemoSync(store: GridStore, serviceId: string, environment: En
           if (!stopped) setLoadError(undefined);
         })
         .catch((caught: unknown) => {
-          if (!stopped) setLoadError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)));
+          if (!stopped) setLoadError(asApiError(caught));
         })
         .finally(() => {
           loading = undefined;

@@ -1,11 +1,12 @@
 import { useEffect, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { api, call } from '../../api/client';
+import { useFlagEnvironments, useFlags, useService, useServices } from '../../api/resources';
 import { FlagEditor } from '../../components/flags/flag-editor';
 import { FlagSwitch } from '../../components/flags/flag-switch';
 import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
 import { WatchButton } from '../../components/flags/watch-button';
+import { SelectField, useAction } from '../../components/forms';
 import { LoadState } from '../../components/status';
 import { useTitle } from '../../page-title';
 import { flagReleaseHref } from '../../links';
@@ -29,35 +30,25 @@ export default function FlagDetail() {
   return <FlagInService projectId={projectId} flagKey={flagKey} serviceId={serviceId} environment={environment} />;
 }
 
-/** The three environments' records of the flag (null where it does not exist). */
-async function loadEnvironments(flagKey: string, serviceId: string): Promise<Record<Environment, FlagRecord | null>> {
-  const records = await Promise.all(
-    ENVIRONMENTS.map((environment) =>
-      call(api.GET('/api/flags/{key}', { params: { path: { key: flagKey }, query: { serviceId, environment } } })).catch((error: unknown) => {
-        if (error instanceof ApiError && error.status === 404) return null;
-        throw error;
-      }),
-    ),
-  );
-  return Object.fromEntries(ENVIRONMENTS.map((env, i) => [env, records[i]])) as Record<Environment, FlagRecord | null>;
-}
-
 function FlagInService({ projectId, flagKey, serviceId, environment }: { projectId: string; flagKey: string; serviceId: string; environment: Environment }) {
-  const records = useApi(() => loadEnvironments(flagKey, serviceId), [flagKey, serviceId]);
+  const records = useFlagEnvironments(flagKey, serviceId);
   // The record shown; replaced by what a toggle or save answers, so the next write sends the new version.
   const [flag, setFlag] = useState<FlagRecord | null | undefined>();
   const [generation, setGeneration] = useState(0);
   const [saved, setSaved] = useState<string | undefined>();
   // Set when the user asked for the latest version: the editor starts again from it once loaded.
   const [resetOnLoad, setResetOnLoad] = useState(false);
-  useEffect(() => {
+  // Each answer (and each environment picked) replaces the record shown.
+  const [shownFrom, setShownFrom] = useState<{ records: typeof records.data; environment: Environment }>();
+  if (!shownFrom || shownFrom.records !== records.data || shownFrom.environment !== environment) {
+    setShownFrom({ records: records.data, environment });
     setFlag(records.data?.[environment]);
     if (resetOnLoad) {
       setResetOnLoad(false);
       setGeneration((g) => g + 1);
     }
-  }, [records.data, environment]);
-  const service = useApi(() => call(api.GET('/api/services/{id}', { params: { path: { id: serviceId } } })).catch(() => undefined), [serviceId]);
+  }
+  const service = useService(serviceId);
 
   const href = (env: Environment, page = '') => flagHref(projectId, flagKey, serviceId, env, page);
   return (
@@ -160,15 +151,13 @@ function CreateInEnvironment({
   onCreated: () => void;
 }) {
   const [from, setFrom] = useState(sources[0]?.environment);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | undefined>();
+  const action = useAction();
+  const busy = action.running !== undefined;
   if (!sources.length) return <p role="alert">This flag does not exist in any environment of this service.</p>;
   async function create() {
     const source = sources.find((s) => s.environment === from);
     if (!source || busy) return;
-    setBusy(true);
-    setError(undefined);
-    try {
+    await action.run('create', async () => {
       await call(
         api.POST('/api/flags', {
           body: {
@@ -192,27 +181,20 @@ function CreateInEnvironment({
       );
       activation(projectId, 'flag_created');
       onCreated();
-    } catch (caught) {
-      setError(caught instanceof ApiError ? caught.message : String(caught));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <section aria-labelledby="missing" className="inline-form">
       <h2 id="missing">Not created in {environment}</h2>
       <p>Each environment has its own record of the flag. Create this one as a copy (disabled) of another environment's.</p>
-      <div className="field">
-        <label htmlFor="copy-from">Copy from</label>
-        <select id="copy-from" value={from} onChange={(e) => setFrom(e.target.value as Environment)}>
-          {sources.map((s) => (
-            <option key={s.environment} value={s.environment}>
-              {s.environment}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div role="alert">{error && <p className="form-error">{error}</p>}</div>
+      <SelectField label="Copy from" name="environment" value={from} onChange={(e) => setFrom(e.target.value as Environment)}>
+        {sources.map((s) => (
+          <option key={s.environment} value={s.environment}>
+            {s.environment}
+          </option>
+        ))}
+      </SelectField>
+      <div role="alert">{action.error && <p className="form-error">{action.error.message}</p>}</div>
       <button type="button" className="primary" disabled={busy} onClick={() => void create()}>
         {busy ? 'Creating…' : `Create in ${environment}`}
       </button>
@@ -223,14 +205,9 @@ function CreateInEnvironment({
 /** The address names no service: the flag key may exist in several services of the project. */
 function ChooseService({ projectId, flagKey, environment }: { projectId: string; flagKey: string; environment: Environment }) {
   const [, navigate] = useLocation();
-  const matches = useApi(
-    () =>
-      call(api.GET('/api/flags', { params: { query: { projectId, environment, search: flagKey, limit: 100, fields: 'key,serviceId' } } })).then((page) =>
-        page.flags.filter((f) => f.key === flagKey),
-      ),
-    [projectId, flagKey, environment],
-  );
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const found = useFlags({ projectId, environment, search: flagKey, limit: 100, fields: 'key,serviceId' });
+  const matches = { ...found, data: found.data?.flags.filter((f) => f.key === flagKey) };
+  const services = useServices(projectId);
   const only = matches.data?.length === 1 ? matches.data[0].serviceId : undefined;
   useEffect(() => {
     if (only) navigate(flagHref(projectId, flagKey, only, environment), { replace: true });

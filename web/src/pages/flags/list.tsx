@@ -1,10 +1,13 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useEffectEvent, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import type { paths } from '../../api/client';
+import { useFlags, useServices } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
 import { FlagSwitch } from '../../components/flags/flag-switch';
 import { ENVIRONMENTS, FLAG_TYPES, flagHref, isEnvironment, type FlagType } from '../../components/flags/model';
 import { LoadState } from '../../components/status';
+
+type ListedFlag = paths['/api/flags']['get']['responses'][200]['content']['application/json']['flags'][number];
 
 const PAGE_SIZE = 25;
 /** Typing in the search box asks the server once the user pauses. */
@@ -17,10 +20,11 @@ const SEARCH_DELAY_MS = 250;
 export default function FlagsList() {
   const { projectId } = useParams<{ projectId: string }>();
   const search = new URLSearchParams(useSearch());
+  const environmentParam = search.get('environment');
   const [location, navigate] = useLocation();
   const filters = {
     serviceId: search.get('serviceId') ?? '',
-    environment: isEnvironment(search.get('environment')) ? (search.get('environment') as (typeof ENVIRONMENTS)[number]) : 'development',
+    environment: isEnvironment(environmentParam) ? environmentParam : 'development',
     search: search.get('search') ?? '',
     tags: search.get('tags') ?? '',
     enabled: search.get('enabled') ?? '',
@@ -37,38 +41,30 @@ export default function FlagsList() {
   }
 
   const [searchText, setSearchText] = useState(filters.search);
+  // Only the typed text starts the timer; the filters it merges with are read when it fires.
+  const applySearch = useEffectEvent((text: string) => {
+    if (text !== filters.search) setFilter({ search: text });
+  });
   useEffect(() => {
-    if (searchText === filters.search) return;
-    const timer = setTimeout(() => setFilter({ search: searchText.trim() }), SEARCH_DELAY_MS);
+    const timer = setTimeout(() => applySearch(searchText.trim()), SEARCH_DELAY_MS);
     return () => clearTimeout(timer);
-    // Only the typed text starts the timer; the filters it merges with are read when it fires.
   }, [searchText]);
   const [tagsText, setTagsText] = useState(filters.tags);
 
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const serviceName = new Map(services.data?.services.map((s) => [s.id, s.name]));
-  const flags = useApi(
-    () =>
-      call(
-        api.GET('/api/flags', {
-          params: {
-            query: {
-              projectId,
-              environment: filters.environment,
-              limit: PAGE_SIZE,
-              offset: filters.offset,
-              ...(filters.serviceId ? { serviceId: filters.serviceId } : {}),
-              ...(filters.search ? { search: filters.search } : {}),
-              ...(filters.tags ? { tags: filters.tags } : {}),
-              ...(filters.enabled === 'true' || filters.enabled === 'false' ? { enabled: filters.enabled } : {}),
-              ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
-              fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment',
-            },
-          },
-        }),
-      ),
-    [projectId, filters.serviceId, filters.environment, filters.search, filters.tags, filters.enabled, filters.type, filters.offset],
-  );
+  const flags = useFlags({
+    projectId,
+    environment: filters.environment,
+    limit: PAGE_SIZE,
+    offset: filters.offset,
+    ...(filters.serviceId ? { serviceId: filters.serviceId } : {}),
+    ...(filters.search ? { search: filters.search } : {}),
+    ...(filters.tags ? { tags: filters.tags } : {}),
+    ...(filters.enabled === 'true' || filters.enabled === 'false' ? { enabled: filters.enabled } : {}),
+    ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
+    fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment',
+  });
   const page = flags.data;
   const newHref = `/projects/${encodeURIComponent(projectId)}/flags/new${filters.serviceId ? `?serviceId=${encodeURIComponent(filters.serviceId)}` : ''}`;
 
@@ -138,85 +134,81 @@ export default function FlagsList() {
         </label>
       </form>
       <LoadState loading={flags.loading} error={flags.error ?? services.error}>
-        {page && page.flags.length > 0 ? (
-          <>
-            <div className="fl-table-scroll">
-              <table className="fl-flags-table">
-                <caption className="visually-hidden">Flags in {filters.environment}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Key</th>
-                    <th scope="col">Name</th>
-                    {!filters.serviceId && <th scope="col">Service</th>}
-                    <th scope="col">Type</th>
-                    <th scope="col">Enabled</th>
-                    <th scope="col">Tags</th>
-                    <th scope="col">Updated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.flags.map((flag) => (
-                    <tr key={`${flag.serviceId}/${flag.key}`}>
-                      <td>
-                        <Link href={flagHref(projectId, flag.key!, flag.serviceId!, filters.environment)}>
-                          <code>{flag.key}</code>
-                        </Link>
-                      </td>
-                      <td>{flag.name}</td>
-                      {!filters.serviceId && <td>{serviceName.get(flag.serviceId!) ?? flag.serviceId}</td>}
-                      <td>{flag.type}</td>
-                      <td>
-                        <FlagSwitch
-                          projectId={projectId}
-                          flagKey={flag.key!}
-                          serviceId={flag.serviceId!}
-                          environment={filters.environment}
-                          enabled={!!flag.enabled}
-                          label={`Enabled: ${flag.key}`}
-                        />
-                      </td>
-                      <td>
-                        <ul className="fl-tags" aria-label="Tags">
-                          {flag.tags?.map((tag) => (
-                            <li key={tag}>
-                              <button type="button" className="fl-tag" aria-label={`Filter by tag ${tag}`} onClick={() => {
-                                setTagsText(tag);
-                                setFilter({ tags: tag });
-                              }}>
-                                {tag}
-                              </button>
-                            </li>
-                          ))}
-                        </ul>
-                      </td>
-                      <td>
-                        <time dateTime={flag.updatedAt}>{flag.updatedAt ? new Date(flag.updatedAt).toLocaleString() : ''}</time>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <nav className="fl-pager" aria-label="Pages of flags">
-              <button type="button" disabled={filters.offset === 0} onClick={() => setFilter({ ...filters, offset: Math.max(0, filters.offset - PAGE_SIZE) })}>
-                Previous page
-              </button>
-              <span role="status">
-                {filters.offset + 1}–{filters.offset + page.flags.length} of {page.total}
-              </span>
-              <button type="button" disabled={!page.hasMore} onClick={() => setFilter({ ...filters, offset: filters.offset + PAGE_SIZE })}>
-                Next page
-              </button>
-            </nav>
-          </>
-        ) : (
-          <p>
-            {filters.search || filters.tags || filters.enabled || filters.type
+        <DataTable
+          frame="fl-table-scroll"
+          className="fl-flags-table"
+          caption={`Flags in ${filters.environment}`}
+          rows={page?.flags ?? []}
+          rowKey={(flag) => `${flag.serviceId}/${flag.key}`}
+          empty={
+            filters.search || filters.tags || filters.enabled || filters.type
               ? 'No flag matches these filters.'
               : services.data?.services.length === 0
                 ? 'This project has no services yet: create one on the project overview, then its flags.'
-                : 'No flags here yet.'}
-          </p>
+                : 'No flags here yet.'
+          }
+          columns={[
+            {
+              header: 'Key',
+              cell: (flag) => (
+                <Link href={flagHref(projectId, flag.key!, flag.serviceId!, filters.environment)}>
+                  <code>{flag.key}</code>
+                </Link>
+              ),
+            },
+            { header: 'Name', cell: (flag) => flag.name },
+            ...(filters.serviceId ? [] : [{ header: 'Service', cell: (flag: ListedFlag) => serviceName.get(flag.serviceId!) ?? flag.serviceId }]),
+            { header: 'Type', cell: (flag) => flag.type },
+            {
+              header: 'Enabled',
+              cell: (flag) => (
+                <FlagSwitch
+                  projectId={projectId}
+                  flagKey={flag.key!}
+                  serviceId={flag.serviceId!}
+                  environment={filters.environment}
+                  enabled={!!flag.enabled}
+                  label={`Enabled: ${flag.key}`}
+                />
+              ),
+            },
+            {
+              header: 'Tags',
+              cell: (flag) => (
+                <ul className="fl-tags" aria-label="Tags">
+                  {flag.tags?.map((tag) => (
+                    <li key={tag}>
+                      <button
+                        type="button"
+                        className="fl-tag"
+                        aria-label={`Filter by tag ${tag}`}
+                        onClick={() => {
+                          setTagsText(tag);
+                          setFilter({ tags: tag });
+                        }}
+                      >
+                        {tag}
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              ),
+            },
+            { header: 'Updated', cell: (flag) => <time dateTime={flag.updatedAt}>{flag.updatedAt ? new Date(flag.updatedAt).toLocaleString() : ''}</time> },
+          ]}
+        />
+        {page && page.flags.length > 0 && (
+          <nav className="fl-pager" aria-label="Pages of flags">
+            <button type="button" disabled={filters.offset === 0} onClick={() => setFilter({ ...filters, offset: Math.max(0, filters.offset - PAGE_SIZE) })}>
+              Previous page
+            </button>
+            <span role="status">
+              {filters.offset + 1}–{filters.offset + page.flags.length} of {page.total}
+            </span>
+            <button type="button" disabled={!page.hasMore} onClick={() => setFilter({ ...filters, offset: filters.offset + PAGE_SIZE })}>
+              Next page
+            </button>
+          </nav>
         )}
       </LoadState>
     </>

@@ -1,10 +1,10 @@
 import { useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { LabelledControl, ValueInput } from '../../components/flags/inputs';
+import { useServices } from '../../api/resources';
+import { ValueInput } from '../../components/flags/inputs';
 import { ENVIRONMENTS, FLAG_TYPES, defaultFor, flagHref, formatValue, parseTags, parseValue, type Environment, type FlagType } from '../../components/flags/model';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { Field, FormError, LabelledControl, SubmitButton, useSubmit } from '../../components/forms';
 import { LoadState } from '../../components/status';
 import { activation } from '../../telemetry';
 
@@ -18,7 +18,7 @@ export default function NewFlag() {
   const { projectId } = useParams<{ projectId: string }>();
   const preset = new URLSearchParams(useSearch()).get('serviceId') ?? '';
   const [, navigate] = useLocation();
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const [type, setType] = useState<FlagType>('boolean');
   const [defaultText, setDefaultText] = useState(formatValue('boolean', false));
   const [localProblem, setLocalProblem] = useState<string | undefined>();

@@ -1,11 +1,12 @@
 import { Fragment, useId, useState, type FormEvent } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import type { paths } from '../../api/client';
+import { useAudit, useMembers } from '../../api/resources';
 import { LoadState } from '../../components/status';
 import { diffJson } from '../../components/history/diff';
 import { DiffView } from '../../components/history/diff-view';
-import { scopeQuery, ENVIRONMENTS, type Environment } from '../../components/history/flag-scope';
+import { isEnvironment } from '../../api/environments';
+import { scopeQuery } from '../../components/history/flag-scope';
 import { Pager } from '../../components/history/pager';
 import { JsonValue, When } from '../../components/history/value';
 
@@ -39,8 +40,8 @@ export default function Audit() {
   const offset = Math.max(0, Number(search.get('offset')) || 0);
   const key = JSON.stringify(filters);
 
-  const logs = useApi(() => call(api.GET('/api/audit', { params: { query: { projectId, ...filters, limit: PAGE_SIZE, offset } } })), [projectId, key, offset]);
-  const members = useApi(() => call(api.GET('/api/projects/{id}/members', { params: { path: { id: projectId } } })), [projectId]);
+  const logs = useAudit({ projectId, ...filters, limit: PAGE_SIZE, offset });
+  const members = useMembers(projectId);
 
   function go(next: Partial<Record<Filter, string>>, nextOffset = 0) {
     const query = new URLSearchParams(Object.entries(next).filter(([, v]) => v) as [string, string][]);
@@ -212,8 +213,8 @@ function ResourceCell({ projectId, entry }: { projectId: string; entry: AuditEnt
   );
   const { serviceId, environment } = entry.metadata as { serviceId?: unknown; environment?: unknown };
   // A flag's entry links to that copy's history (the entry's metadata names its service and environment).
-  if (entry.resourceType === 'flag' && entry.resourceName && typeof serviceId === 'string' && ENVIRONMENTS.includes(environment as Environment)) {
-    const href = `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(entry.resourceName)}/history?${scopeQuery(serviceId, environment as Environment)}`;
+  if (entry.resourceType === 'flag' && entry.resourceName && typeof serviceId === 'string' && isEnvironment(environment)) {
+    const href = `/projects/${encodeURIComponent(projectId)}/flags/${encodeURIComponent(entry.resourceName)}/history?${scopeQuery(serviceId, environment)}`;
     return (
       <div>
         <Link href={href}>{label}</Link> <span className="muted">({environment as string})</span>

@@ -1,7 +1,7 @@
-import { useId, useState, type FormEvent } from 'react';
+import { useId, useState } from 'react';
 import { Link, useParams } from 'wouter';
-import { api, ApiError, call, type paths } from '../../api/client';
-import { FormError } from '../../components/forms';
+import { api, call, type paths } from '../../api/client';
+import { FormError, useSubmit } from '../../components/forms';
 import { contextFromJson, contextFromRows, rowsOf, type AttributeRow, type ContextProblem } from '../../components/history/context';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
 import { formatValue, JsonValue } from '../../components/history/value';
@@ -27,8 +27,6 @@ export default function Explain() {
   const [rows, setRows] = useState<AttributeRow[]>([{ ...EMPTY_ROW }]);
   const [json, setJson] = useState('{\n  "targetingKey": ""\n}');
   const [problems, setProblems] = useState<ContextProblem[]>([]);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | undefined>();
   const [result, setResult] = useState<Explanation | undefined>();
   const problemOf = (field: string) => problems.find((p) => p.field === field)?.message;
 
@@ -53,23 +51,17 @@ export default function Explain() {
     setRows((current) => current.map((row, i) => (i === index ? { ...row, ...change } : row)));
   }
 
-  async function onSubmit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    if (busy) return;
+  const { busy, error, onSubmit } = useSubmit(async () => {
     const built = mode === 'rows' ? contextFromRows(targetingKey, rows) : contextFromJson(json);
     setProblems(built.problems ?? []);
-    setError(undefined);
     if (built.problems) return;
-    setBusy(true);
     try {
       setResult(await call(api.POST('/api/flags/{key}/explain', { params: { path: { key: flagKey } }, body: { serviceId, environment, context: built.context } })));
     } catch (caught) {
       setResult(undefined);
-      setError(caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)));
-    } finally {
-      setBusy(false);
+      throw caught;
     }
-  }
+  });
 
   const query = scopeQuery(serviceId, environment);
   return (
@@ -89,7 +81,7 @@ export default function Explain() {
       {!serviceId ? (
         <p>Choose the service whose copy of this flag to explain.</p>
       ) : (
-        <form onSubmit={(e) => void onSubmit(e)} noValidate className="inline-form explain-form" aria-labelledby={`${id}-form`}>
+        <form onSubmit={onSubmit} noValidate className="inline-form explain-form" aria-labelledby={`${id}-form`}>
           <h2 id={`${id}-form`}>Context</h2>
           <fieldset className="mode-switch">
             <legend>Enter the context as</legend>

@@ -1,7 +1,8 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import { Link, useParams } from 'wouter';
-import { api, ApiError, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { api, call, type paths } from '../../api/client';
+import { useFlagHistory } from '../../api/resources';
+import { useAction } from '../../components/forms';
 import { diffJson, type FieldChange } from '../../components/history/diff';
 import { DiffView } from '../../components/history/diff-view';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
@@ -47,22 +48,16 @@ export default function FlagHistory() {
   useEffect(() => setOffset(0), [serviceId, environment]);
 
   // One more than a page: the version before the page's oldest, for that version's diff.
-  const history = useApi(
-    async () =>
-      serviceId
-        ? call(api.GET('/api/flags/{key}/history', { params: { path: { key: flagKey }, query: { serviceId, environment, limit: PAGE_SIZE + 1, offset } } }))
-        : undefined,
-    [flagKey, serviceId, environment, offset],
-  );
+  const history = useFlagHistory(flagKey, { serviceId, environment, limit: PAGE_SIZE + 1, offset }, { enabled: !!serviceId });
   const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
   const [confirming, setConfirming] = useState<number | undefined>();
-  const [rollingBack, setRollingBack] = useState(false);
-  const [outcome, setOutcome] = useState<{ ok: true; from: number; to: number } | { ok: false; error: ApiError } | undefined>();
+  const rollbackCall = useAction();
+  const [rolledBack, setRolledBack] = useState<{ from: number; to: number } | undefined>();
   // After a rollback the confirm button is gone: focus goes to what happened, not to the page's start.
   const notice = useRef<HTMLDivElement>(null);
   useEffect(() => {
-    if (outcome?.ok) notice.current?.focus();
-  }, [outcome]);
+    if (rolledBack) notice.current?.focus();
+  }, [rolledBack]);
 
   const versions = history.data?.versions ?? [];
   const shown = versions.slice(0, PAGE_SIZE);
@@ -80,18 +75,14 @@ export default function FlagHistory() {
   }
 
   async function rollback(version: number) {
-    setRollingBack(true);
-    try {
+    setRolledBack(undefined);
+    await rollbackCall.run('rollback', async () => {
       const flag = await call(api.POST('/api/flags/{key}/rollback/{version}', { params: { path: { key: flagKey, version }, query: { serviceId, environment } } }));
-      setOutcome({ ok: true, from: version, to: flag.version });
+      setRolledBack({ from: version, to: flag.version });
       setConfirming(undefined);
       setOffset(0);
       await history.reload();
-    } catch (caught) {
-      setOutcome({ ok: false, error: caught instanceof ApiError ? caught : new ApiError(0, 'Error', String(caught)) });
-    } finally {
-      setRollingBack(false);
-    }
+    });
   }
 
   return (
@@ -114,12 +105,12 @@ export default function FlagHistory() {
         )}
       </p>
       <FlagScopePicker projectId={projectId} />
-      <div role="status" ref={notice} tabIndex={-1} className={outcome?.ok ? 'notice' : undefined}>
-        {outcome?.ok && `Rolled back to version ${outcome.from}: the flag is now at version ${outcome.to}, with version ${outcome.from}'s content.`}
+      <div role="status" ref={notice} tabIndex={-1} className={rolledBack ? 'notice' : undefined}>
+        {rolledBack && `Rolled back to version ${rolledBack.from}: the flag is now at version ${rolledBack.to}, with version ${rolledBack.from}'s content.`}
       </div>
-      {outcome && !outcome.ok && (
+      {rollbackCall.error && (
         <p role="alert" className="form-error">
-          The rollback failed: {outcome.error.message}
+          The rollback failed: {rollbackCall.error.message}
         </p>
       )}
       {!serviceId ? (
@@ -150,12 +141,13 @@ export default function FlagHistory() {
                 onToggle={() => toggle(entry.version)}
                 confirming={confirming === entry.version}
                 onAskRollback={() => {
-                  setOutcome(undefined);
+                  setRolledBack(undefined);
+                  rollbackCall.clearError();
                   setConfirming(entry.version);
                 }}
                 onCancelRollback={() => setConfirming(undefined)}
                 onRollback={() => void rollback(entry.version)}
-                rollingBack={rollingBack}
+                rollingBack={rollbackCall.running !== undefined}
               />
             ))}
           </ol>

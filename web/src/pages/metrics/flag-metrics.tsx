@@ -7,8 +7,7 @@
  */
 import { useCallback, useMemo, useRef, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useFlagHistory, useFlagMetrics, useServices } from '../../api/resources';
 import { Breakdown, percent } from '../../components/metrics/breakdown';
 import { useLiveRefresh } from '../../components/metrics/live';
 import { TimeChart, timeText, type ChartMarker } from '../../components/metrics/time-chart';
@@ -53,21 +52,9 @@ export default function FlagMetricsPage() {
   // A refresh asks past the browser's cache: the answers may be cached for 15 s (max-age).
   const refreshing = useRef(false);
   const cache = (): RequestCache => (refreshing.current ? 'no-cache' : 'default');
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
-  const metrics = useApi(
-    async () =>
-      serviceId
-        ? call(api.GET('/api/flags/{key}/metrics', { params: { path: { key: flagKey }, query: { serviceId, environment, range } }, cache: cache() }))
-        : undefined,
-    [flagKey, serviceId, environment, range],
-  );
-  const history = useApi(
-    async () =>
-      serviceId
-        ? call(api.GET('/api/flags/{key}/history', { params: { path: { key: flagKey }, query: { serviceId, environment, limit: HISTORY_LIMIT } }, cache: cache() }))
-        : undefined,
-    [flagKey, serviceId, environment],
-  );
+  const services = useServices(projectId);
+  const metrics = useFlagMetrics(flagKey, { serviceId, environment, range }, { enabled: !!serviceId, cache });
+  const history = useFlagHistory(flagKey, { serviceId, environment, limit: HISTORY_LIMIT }, { enabled: !!serviceId, cache });
   const [updating, setUpdating] = useState(false);
   const { reload: reloadMetrics } = metrics;
   const { reload: reloadHistory } = history;

@@ -7,7 +7,7 @@
 import { useMemo, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useBanditExperiments, useEvaluationHeatmap, useFlagHistory, useFlags, useServices, useSiteOverview, useWebVitals } from '../../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
 import { percent } from '../../components/metrics/breakdown';
 import { TimeChart, timeText, type ChartSeries } from '../../components/metrics/time-chart';
@@ -41,7 +41,7 @@ export default function ProjectMetricsPage() {
   const query = new URLSearchParams(useSearch());
   const environment = asEnvironment(query.get('environment'));
   const range = asWindow(query.get('range'));
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const serviceList = services.data?.services ?? [];
   const serviceId = query.get('serviceId') ?? serviceList[0]?.id ?? '';
 
@@ -82,10 +82,7 @@ export default function ProjectMetricsPage() {
 }
 
 function EvaluationsOverview({ projectId, environment, range }: { projectId: string; environment: Environment; range: WindowName }) {
-  const heatmap = useApi(
-    () => call(api.GET('/api/projects/{id}/evaluation-heatmap', { params: { path: { id: projectId }, query: { range, environment } } })),
-    [projectId, range, environment],
-  );
+  const heatmap = useEvaluationHeatmap(projectId, { range, environment });
   const data = heatmap.data;
   const chart = useMemo(() => (data ? projectSeries(data) : undefined), [data]);
   return (
@@ -156,8 +153,8 @@ const VITAL_NAMES: Record<Vitals['vitals'][number]['metric'], string> = {
 };
 
 function WebVitals({ serviceId, range }: { serviceId: string; range: WindowName }) {
-  const vitals = useApi(() => call(api.GET('/api/analytics/vitals', { params: { query: { siteId: serviceId, range } } })), [serviceId, range]);
-  const overview = useApi(() => call(api.GET('/api/analytics/overview', { params: { query: { siteId: serviceId, range } } })), [serviceId, range]);
+  const vitals = useWebVitals({ siteId: serviceId, range });
+  const overview = useSiteOverview({ siteId: serviceId, range });
   const chart = useMemo(() => (vitals.data ? vitalSeries(vitals.data) : undefined), [vitals.data]);
   // The answer names its window only by name: the span ends at the time it came.
   const span = useMemo(() => (vitals.data ? ([Date.now() - WINDOW_MS[range], Date.now()] as [number, number]) : undefined), [vitals.data, range]);
@@ -236,10 +233,7 @@ function vitalSeries(data: Vitals): { times: number[]; series: ChartSeries[] } {
 
 function FunnelByVariant({ projectId, service, environment, range }: { projectId: string; service?: Service; environment: Environment; range: WindowName }) {
   const serviceId = service?.id ?? '';
-  const flags = useApi(
-    () => call(api.GET('/api/flags', { params: { query: { projectId, serviceId, environment, limit: 100 } } })),
-    [projectId, serviceId, environment],
-  );
+  const flags = useFlags({ projectId, serviceId, environment, limit: 100 });
   const [funnel, setFunnel] = useState<Funnel | undefined>();
   const { busy, error, onSubmit } = useSubmit(async (form) => {
     const flagKey = String(form.get('flagKey') ?? '');
@@ -330,7 +324,7 @@ function FunnelTable({ funnel }: { funnel: Funnel }) {
 }
 
 function BanditAllocations({ projectId }: { projectId: string }) {
-  const experiments = useApi(() => call(api.GET('/api/experiments/bandit', { params: { query: { projectId, limit: 50 } } })), [projectId]);
+  const experiments = useBanditExperiments(projectId, 50);
   const [chosen, setChosen] = useState<string | undefined>();
   const list = experiments.data?.experiments ?? [];
   const experiment = list.find((e) => e.id === chosen) ?? list[0];
@@ -365,10 +359,7 @@ function BanditAllocations({ projectId }: { projectId: string }) {
 /** A reallocation writes the flag's weights as a version by `bandit:<id>`: those versions are the allocation history. */
 function ExperimentAllocations({ experiment }: { experiment: Experiment }) {
   const { flagKey, serviceId, environment, id } = experiment;
-  const history = useApi(
-    () => call(api.GET('/api/flags/{key}/history', { params: { path: { key: flagKey }, query: { serviceId, environment: asEnvironment(environment), limit: 100 } } })),
-    [flagKey, serviceId, environment],
-  );
+  const history = useFlagHistory(flagKey, { serviceId, environment: asEnvironment(environment), limit: 100 });
   const chart = useMemo(() => {
     const rounds = (history.data?.versions ?? []).filter((v) => v.actor === `bandit:${id}`).reverse();
     const names = experiment.variants.map((v) => v.name);

@@ -3,6 +3,7 @@
  * the selects of a project's services and environments, and number formats.
  */
 import { useId } from 'react';
+import { isEnvironment, PRODUCTION_FIRST, type Environment } from '../../api/environments';
 import type { operations } from '../../api/schema';
 import { flagHref } from '../../links';
 
@@ -16,9 +17,8 @@ export type Funnel = Ok<'getAnalyticsFunnel'>;
 export type Experiment = Ok<'getExperimentsBandit'>['experiments'][number];
 export type Service = Ok<'getServices'>['services'][number];
 
-export const ENVIRONMENTS = ['production', 'staging', 'development'] as const;
-export type Environment = (typeof ENVIRONMENTS)[number];
-export const asEnvironment = (value: string | null): Environment => (ENVIRONMENTS as readonly string[]).includes(value ?? '') ? (value as Environment) : 'production';
+export type { Environment };
+export const asEnvironment = (value: string | null): Environment => (isEnvironment(value) ? value : 'production');
 
 /** The windows the metrics pages offer (every route they read takes these). */
 export const WINDOWS = [
@@ -68,7 +68,7 @@ export function EnvironmentSelect({ value, onChange }: { value: Environment; onC
     <div className="field">
       <label htmlFor={id}>Environment</label>
       <select id={id} value={value} onChange={(e) => onChange(asEnvironment(e.target.value))}>
-        {ENVIRONMENTS.map((env) => (
+        {PRODUCTION_FIRST.map((env) => (
           <option key={env} value={env}>
             {env}
           </option>

@@ -4,18 +4,16 @@
  * flag's rollback history. The canary record is polled every 2 s while the pipeline is active
  * (GET answers the workflow's live state: stage, remaining soak, latest gate).
  */
-import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link, useParams, useSearch } from 'wouter';
-import { api, ApiError, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useCanary, useFlag, useSetCanary } from '../../api/resources';
 import { LoadState } from '../../components/status';
 import { CanaryControls } from '../../components/releases/canary-controls';
 import { duration, HEALTH_LABEL, percent, STATUS_LABEL, when } from '../../components/releases/format';
 import { GuardrailStatus } from '../../components/releases/guardrail-status';
 import { RollbackHistory } from '../../components/releases/rollback-history';
 import { StageTimeline } from '../../components/releases/stage-timeline';
-import { configOf, ENVIRONMENTS, isActive, type CanaryRecord, type Environment } from '../../components/releases/types';
-import { usePoll } from '../../components/releases/use-poll';
+import { isEnvironment } from '../../api/environments';
+import { configOf, isActive, type CanaryRecord } from '../../components/releases/types';
 
 const POLL_MS = 2_000;
 
@@ -23,30 +21,14 @@ export default function FlagRelease() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
   const search = new URLSearchParams(useSearch());
   const serviceId = search.get('serviceId') ?? '';
-  const environment = (ENVIRONMENTS.find((e) => e === search.get('environment')) ?? 'production') as Environment;
+  const requested = search.get('environment');
+  const environment = isEnvironment(requested) ? requested : 'production';
   const key = decodeURIComponent(flagKey);
 
-  const flag = useApi(() => call(api.GET('/api/flags/{key}', { params: { path: { key }, query: { serviceId, environment } } })), [key, serviceId, environment]);
-  const [canary, setCanary] = useState<{ record?: CanaryRecord; loaded: boolean; error?: ApiError }>({ loaded: false });
-
-  // An answer to a poll sent before an action's answer arrived is older than it: dropped.
-  const actions = useRef(0);
-  const loadCanary = useCallback(async () => {
-    const sentAfter = actions.current;
-    try {
-      const record = await call(api.GET('/api/flags/{key}/canary', { params: { path: { key }, query: { serviceId, environment } } }));
-      if (sentAfter === actions.current) setCanary({ record, loaded: true });
-    } catch (error) {
-      // 404: the flag never had a canary here, which is an answer, not a failure.
-      if (error instanceof ApiError && error.status === 404) setCanary({ loaded: true });
-      else setCanary((c) => ({ ...c, loaded: true, error: error instanceof ApiError ? error : new ApiError(0, 'Error', String(error)) }));
-    }
-  }, [key, serviceId, environment]);
-  useEffect(() => {
-    void loadCanary();
-  }, [loadCanary]);
-  const record = canary.record;
-  usePoll(loadCanary, POLL_MS, !!record && isActive(record.status));
+  const flag = useFlag(key, serviceId, environment);
+  const canary = useCanary(key, serviceId, environment, (current) => (current && isActive(current.status) ? POLL_MS : false));
+  const showCanary = useSetCanary(key, serviceId, environment);
+  const record = canary.data ?? undefined;
 
   const startHref = `/projects/${encodeURIComponent(projectId)}/releases?${new URLSearchParams({ flag: key, serviceId, environment }).toString()}`;
 
@@ -63,7 +45,7 @@ export default function FlagRelease() {
       </LoadState>
       <section aria-labelledby="canary" className="rs-panel">
         <h2 id="canary">Canary</h2>
-        {!canary.loaded ? (
+        {canary.loading ? (
           <p role="status" className="muted">
             Loading…
           </p>
@@ -81,10 +63,7 @@ export default function FlagRelease() {
             <CanaryControls
               key={record.id}
               record={record}
-              onChange={(next) => {
-                actions.current++;
-                setCanary({ record: next, loaded: true });
-              }}
+              onChange={(next) => void showCanary(next)}
             />
             <StageTimeline record={record} />
             {!isActive(record.status) && (

@@ -5,8 +5,9 @@
  */
 import { Link, useParams } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useAudit, useProject } from '../../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { DataTable } from '../../components/data-table';
 import { LoadState } from '../../components/status';
 import { msDelta, ratePoints, when } from '../../components/releases/format';
 import { VERDICT_LABEL } from '../../components/releases/guardrail-status';
@@ -29,8 +30,8 @@ interface CheckMeta {
 
 export default function Guardrails() {
   const { projectId } = useParams<{ projectId: string }>();
-  const project = useApi(() => call(api.GET('/api/projects/{id}', { params: { path: { id: projectId } } })), [projectId]);
-  const checks = useApi(() => call(api.GET('/api/audit', { params: { query: { projectId, action: 'guardrail.checked', limit: CHECKS_SHOWN } } })), [projectId]);
+  const project = useProject(projectId);
+  const checks = useAudit({ projectId, action: 'guardrail.checked', limit: CHECKS_SHOWN });
   const { busy, error, onSubmit } = useSubmit(async (data) => {
     const minutes = Number(String(data.get('guardrailWindowMinutes') ?? ''));
     await call(
@@ -68,51 +69,33 @@ export default function Guardrails() {
       <section aria-labelledby="guardrail-checks" className="rs-panel">
         <h2 id="guardrail-checks">Latest checks</h2>
         <LoadState loading={checks.loading} error={checks.error}>
-          {checks.data?.logs.length ? (
-            <div className="rs-scroll">
-              <table>
-                <caption className="visually-hidden">Guardrail checks, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Checked</th>
-                    <th scope="col">Flag</th>
-                    <th scope="col">Change</th>
-                    <th scope="col">Verdict</th>
-                    <th scope="col">Error-rate / p99 delta</th>
-                    <th scope="col">Reason</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {checks.data.logs.map((entry) => {
-                    const m = entry.metadata as CheckMeta;
-                    return (
-                      <tr key={entry.id}>
-                        <td>{when(entry.timestamp)}</td>
-                        <td>
-                          {m.serviceId && m.environment && entry.resourceName ? (
-                            <Link href={flagReleaseHref(projectId, entry.resourceName, m.serviceId, m.environment)}>{entry.resourceName}</Link>
-                          ) : (
-                            entry.resourceName
-                          )}
-                        </td>
-                        <td>
-                          v{m.version}
-                          {m.newVersionNumber ? ` → rolled back as v${m.newVersionNumber}` : ''}
-                        </td>
-                        <td>
-                          <span className={`rs-badge rs-verdict-${m.verdict ?? 'unknown'}`}>{VERDICT_LABEL[m.verdict ?? ''] ?? m.verdict}</span>
-                        </td>
-                        <td className="rs-num">{m.delta ? `${ratePoints(m.delta.errorRateDelta ?? null)} / ${msDelta(m.delta.latencyP99DeltaMs ?? null)}` : '—'}</td>
-                        <td>{m.reason}</td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No production change has been judged yet: a check runs a watch window after each change.</p>
-          )}
+          <DataTable
+            frame="rs-scroll"
+            caption="Guardrail checks, newest first"
+            rows={(checks.data?.logs ?? []).map((entry) => ({ entry, m: entry.metadata as CheckMeta }))}
+            rowKey={({ entry }) => entry.id}
+            empty="No production change has been judged yet: a check runs a watch window after each change."
+            columns={[
+              { header: 'Checked', cell: ({ entry }) => when(entry.timestamp) },
+              {
+                header: 'Flag',
+                cell: ({ entry, m }) =>
+                  m.serviceId && m.environment && entry.resourceName ? (
+                    <Link href={flagReleaseHref(projectId, entry.resourceName, m.serviceId, m.environment)}>{entry.resourceName}</Link>
+                  ) : (
+                    entry.resourceName
+                  ),
+              },
+              { header: 'Change', cell: ({ m }) => `v${m.version}${m.newVersionNumber ? ` → rolled back as v${m.newVersionNumber}` : ''}` },
+              { header: 'Verdict', cell: ({ m }) => <span className={`rs-badge rs-verdict-${m.verdict ?? 'unknown'}`}>{VERDICT_LABEL[m.verdict ?? ''] ?? m.verdict}</span> },
+              {
+                header: 'Error-rate / p99 delta',
+                className: 'rs-num',
+                cell: ({ m }) => (m.delta ? `${ratePoints(m.delta.errorRateDelta ?? null)} / ${msDelta(m.delta.latencyP99DeltaMs ?? null)}` : '—'),
+              },
+              { header: 'Reason', cell: ({ m }) => m.reason },
+            ]}
+          />
         </LoadState>
       </section>
       <RollbackHistory projectId={projectId} />

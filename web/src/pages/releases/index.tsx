@@ -4,15 +4,14 @@
  * pre-fills the form (?flag=&serviceId=&environment=).
  */
 import { Link, useParams, useSearch } from 'wouter';
-import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useServices } from '../../api/resources';
 import { CanaryList } from '../../components/releases/canary-list';
 import { StartCanaryForm } from '../../components/releases/start-canary-form';
 
 export default function Releases() {
   const { projectId } = useParams<{ projectId: string }>();
   const search = new URLSearchParams(useSearch());
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const serviceNames = new Map(services.data?.services.map((s) => [s.id, s.name]));
   return (
     <>

@@ -1,12 +1,12 @@
 import { useState } from 'react';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { usePersonalTokens } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day, when } from '../../components/settings/format';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
-import { AccountTabs } from '../../components/settings/section-nav';
-import { useAction } from '../../components/settings/use-action';
+import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { LoadState } from '../../components/status';
 
 const TIERS = [
@@ -21,7 +21,7 @@ const EXPIRY_DAYS = [7, 30, 90, 180, 365] as const;
  * tier and by your roles; the secret is shown once.
  */
 export default function AccountTokens() {
-  const tokens = useApi(() => call(api.GET('/api/users/me/personal-tokens')), []);
+  const tokens = usePersonalTokens();
   const [tier, setTier] = useState<(typeof TIERS)[number]['value']>('read');
   const [shown, setShown] = useState<SecretsShown | undefined>();
   const [notice, setNotice] = useState('');
@@ -63,73 +63,43 @@ export default function AccountTokens() {
   }
 
   return (
-    <>
-      <h1>Personal tokens</h1>
-      <AccountTabs />
-      <p>Personal tokens act as you in scripts and the CLI, limited by their tier and by your role in each project.</p>
-      <p role="status" className="st-notice">
-        {notice}
-      </p>
-      {action.error && (
-        <p role="alert" className="form-error">
-          {action.error.message}
-        </p>
-      )}
+    <SettingsPage title="Personal tokens" intro={<p>Personal tokens act as you in scripts and the CLI, limited by their tier and by your role in each project.</p>}>
+      <ActionOutcome notice={notice} error={action.error} />
       <section aria-labelledby="personal-tokens-heading">
         <h2 id="personal-tokens-heading">Your tokens</h2>
         <LoadState loading={tokens.loading} error={tokens.error}>
-          {tokens.data?.tokens.length ? (
-            <div className="st-scroll">
-              <table>
-                <caption className="visually-hidden">Your personal tokens</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Tier</th>
-                    <th scope="col">Ends in</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {tokens.data.tokens.map((t) => (
-                    <tr key={t.id}>
-                      <td>{t.name}</td>
-                      <td>
-                        {t.tier}
-                        {t.allowOwnerActions && ' (owner actions)'}
-                      </td>
-                      <td>
-                        <code>…{t.lastFour}</code>
-                      </td>
-                      <td>{t.expired ? <strong>expired {day(t.expiresAt)}</strong> : day(t.expiresAt)}</td>
-                      <td>{when(t.lastUsedAt)}</td>
-                      <td>
-                        <span className="st-row">
-                          <button type="button" aria-label={`Rotate ${t.name}`} disabled={!!action.running} onClick={() => void rotate(t.id, t.name)}>
-                            {action.running === `rotate:${t.id}` ? 'Working…' : 'Rotate'}
-                          </button>
-                          <ConfirmButton
-                            label={`Revoke ${t.name}`}
-                            text="Revoke"
-                            confirmLabel="Revoke now"
-                            question="Scripts using it stop working."
-                            busy={action.running === `revoke:${t.id}`}
-                            onConfirm={() => void revoke(t.id, t.name)}
-                          />
-                        </span>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No personal tokens yet.</p>
-          )}
+          <DataTable
+            caption="Your personal tokens"
+            rows={tokens.data?.tokens ?? []}
+            rowKey={(t) => t.id}
+            empty="No personal tokens yet."
+            columns={[
+              { header: 'Name', cell: (t) => t.name },
+              { header: 'Tier', cell: (t) => `${t.tier}${t.allowOwnerActions ? ' (owner actions)' : ''}` },
+              { header: 'Ends in', cell: (t) => <code>…{t.lastFour}</code> },
+              { header: 'Expires', cell: (t) => (t.expired ? <strong>expired {day(t.expiresAt)}</strong> : day(t.expiresAt)) },
+              { header: 'Last used', cell: (t) => when(t.lastUsedAt) },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (t) => (
+                  <span className="st-row">
+                    <button type="button" aria-label={`Rotate ${t.name}`} disabled={!!action.running} onClick={() => void rotate(t.id, t.name)}>
+                      {action.running === `rotate:${t.id}` ? 'Working…' : 'Rotate'}
+                    </button>
+                    <ConfirmButton
+                      label={`Revoke ${t.name}`}
+                      text="Revoke"
+                      confirmLabel="Revoke now"
+                      question="Scripts using it stop working."
+                      busy={action.running === `revoke:${t.id}`}
+                      onConfirm={() => void revoke(t.id, t.name)}
+                    />
+                  </span>
+                ),
+              },
+            ]}
+          />
         </LoadState>
       </section>
 
@@ -145,16 +115,13 @@ export default function AccountTokens() {
               </label>
             ))}
           </fieldset>
-          <div className="field">
-            <label htmlFor="personal-token-expiry">Expires after</label>
-            <select id="personal-token-expiry" name="expiresInDays" defaultValue="90">
-              {EXPIRY_DAYS.map((d) => (
-                <option key={d} value={d}>
-                  {d} days
-                </option>
-              ))}
-            </select>
-          </div>
+          <SelectField label="Expires after" name="expiresInDays" defaultValue="90" error={create.error}>
+            {EXPIRY_DAYS.map((d) => (
+              <option key={d} value={d}>
+                {d} days
+              </option>
+            ))}
+          </SelectField>
           <div className="field">
             <label className="st-check">
               <input type="checkbox" name="allowOwnerActions" disabled={tier !== 'admin'} aria-describedby="owner-actions-hint" /> Allow owner actions
@@ -168,6 +135,6 @@ export default function AccountTokens() {
         </form>
       </section>
       <SecretDialog shown={shown} onClose={() => setShown(undefined)} />
-    </>
+    </SettingsPage>
   );
 }

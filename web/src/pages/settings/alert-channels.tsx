@@ -1,13 +1,13 @@
 import { useState } from 'react';
 import { useParams } from 'wouter';
 import { api, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { useAlertChannels } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
-import { SettingsTabs } from '../../components/settings/section-nav';
-import { useAction } from '../../components/settings/use-action';
+import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { LoadState } from '../../components/status';
 
 type CreateBody = NonNullable<paths['/api/orgs/{orgId}/alert-channels']['post']['requestBody']>['content']['application/json'];
@@ -44,13 +44,16 @@ export default function AlertChannels() {
   const access = useProjectAccess(projectId);
   const orgId = access.project?.orgId;
   return (
-    <>
-      <h1>Alert channels</h1>
-      <SettingsTabs projectId={projectId} />
-      <p>
-        Channels belong to the organization{access.org?.role ? ` “${access.org.name}”` : ''} and serve all its projects: release-safety and guardrail
-        alerts go to each of them.
-      </p>
+    <SettingsPage
+      title="Alert channels"
+      projectId={projectId}
+      intro={
+        <p>
+          Channels belong to the organization{access.org?.role ? ` “${access.org.name}”` : ''} and serve all its projects: release-safety and guardrail
+          alerts go to each of them.
+        </p>
+      }
+    >
       {!orgId ? (
         <p role="status" className="muted">
           Loading…
@@ -60,12 +63,12 @@ export default function AlertChannels() {
       ) : (
         <ChannelSettings orgId={orgId} canManage={access.canManageOrg} />
       )}
-    </>
+    </SettingsPage>
   );
 }
 
 function ChannelSettings({ orgId, canManage }: { orgId: string; canManage: boolean }) {
-  const channels = useApi(() => call(api.GET('/api/orgs/{orgId}/alert-channels', { params: { path: { orgId } } })), [orgId]);
+  const channels = useAlertChannels(orgId);
   const [type, setType] = useState<ChannelType>('chat');
   const [results, setResults] = useState<Record<string, { ok: boolean; text: string }>>({});
   const [shown, setShown] = useState<SecretsShown | undefined>();
@@ -118,84 +121,75 @@ function ChannelSettings({ orgId, canManage }: { orgId: string; canManage: boole
   return (
     <>
       {!canManage && <p className="muted">{NEEDS['org:manage']}</p>}
-      <p role="status" className="st-notice">
-        {notice}
-      </p>
-      {action.error && (
-        <p role="alert" className="form-error">
-          {action.error.message}
-        </p>
-      )}
+      <ActionOutcome notice={notice} error={action.error} />
       <section aria-labelledby="channels-heading">
         <h2 id="channels-heading">Channels</h2>
         <LoadState loading={channels.loading} error={channels.error}>
-          {channels.data?.channels.length ? (
-            <div className="st-scroll">
-              <table>
-                <caption className="visually-hidden">The organization's alert channels</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Type</th>
-                    <th scope="col">Destination</th>
-                    <th scope="col">Test</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {channels.data.channels.map((c) => (
-                    <tr key={c.id}>
-                      <td>
-                        {c.name}
-                        {!c.enabled && <span className="muted"> (disabled)</span>}
-                      </td>
-                      <td>{c.type}</td>
-                      <td className="st-break">
-                        {c.recipients ? (
-                          <ul className="st-plain">
-                            {c.recipients.map((r) => (
-                              <li key={r.email}>
-                                {r.email} <span className="muted">{r.confirmed ? '(confirmed)' : '(waiting for confirmation)'}</span>
-                              </li>
-                            ))}
-                          </ul>
-                        ) : (
-                          <code>{c.destination}</code>
-                        )}
-                      </td>
-                      <td>
-                        {canManage && (
-                          <button type="button" aria-label={`Send test to ${c.name}`} disabled={!!action.running} onClick={() => void test(c.id)}>
-                            {action.running === `test:${c.id}` ? 'Sending…' : 'Send test'}
-                          </button>
-                        )}
-                        {/* Space kept for the answer, so it does not push the table around when it arrives. */}
-                        <p role="status" className={`st-test-result ${results[c.id] ? (results[c.id].ok ? 'st-ok' : 'st-bad') : ''}`}>
-                          {results[c.id]?.text}
-                        </p>
-                      </td>
-                      <td>
-                        {canManage && (
-                          <ConfirmButton
-                            label={`Delete ${c.name}`}
-                            text="Delete"
-                            confirmLabel="Delete channel"
-                            question="Alerts stop going there."
-                            busy={action.running === `delete:${c.id}`}
-                            onConfirm={() => void remove(c.id, c.name)}
-                          />
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No alert channels yet.</p>
-          )}
+          <DataTable
+            caption="The organization's alert channels"
+            rows={channels.data?.channels ?? []}
+            rowKey={(c) => c.id}
+            empty="No alert channels yet."
+            columns={[
+              {
+                header: 'Name',
+                cell: (c) => (
+                  <>
+                    {c.name}
+                    {!c.enabled && <span className="muted"> (disabled)</span>}
+                  </>
+                ),
+              },
+              { header: 'Type', cell: (c) => c.type },
+              {
+                header: 'Destination',
+                className: 'st-break',
+                cell: (c) =>
+                  c.recipients ? (
+                    <ul className="st-plain">
+                      {c.recipients.map((r) => (
+                        <li key={r.email}>
+                          {r.email} <span className="muted">{r.confirmed ? '(confirmed)' : '(waiting for confirmation)'}</span>
+                        </li>
+                      ))}
+                    </ul>
+                  ) : (
+                    <code>{c.destination}</code>
+                  ),
+              },
+              {
+                header: 'Test',
+                cell: (c) => (
+                  <>
+                    {canManage && (
+                      <button type="button" aria-label={`Send test to ${c.name}`} disabled={!!action.running} onClick={() => void test(c.id)}>
+                        {action.running === `test:${c.id}` ? 'Sending…' : 'Send test'}
+                      </button>
+                    )}
+                    {/* Space kept for the answer, so it does not push the table around when it arrives. */}
+                    <p role="status" className={`st-test-result ${results[c.id] ? (results[c.id].ok ? 'st-ok' : 'st-bad') : ''}`}>
+                      {results[c.id]?.text}
+                    </p>
+                  </>
+                ),
+              },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (c) =>
+                  canManage && (
+                    <ConfirmButton
+                      label={`Delete ${c.name}`}
+                      text="Delete"
+                      confirmLabel="Delete channel"
+                      question="Alerts stop going there."
+                      busy={action.running === `delete:${c.id}`}
+                      onConfirm={() => void remove(c.id, c.name)}
+                    />
+                  ),
+              },
+            ]}
+          />
         </LoadState>
       </section>
 
@@ -204,16 +198,13 @@ function ChannelSettings({ orgId, canManage }: { orgId: string; canManage: boole
           <h2 id="create-channel-heading">Add a channel</h2>
           <form onSubmit={create.onSubmit} noValidate className="inline-form">
             <Field label="Channel name" name="name" required maxLength={200} autoComplete="off" error={create.error} />
-            <div className="field">
-              <label htmlFor="channel-type">Type</label>
-              <select id="channel-type" name="type" value={type} onChange={(e) => setType(e.target.value as ChannelType)}>
-                {TYPES.map((t) => (
-                  <option key={t.value} value={t.value}>
-                    {t.label}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <SelectField label="Type" name="type" value={type} onChange={(e) => setType(e.target.value as ChannelType)} error={create.error}>
+              {TYPES.map((t) => (
+                <option key={t.value} value={t.value}>
+                  {t.label}
+                </option>
+              ))}
+            </SelectField>
             {type === 'paging' && <Field label="Routing key" name="routingKey" required maxLength={128} autoComplete="off" error={create.error} />}
             {needsUrl && (
               <Field

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { useSearch } from 'wouter';
-import { api, ApiError, call } from '../../api/client';
+import { api, call } from '../../api/client';
+import { useAction } from '../../components/forms';
 
 /**
  * The link mailed to each recipient of an e-mail alert channel: /alert-channels/confirm?token=….
@@ -9,19 +10,13 @@ import { api, ApiError, call } from '../../api/client';
  */
 export default function ConfirmAlertRecipient() {
   const token = new URLSearchParams(useSearch()).get('token') ?? '';
-  const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ ok: true; email: string } | { ok: false; message: string } | undefined>();
+  const action = useAction();
+  const [confirmedEmail, setConfirmedEmail] = useState<string>();
 
   async function confirm() {
-    setBusy(true);
-    try {
-      const confirmed = await call(api.POST('/api/alert-channels/recipients/confirm', { body: { token } }));
-      setOutcome({ ok: true, email: confirmed.email });
-    } catch (error) {
-      setOutcome({ ok: false, message: error instanceof ApiError ? error.message : String(error) });
-    } finally {
-      setBusy(false);
-    }
+    await action.run('confirm', async () => {
+      setConfirmedEmail((await call(api.POST('/api/alert-channels/recipients/confirm', { body: { token } }))).email);
+    });
   }
 
   return (
@@ -31,16 +26,16 @@ export default function ConfirmAlertRecipient() {
         <p role="alert" className="form-error">
           This link has no token. Open the link from the confirmation mail again.
         </p>
-      ) : outcome?.ok ? (
-        <p role="status">{outcome.email} will receive this alert channel's e-mails. You can close this page.</p>
+      ) : confirmedEmail ? (
+        <p role="status">{confirmedEmail} will receive this alert channel's e-mails. You can close this page.</p>
       ) : (
         <>
           <p>Someone added your address to an alert channel of the feature flag service. Alerts are e-mailed to you only once you confirm.</p>
-          <div role="alert" className={outcome ? 'form-error' : undefined}>
-            {outcome?.message}
+          <div role="alert" className={action.error ? 'form-error' : undefined}>
+            {action.error?.message}
           </div>
-          <button type="button" className="primary" disabled={busy} onClick={() => void confirm()}>
-            {busy ? 'Confirming…' : 'Confirm alert e-mails'}
+          <button type="button" className="primary" disabled={action.running !== undefined} onClick={() => void confirm()}>
+            {action.running ? 'Confirming…' : 'Confirm alert e-mails'}
           </button>
           <p className="hint">If you did not expect this, ignore the mail: nothing is sent until you confirm.</p>
         </>

@@ -1,5 +1,6 @@
 import { Link, useParams } from 'wouter';
-import { PROJECT_SECTION_DESCRIPTIONS, projectSections, SettingsTabs } from '../../components/settings/section-nav';
+import { PROJECT_SECTION_DESCRIPTIONS, projectSections } from '../../components/settings/section-nav';
+import { SettingsPage } from '../../components/settings/settings-page';
 import { useProjectAccess } from '../../components/settings/access';
 
 /** The project's settings: one card per section. */
@@ -7,10 +8,7 @@ export default function Settings() {
   const { projectId } = useParams<{ projectId: string }>();
   const { project, role } = useProjectAccess(projectId);
   return (
-    <>
-      <h1>Settings{project ? ` of ${project.name}` : ''}</h1>
-      <SettingsTabs projectId={projectId} />
-      {role && <p className="muted">Your role in this project: {role}.</p>}
+    <SettingsPage title={`Settings${project ? ` of ${project.name}` : ''}`} projectId={projectId} intro={role && <p className="muted">Your role in this project: {role}.</p>}>
       <ul className="cards">
         {projectSections(projectId).map((section) => (
           <li key={section.path} className="card">
@@ -22,6 +20,6 @@ export default function Settings() {
       <p>
         Your own credentials are under <Link href="/account/tokens">Account</Link>: personal tokens and MCP connections.
       </p>
-    </>
+    </SettingsPage>
   );
 }

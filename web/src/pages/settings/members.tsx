@@ -1,13 +1,13 @@
 import { useState } from 'react';
 import { useLocation, useParams } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { useMembers, usePendingInvitations } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day } from '../../components/settings/format';
-import { SettingsTabs } from '../../components/settings/section-nav';
-import { useAction } from '../../components/settings/use-action';
+import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { LoadState } from '../../components/status';
 import { useSession } from '../../session';
 
@@ -23,11 +23,8 @@ export default function Members() {
   const access = useProjectAccess(projectId);
   const canManage = access.can('members:manage');
   const isOwner = access.can('members:owner');
-  const members = useApi(() => call(api.GET('/api/projects/{id}/members', { params: { path: { id: projectId } } })), [projectId]);
-  const invitations = useApi(
-    () => call(api.GET('/api/projects/{id}/invitations', { params: { path: { id: projectId }, query: { status: 'pending' } } })),
-    [projectId],
-  );
+  const members = useMembers(projectId);
+  const invitations = usePendingInvitations(projectId);
   const action = useAction();
   const [chosen, setChosen] = useState<Record<string, Role>>({});
   const [notice, setNotice] = useState('');
@@ -91,97 +88,83 @@ export default function Members() {
     await invitations.reload();
   }
 
-  const pending = invitations.data?.invitations ?? [];
+  // Owner changes (to or from owner) need an owner; everything else members:manage.
+  const canChange = (role: Role) => canManage && (isOwner || role !== 'owner');
 
   return (
-    <>
-      <h1>Members</h1>
-      <SettingsTabs projectId={projectId} />
-      {!canManage && <p className="muted">{NEEDS['members:manage']} You can see who is here and leave the project.</p>}
-      <p role="status" className="st-notice">
-        {notice}
-      </p>
-      {action.error && (
-        <p role="alert" className="form-error">
-          {action.error.message}
-        </p>
-      )}
+    <SettingsPage
+      title="Members"
+      projectId={projectId}
+      intro={!canManage && <p className="muted">{NEEDS['members:manage']} You can see who is here and leave the project.</p>}
+    >
+      <ActionOutcome notice={notice} error={action.error} />
       <section aria-labelledby="members-heading">
         <h2 id="members-heading">Members</h2>
         <LoadState loading={members.loading} error={members.error}>
-          <div className="st-scroll">
-            <table>
-              <caption className="visually-hidden">Members of this project and their roles</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Member since</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {members.data?.members.map((m) => {
-                  const self = m.userId === access.userId;
-                  // Owner changes (to or from owner) need an owner; everything else members:manage.
-                  const canChange = canManage && (isOwner || m.role !== 'owner');
+          <DataTable
+            caption="Members of this project and their roles"
+            rows={members.data?.members ?? []}
+            rowKey={(m) => m.userId}
+            empty="No members."
+            columns={[
+              {
+                header: 'Name',
+                cell: (m) => (
+                  <>
+                    {m.name}
+                    {m.userId === access.userId && <span className="muted"> (you)</span>}
+                  </>
+                ),
+              },
+              { header: 'E-mail', cell: (m) => m.email },
+              {
+                header: 'Role',
+                cell: (m) => {
                   const selected = chosen[m.userId] ?? m.role;
+                  if (!canChange(m.role)) return <span title={canManage ? NEEDS['members:owner'] : undefined}>{m.role}</span>;
                   return (
-                    <tr key={m.userId}>
-                      <td>
-                        {m.name}
-                        {self && <span className="muted"> (you)</span>}
-                      </td>
-                      <td>{m.email}</td>
-                      <td>
-                        {canChange ? (
-                          <span className="st-row">
-                            <select
-                              aria-label={`Role of ${m.name}`}
-                              value={selected}
-                              onChange={(e) => setChosen((c) => ({ ...c, [m.userId]: e.target.value as Role }))}
-                            >
-                              {ROLES.filter((r) => isOwner || r !== 'owner').map((r) => (
-                                <option key={r} value={r}>
-                                  {r}
-                                </option>
-                              ))}
-                            </select>
-                            <button
-                              type="button"
-                              aria-label={`Save role of ${m.name}`}
-                              disabled={selected === m.role || action.running === `role:${m.userId}`}
-                              onClick={() => void changeRole(m.userId, m.name)}
-                            >
-                              {action.running === `role:${m.userId}` ? 'Saving…' : 'Save'}
-                            </button>
-                          </span>
-                        ) : (
-                          <span title={canManage ? NEEDS['members:owner'] : undefined}>{m.role}</span>
-                        )}
-                      </td>
-                      <td>{day(m.createdAt)}</td>
-                      <td>
-                        {(self || (canManage && (isOwner || m.role !== 'owner'))) && (
-                          <ConfirmButton
-                            label={self ? 'Leave project' : `Remove ${m.name}`}
-                            text={self ? 'Leave' : 'Remove'}
-                            confirmLabel={self ? 'Leave' : 'Remove'}
-                            question={self ? 'Leave this project?' : `Remove ${m.name} from the project?`}
-                            busy={action.running === `remove:${m.userId}`}
-                            onConfirm={() => void remove(m.userId, m.name)}
-                          />
-                        )}
-                      </td>
-                    </tr>
+                    <span className="st-row">
+                      <select aria-label={`Role of ${m.name}`} value={selected} onChange={(e) => setChosen((c) => ({ ...c, [m.userId]: e.target.value as Role }))}>
+                        {ROLES.filter((r) => isOwner || r !== 'owner').map((r) => (
+                          <option key={r} value={r}>
+                            {r}
+                          </option>
+                        ))}
+                      </select>
+                      <button
+                        type="button"
+                        aria-label={`Save role of ${m.name}`}
+                        disabled={selected === m.role || action.running === `role:${m.userId}`}
+                        onClick={() => void changeRole(m.userId, m.name)}
+                      >
+                        {action.running === `role:${m.userId}` ? 'Saving…' : 'Save'}
+                      </button>
+                    </span>
                   );
-                })}
-              </tbody>
-            </table>
-          </div>
+                },
+              },
+              { header: 'Member since', cell: (m) => day(m.createdAt) },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (m) => {
+                  const self = m.userId === access.userId;
+                  return (
+                    (self || canChange(m.role)) && (
+                      <ConfirmButton
+                        label={self ? 'Leave project' : `Remove ${m.name}`}
+                        text={self ? 'Leave' : 'Remove'}
+                        confirmLabel={self ? 'Leave' : 'Remove'}
+                        question={self ? 'Leave this project?' : `Remove ${m.name} from the project?`}
+                        busy={action.running === `remove:${m.userId}`}
+                        onConfirm={() => void remove(m.userId, m.name)}
+                      />
+                    )
+                  );
+                },
+              },
+            ]}
+          />
           {canManage && !isOwner && <p className="hint">{NEEDS['members:owner']}</p>}
         </LoadState>
       </section>
@@ -189,58 +172,38 @@ export default function Members() {
       <section aria-labelledby="invitations-heading">
         <h2 id="invitations-heading">Pending invitations</h2>
         <LoadState loading={invitations.loading} error={invitations.error}>
-          {pending.length ? (
-            <div className="st-scroll">
-              <table>
-                <caption className="visually-hidden">Invitations not accepted yet</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">E-mail</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Sent</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {pending.map((inv) => (
-                    <tr key={inv.id}>
-                      <td>{inv.email}</td>
-                      <td>{inv.role}</td>
-                      <td>{day(inv.createdAt)}</td>
-                      <td>{day(inv.expiresAt)}</td>
-                      <td>
-                        {canManage && (
-                          <span className="st-row">
-                            <button
-                              type="button"
-                              aria-label={`Resend invitation to ${inv.email}`}
-                              disabled={!!action.running}
-                              onClick={() => void resend(inv.id, inv.email, inv.role)}
-                            >
-                              {action.running === `resend:${inv.id}` ? 'Sending…' : 'Resend'}
-                            </button>
-                            <ConfirmButton
-                              label={`Cancel invitation to ${inv.email}`}
-                              text="Cancel"
-                              confirmLabel="Cancel invitation"
-                              question="Its link will stop working."
-                              busy={action.running === `cancel:${inv.id}`}
-                              onConfirm={() => void cancel(inv.id, inv.email)}
-                            />
-                          </span>
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No pending invitations.</p>
-          )}
+          <DataTable
+            caption="Invitations not accepted yet"
+            rows={invitations.data?.invitations ?? []}
+            rowKey={(inv) => inv.id}
+            empty="No pending invitations."
+            columns={[
+              { header: 'E-mail', cell: (inv) => inv.email },
+              { header: 'Role', cell: (inv) => inv.role },
+              { header: 'Sent', cell: (inv) => day(inv.createdAt) },
+              { header: 'Expires', cell: (inv) => day(inv.expiresAt) },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (inv) =>
+                  canManage && (
+                    <span className="st-row">
+                      <button type="button" aria-label={`Resend invitation to ${inv.email}`} disabled={!!action.running} onClick={() => void resend(inv.id, inv.email, inv.role)}>
+                        {action.running === `resend:${inv.id}` ? 'Sending…' : 'Resend'}
+                      </button>
+                      <ConfirmButton
+                        label={`Cancel invitation to ${inv.email}`}
+                        text="Cancel"
+                        confirmLabel="Cancel invitation"
+                        question="Its link will stop working."
+                        busy={action.running === `cancel:${inv.id}`}
+                        onConfirm={() => void cancel(inv.id, inv.email)}
+                      />
+                    </span>
+                  ),
+              },
+            ]}
+          />
         </LoadState>
       </section>
 
@@ -249,22 +212,24 @@ export default function Members() {
           <h2 id="invite-heading">Invite someone</h2>
           <form onSubmit={invite.onSubmit} noValidate className="inline-form">
             <Field label="E-mail address" name="email" type="email" required maxLength={254} autoComplete="off" error={invite.error} />
-            <div className="field">
-              <label htmlFor="invite-role">Role</label>
-              <select id="invite-role" name="role" defaultValue="member">
-                {INVITABLE.map((r) => (
-                  <option key={r} value={r}>
-                    {r}
-                  </option>
-                ))}
-              </select>
-              <p className="hint">Owners are not invited: invite as admin, then make them owner once they joined.</p>
-            </div>
+            <SelectField
+              label="Role"
+              name="role"
+              defaultValue="member"
+              error={invite.error}
+              hint="Owners are not invited: invite as admin, then make them owner once they joined."
+            >
+              {INVITABLE.map((r) => (
+                <option key={r} value={r}>
+                  {r}
+                </option>
+              ))}
+            </SelectField>
             <FormError error={invite.error} fields={['email', 'role']} />
             <SubmitButton busy={invite.busy}>Send invitation</SubmitButton>
           </form>
         </section>
       )}
-    </>
+    </SettingsPage>
   );
 }

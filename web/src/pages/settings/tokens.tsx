@@ -1,14 +1,14 @@
 import { useState } from 'react';
 import { useParams } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { useProjectTokens } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
+import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day, when } from '../../components/settings/format';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
-import { SettingsTabs } from '../../components/settings/section-nav';
-import { useAction } from '../../components/settings/use-action';
+import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { LoadState } from '../../components/status';
 
 const PERMISSIONS = [
@@ -30,18 +30,15 @@ type Scope = (typeof SCOPES)[number]['name'];
 export default function Tokens() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);
-  const canManage = access.can('settings:manage');
   return (
-    <>
-      <h1>API tokens</h1>
-      <SettingsTabs projectId={projectId} />
-      {canManage ? <TokenSettings projectId={projectId} /> : <p>{NEEDS['settings:manage']}</p>}
-    </>
+    <SettingsPage title="API tokens" projectId={projectId} refusal={!access.can('settings:manage') && NEEDS['settings:manage']}>
+      <TokenSettings projectId={projectId} />
+    </SettingsPage>
   );
 }
 
 function TokenSettings({ projectId }: { projectId: string }) {
-  const tokens = useApi(() => call(api.GET('/api/projects/{id}/tokens', { params: { path: { id: projectId } } })), [projectId]);
+  const tokens = useProjectTokens(projectId);
   const [kind, setKind] = useState<'opaque' | 'jwt'>('opaque');
   const [shown, setShown] = useState<SecretsShown | undefined>();
   const [notice, setNotice] = useState('');
@@ -93,68 +90,47 @@ function TokenSettings({ projectId }: { projectId: string }) {
 
   return (
     <>
-      <p role="status" className="st-notice">
-        {notice}
-      </p>
-      {action.error && (
-        <p role="alert" className="form-error">
-          {action.error.message}
-        </p>
-      )}
+      <ActionOutcome notice={notice} error={action.error} />
       <section aria-labelledby="tokens-heading">
         <h2 id="tokens-heading">Live tokens</h2>
         <LoadState loading={tokens.loading} error={tokens.error}>
-          {tokens.data?.tokens.length ? (
-            <div className="st-scroll">
-              <table>
-                <caption className="visually-hidden">Project API tokens (their secrets are never shown again)</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Grants</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {tokens.data.tokens.map((t) => (
-                    <tr key={t.id}>
-                      <td>{t.name}</td>
-                      <td>{t.tokenType === 'jwt' ? 'JWT' : 'Opaque'}</td>
-                      <td>
-                        {t.permissions
-                          ? Object.entries(t.permissions)
-                              .filter(([, on]) => on)
-                              .map(([p]) => p)
-                              .join(', ')
-                          : (t.scopes ?? []).join(', ')}
-                      </td>
-                      <td>{day(t.createdAt)}</td>
-                      <td>{day(t.expiresAt)}</td>
-                      <td>{t.tokenType === 'jwt' ? '—' : when(t.lastUsedAt)}</td>
-                      <td>
-                        <ConfirmButton
-                          label={`Revoke ${t.name}`}
-                          text="Revoke"
-                          confirmLabel="Revoke now"
-                          question="Anything using it stops working."
-                          busy={action.running === t.id}
-                          onConfirm={() => void revoke(t.id, t.name)}
-                        />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No API tokens yet.</p>
-          )}
+          <DataTable
+            caption="Project API tokens (their secrets are never shown again)"
+            rows={tokens.data?.tokens ?? []}
+            rowKey={(t) => t.id}
+            empty="No API tokens yet."
+            columns={[
+              { header: 'Name', cell: (t) => t.name },
+              { header: 'Kind', cell: (t) => (t.tokenType === 'jwt' ? 'JWT' : 'Opaque') },
+              {
+                header: 'Grants',
+                cell: (t) =>
+                  t.permissions
+                    ? Object.entries(t.permissions)
+                        .filter(([, on]) => on)
+                        .map(([p]) => p)
+                        .join(', ')
+                    : (t.scopes ?? []).join(', '),
+              },
+              { header: 'Created', cell: (t) => day(t.createdAt) },
+              { header: 'Expires', cell: (t) => day(t.expiresAt) },
+              { header: 'Last used', cell: (t) => (t.tokenType === 'jwt' ? '—' : when(t.lastUsedAt)) },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (t) => (
+                  <ConfirmButton
+                    label={`Revoke ${t.name}`}
+                    text="Revoke"
+                    confirmLabel="Revoke now"
+                    question="Anything using it stops working."
+                    busy={action.running === t.id}
+                    onConfirm={() => void revoke(t.id, t.name)}
+                  />
+                ),
+              },
+            ]}
+          />
         </LoadState>
       </section>
 

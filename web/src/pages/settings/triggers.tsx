@@ -1,20 +1,23 @@
 import { useState } from 'react';
 import { useParams } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { ENVIRONMENTS, type Environment } from '../../api/environments';
+import { useFlagTriggers, useFlags, useServices } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
+import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { day, when } from '../../components/settings/format';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
-import { SettingsTabs } from '../../components/settings/section-nav';
-import { useAction } from '../../components/settings/use-action';
+import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { LoadState } from '../../components/status';
+import { useDebounced } from '../../components/use-debounced';
 
 const ACTIONS = ['disable', 'enable', 'toggle'] as const;
-const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
 /** Flags offered per service; a service with more is narrowed by typing part of the key. */
 const FLAG_CHOICES = 100;
+/** The flag search asks the server once the user pauses typing. */
+const SEARCH_DELAY_MS = 300;
 
 /**
  * Trigger URLs (docs/api-reference.md#triggers): anyone holding one enables, disables or toggles
@@ -24,64 +27,52 @@ const FLAG_CHOICES = 100;
 export default function Triggers() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);
-  const services = useApi(() => call(api.GET('/api/services', { params: { query: { projectId, limit: 100 } } })), [projectId]);
+  const services = useServices(projectId);
   const [serviceId, setServiceId] = useState('');
   const [search, setSearch] = useState('');
   const [flagKey, setFlagKey] = useState('');
   const service = serviceId || services.data?.services[0]?.id || '';
-  const flags = useApi(
-    async () =>
-      service
-        ? call(api.GET('/api/flags', { params: { query: { projectId, serviceId: service, limit: FLAG_CHOICES, ...(search ? { search } : {}) } } }))
-        : undefined,
-    [projectId, service, search],
-  );
+  const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
+  const flags = useFlags({ projectId, serviceId: service, limit: FLAG_CHOICES, ...(searched ? { search: searched } : {}) }, { enabled: !!service });
   const keys = (flags.data?.flags ?? []).map((f) => f.key).filter((k): k is string => !!k);
   const flag = keys.includes(flagKey) ? flagKey : (keys[0] ?? '');
 
   return (
-    <>
-      <h1>Triggers</h1>
-      <SettingsTabs projectId={projectId} />
-      <p>A trigger URL enables, disables or toggles one flag in one environment when called with POST, without any other credential.</p>
+    <SettingsPage
+      title="Triggers"
+      projectId={projectId}
+      intro={<p>A trigger URL enables, disables or toggles one flag in one environment when called with POST, without any other credential.</p>}
+    >
       <LoadState loading={services.loading} error={services.error}>
         {services.data?.services.length ? (
           <div className="st-filters">
-            <div className="field">
-              <label htmlFor="trigger-service">Service</label>
-              <select
-                id="trigger-service"
-                value={service}
-                onChange={(e) => {
-                  setServiceId(e.target.value);
-                  setFlagKey('');
-                }}
-              >
-                {services.data.services.map((s) => (
-                  <option key={s.id} value={s.id}>
-                    {s.name}
+            <SelectField
+              label="Service"
+              name="serviceId"
+              value={service}
+              onChange={(e) => {
+                setServiceId(e.target.value);
+                setFlagKey('');
+              }}
+            >
+              {services.data.services.map((s) => (
+                <option key={s.id} value={s.id}>
+                  {s.name}
+                </option>
+              ))}
+            </SelectField>
+            <Field label="Find a flag" name="search" type="search" value={search} maxLength={200} onChange={(e) => setSearch(e.target.value)} />
+            <SelectField label="Flag" name="flagKey" value={flag} disabled={!keys.length} onChange={(e) => setFlagKey(e.target.value)}>
+              {keys.length ? (
+                keys.map((k) => (
+                  <option key={k} value={k}>
+                    {k}
                   </option>
-                ))}
-              </select>
-            </div>
-            <div className="field">
-              <label htmlFor="trigger-flag-search">Find a flag</label>
-              <input id="trigger-flag-search" type="search" value={search} maxLength={200} onChange={(e) => setSearch(e.target.value)} />
-            </div>
-            <div className="field">
-              <label htmlFor="trigger-flag">Flag</label>
-              <select id="trigger-flag" value={flag} disabled={!keys.length} onChange={(e) => setFlagKey(e.target.value)}>
-                {keys.length ? (
-                  keys.map((k) => (
-                    <option key={k} value={k}>
-                      {k}
-                    </option>
-                  ))
-                ) : (
-                  <option value="">{flags.loading ? 'Loading…' : 'No flags'}</option>
-                )}
-              </select>
-            </div>
+                ))
+              ) : (
+                <option value="">{flags.loading ? 'Loading…' : 'No flags'}</option>
+              )}
+            </SelectField>
           </div>
         ) : (
           <p>This project has no services yet; triggers belong to a flag of a service.</p>
@@ -93,12 +84,12 @@ export default function Triggers() {
         </p>
       )}
       {service && flag && <FlagTriggers key={`${service}/${flag}`} serviceId={service} flagKey={flag} canWrite={access.can('flags:write')} />}
-    </>
+    </SettingsPage>
   );
 }
 
 function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; flagKey: string; canWrite: boolean }) {
-  const triggers = useApi(() => call(api.GET('/api/flags/{key}/triggers', { params: { path: { key: flagKey }, query: { serviceId } } })), [flagKey, serviceId]);
+  const triggers = useFlagTriggers(flagKey, serviceId);
   const [shown, setShown] = useState<SecretsShown | undefined>();
   const [notice, setNotice] = useState('');
   const action = useAction();
@@ -111,7 +102,7 @@ function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; fla
           serviceId,
           name: String(data.get('name') ?? '').trim(),
           action: String(data.get('action')) as (typeof ACTIONS)[number],
-          environment: String(data.get('environment')) as (typeof ENVIRONMENTS)[number],
+          environment: String(data.get('environment')) as Environment,
         },
       }),
     );
@@ -136,65 +127,41 @@ function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; fla
 
   return (
     <>
-      <p role="status" className="st-notice">
-        {notice}
-      </p>
-      {action.error && (
-        <p role="alert" className="form-error">
-          {action.error.message}
-        </p>
-      )}
+      <ActionOutcome notice={notice} error={action.error} />
       <section aria-labelledby="triggers-heading">
         <h2 id="triggers-heading">
           Triggers of <code>{flagKey}</code>
         </h2>
         <LoadState loading={triggers.loading} error={triggers.error}>
-          {triggers.data?.triggers.length ? (
-            <div className="st-scroll">
-              <table>
-                <caption className="visually-hidden">Active triggers of this flag (their URLs are never shown again)</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Action</th>
-                    <th scope="col">Environment</th>
-                    <th scope="col">Runs</th>
-                    <th scope="col">Last run</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {triggers.data.triggers.map((t) => (
-                    <tr key={t.id}>
-                      <td>{t.name}</td>
-                      <td>{t.action}</td>
-                      <td>{t.environment}</td>
-                      <td>{t.executionCount}</td>
-                      <td>{when(t.lastExecutedAt)}</td>
-                      <td>{day(t.createdAt)}</td>
-                      <td>
-                        {canWrite && (
-                          <ConfirmButton
-                            label={`Revoke ${t.name}`}
-                            text="Revoke"
-                            confirmLabel="Revoke now"
-                            question="Its URL stops working."
-                            busy={action.running === t.id}
-                            onConfirm={() => void revoke(t.id, t.name)}
-                          />
-                        )}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No triggers for this flag.</p>
-          )}
+          <DataTable
+            caption="Active triggers of this flag (their URLs are never shown again)"
+            rows={triggers.data?.triggers ?? []}
+            rowKey={(t) => t.id}
+            empty="No triggers for this flag."
+            columns={[
+              { header: 'Name', cell: (t) => t.name },
+              { header: 'Action', cell: (t) => t.action },
+              { header: 'Environment', cell: (t) => t.environment },
+              { header: 'Runs', cell: (t) => t.executionCount },
+              { header: 'Last run', cell: (t) => when(t.lastExecutedAt) },
+              { header: 'Created', cell: (t) => day(t.createdAt) },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (t) =>
+                  canWrite && (
+                    <ConfirmButton
+                      label={`Revoke ${t.name}`}
+                      text="Revoke"
+                      confirmLabel="Revoke now"
+                      question="Its URL stops working."
+                      busy={action.running === t.id}
+                      onConfirm={() => void revoke(t.id, t.name)}
+                    />
+                  ),
+              },
+            ]}
+          />
         </LoadState>
       </section>
       {canWrite ? (
@@ -202,26 +169,20 @@ function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; fla
           <h2 id="create-trigger-heading">Create a trigger</h2>
           <form onSubmit={create.onSubmit} noValidate className="inline-form">
             <Field label="Trigger name" name="name" required maxLength={200} autoComplete="off" error={create.error} hint="E.g. “kill switch for on-call”." />
-            <div className="field">
-              <label htmlFor="trigger-action">Action</label>
-              <select id="trigger-action" name="action" defaultValue="disable">
-                {ACTIONS.map((a) => (
-                  <option key={a} value={a}>
-                    {a}
-                  </option>
-                ))}
-              </select>
-            </div>
-            <div className="field">
-              <label htmlFor="trigger-environment">Environment</label>
-              <select id="trigger-environment" name="environment" defaultValue="production">
-                {ENVIRONMENTS.map((e) => (
-                  <option key={e} value={e}>
-                    {e}
-                  </option>
-                ))}
-              </select>
-            </div>
+            <SelectField label="Action" name="action" defaultValue="disable" error={create.error}>
+              {ACTIONS.map((a) => (
+                <option key={a} value={a}>
+                  {a}
+                </option>
+              ))}
+            </SelectField>
+            <SelectField label="Environment" name="environment" defaultValue="production" error={create.error}>
+              {ENVIRONMENTS.map((e) => (
+                <option key={e} value={e}>
+                  {e}
+                </option>
+              ))}
+            </SelectField>
             <FormError error={create.error} fields={['name', 'action', 'environment']} />
             <SubmitButton busy={create.busy}>Create trigger</SubmitButton>
           </form>

@@ -1,11 +1,12 @@
 import { useState } from 'react';
 import { Link, useParams } from 'wouter';
 import { api, call, type paths } from '../../api/client';
-import { useApi } from '../../api/use-api';
+import { useWebhook, useWebhookDeliveries } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
 import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { when } from '../../components/settings/format';
-import { SettingsTabs } from '../../components/settings/section-nav';
+import { SettingsPage } from '../../components/settings/settings-page';
 import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
 import { LoadState } from '../../components/status';
 
@@ -19,19 +20,23 @@ export default function Webhook() {
   const { projectId, webhookId } = useParams<{ projectId: string; webhookId: string }>();
   const access = useProjectAccess(projectId);
   return (
-    <>
-      <h1>Webhook</h1>
-      <SettingsTabs projectId={projectId} />
-      <p>
-        <Link href={`/projects/${encodeURIComponent(projectId)}/settings/webhooks`}>All webhooks</Link>
-      </p>
-      {access.can('settings:manage') ? <WebhookDetail webhookId={webhookId} /> : <p>{NEEDS['settings:manage']}</p>}
-    </>
+    <SettingsPage
+      title="Webhook"
+      projectId={projectId}
+      intro={
+        <p>
+          <Link href={`/projects/${encodeURIComponent(projectId)}/settings/webhooks`}>All webhooks</Link>
+        </p>
+      }
+      refusal={!access.can('settings:manage') && NEEDS['settings:manage']}
+    >
+      <WebhookDetail webhookId={webhookId} />
+    </SettingsPage>
   );
 }
 
 function WebhookDetail({ webhookId }: { webhookId: string }) {
-  const webhook = useApi(() => call(api.GET('/api/webhooks/{id}', { params: { path: { id: webhookId } } })), [webhookId]);
+  const webhook = useWebhook(webhookId);
   const [saved, setSaved] = useState('');
 
   const save = useSubmit(async (data) => {
@@ -89,105 +94,71 @@ function WebhookDetail({ webhookId }: { webhookId: string }) {
 }
 
 function DeliveryLog({ webhookId }: { webhookId: string }) {
-  const first = useApi(() => call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: PAGE } } })), [webhookId]);
-  const [more, setMore] = useState<{ deliveries: Delivery[]; nextCursor: string | null; hasMore: boolean } | undefined>();
-  const [loadingMore, setLoadingMore] = useState(false);
-  const [moreError, setMoreError] = useState('');
-
-  const deliveries = [...(first.data?.deliveries ?? []), ...(more?.deliveries ?? [])];
-  const cursor = more ? more.nextCursor : first.data?.nextCursor;
-  const hasMore = more ? more.hasMore : first.data?.hasMore;
-
-  async function loadMore() {
-    if (!cursor) return;
-    setLoadingMore(true);
-    setMoreError('');
-    try {
-      const page = await call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: PAGE, cursor } } }));
-      setMore((m) => ({ deliveries: [...(m?.deliveries ?? []), ...page.deliveries], nextCursor: page.nextCursor, hasMore: page.hasMore }));
-    } catch (error) {
-      setMoreError(error instanceof Error ? error.message : String(error));
-    } finally {
-      setLoadingMore(false);
-    }
-  }
-
-  const [refreshing, setRefreshing] = useState(false);
-  async function refresh() {
-    setRefreshing(true);
-    setMore(undefined);
-    await first.reload();
-    setRefreshing(false);
-  }
+  const log = useWebhookDeliveries(webhookId, PAGE);
+  const deliveries = log.data?.pages.flatMap((page) => page.deliveries) ?? [];
+  // A failed "older deliveries" keeps the pages shown and says so below them.
+  const moreError = log.isFetchNextPageError ? log.error : null;
 
   return (
     <section aria-labelledby="deliveries-heading">
       <h2 id="deliveries-heading">Delivery log</h2>
       <p>
-        <button type="button" aria-label="Refresh deliveries" onClick={() => void refresh()} disabled={first.loading || refreshing}>
-          {refreshing ? 'Refreshing…' : 'Refresh deliveries'}
+        <button type="button" aria-label="Refresh deliveries" onClick={() => void log.refetch()} disabled={log.isLoading || log.isRefetching}>
+          {log.isRefetching ? 'Refreshing…' : 'Refresh deliveries'}
         </button>
       </p>
-      <LoadState loading={first.loading} error={first.error}>
-        {deliveries.length ? (
-          <div className="st-scroll">
-            <table>
-              <caption className="visually-hidden">Deliveries, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Response</th>
-                  <th scope="col">Details</th>
-                </tr>
-              </thead>
-              <tbody>
-                {deliveries.map((d) => (
-                  <tr key={d.id}>
-                    <td>{when(d.createdAt)}</td>
-                    <td>
-                      <code>{d.event}</code>
-                      {d.flagKey && <span className="muted"> {d.flagKey}</span>}
-                    </td>
-                    <td className={`st-delivery-${d.status}`}>{d.status}</td>
-                    <td>{d.attemptCount}</td>
-                    <td>{d.lastStatusCode ?? '—'}</td>
-                    <td>
-                      <details>
-                        <summary>Attempts</summary>
-                        <ol>
-                          {d.attempts.map((a) => (
-                            <li key={a.attempt}>
-                              {when(a.startedAt)}: {a.outcome}
-                              {a.statusCode !== null && `, HTTP ${a.statusCode}`}
-                              {a.durationMs !== null && `, ${a.durationMs} ms`}
-                              {a.error && ` (${a.error})`}
-                            </li>
-                          ))}
-                        </ol>
-                      </details>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        ) : (
-          <p>No deliveries yet: they appear when a flag of this project changes.</p>
-        )}
-        {hasMore && (
-          <button type="button" onClick={() => void loadMore()} disabled={loadingMore}>
-            {loadingMore ? 'Loading…' : 'Older deliveries'}
+      <LoadState loading={log.isLoading} error={moreError ? undefined : (log.error ?? undefined)}>
+        <DataTable
+          caption="Deliveries, newest first"
+          rows={deliveries}
+          rowKey={(d) => d.id}
+          empty="No deliveries yet: they appear when a flag of this project changes."
+          columns={[
+            { header: 'Time', cell: (d) => when(d.createdAt) },
+            {
+              header: 'Event',
+              cell: (d) => (
+                <>
+                  <code>{d.event}</code>
+                  {d.flagKey && <span className="muted"> {d.flagKey}</span>}
+                </>
+              ),
+            },
+            { header: 'Status', cell: (d) => <span className={`st-delivery-${d.status}`}>{d.status}</span> },
+            { header: 'Attempts', cell: (d) => d.attemptCount },
+            { header: 'Response', cell: (d) => d.lastStatusCode ?? '—' },
+            { header: 'Details', cell: (d) => <Attempts delivery={d} /> },
+          ]}
+        />
+        {log.hasNextPage && (
+          <button type="button" onClick={() => void log.fetchNextPage()} disabled={log.isFetchingNextPage}>
+            {log.isFetchingNextPage ? 'Loading…' : 'Older deliveries'}
           </button>
         )}
         {moreError && (
           <p role="alert" className="form-error">
-            {moreError}
+            {moreError.message}
           </p>
         )}
       </LoadState>
     </section>
+  );
+}
+
+function Attempts({ delivery }: { delivery: Delivery }) {
+  return (
+    <details>
+      <summary>Attempts</summary>
+      <ol>
+        {delivery.attempts.map((a) => (
+          <li key={a.attempt}>
+            {when(a.startedAt)}: {a.outcome}
+            {a.statusCode !== null && `, HTTP ${a.statusCode}`}
+            {a.durationMs !== null && `, ${a.durationMs} ms`}
+            {a.error && ` (${a.error})`}
+          </li>
+        ))}
+      </ol>
+    </details>
   );
 }

@@ -1,13 +1,13 @@
 import { useState } from 'react';
 import { Link, useParams } from 'wouter';
 import { api, call } from '../../api/client';
-import { useApi } from '../../api/use-api';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { useWebhooks } from '../../api/resources';
+import { DataTable } from '../../components/data-table';
+import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { ConfirmButton } from '../../components/settings/confirm';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
-import { SettingsTabs } from '../../components/settings/section-nav';
-import { useAction } from '../../components/settings/use-action';
+import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
 import { LoadState } from '../../components/status';
 
@@ -19,19 +19,18 @@ export default function Webhooks() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);
   return (
-    <>
-      <h1>Webhooks</h1>
-      <SettingsTabs projectId={projectId} />
-      {access.can('settings:manage') ? <WebhookList projectId={projectId} /> : <p>{NEEDS['settings:manage']}</p>}
-    </>
+    <SettingsPage title="Webhooks" projectId={projectId} refusal={!access.can('settings:manage') && NEEDS['settings:manage']}>
+      <WebhookList projectId={projectId} />
+    </SettingsPage>
   );
 }
 
 function WebhookList({ projectId }: { projectId: string }) {
-  const webhooks = useApi(() => call(api.GET('/api/webhooks', { params: { query: { projectId } } })), [projectId]);
+  const webhooks = useWebhooks(projectId);
   const [shown, setShown] = useState<SecretsShown | undefined>();
   const [notice, setNotice] = useState('');
   const action = useAction();
+  const webhookHref = (id: string) => `/projects/${encodeURIComponent(projectId)}/settings/webhooks/${encodeURIComponent(id)}`;
 
   const create = useSubmit(async (data, form) => {
     const secret = String(data.get('secret') ?? '');
@@ -69,70 +68,43 @@ function WebhookList({ projectId }: { projectId: string }) {
 
   return (
     <>
-      <p role="status" className="st-notice">
-        {notice}
-      </p>
-      {action.error && (
-        <p role="alert" className="form-error">
-          {action.error.message}
-        </p>
-      )}
+      <ActionOutcome notice={notice} error={action.error} />
       <section aria-labelledby="webhooks-heading">
         <h2 id="webhooks-heading">Endpoints</h2>
         <LoadState loading={webhooks.loading} error={webhooks.error}>
-          {webhooks.data?.webhooks.length ? (
-            <div className="st-scroll">
-              <table>
-                <caption className="visually-hidden">Webhooks of this project</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">URL</th>
-                    <th scope="col">Events</th>
-                    <th scope="col">State</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {webhooks.data.webhooks.map((w) => (
-                    <tr key={w.id}>
-                      <td className="st-break">
-                        <Link href={`/projects/${encodeURIComponent(projectId)}/settings/webhooks/${encodeURIComponent(w.id)}`}>{w.url}</Link>
-                      </td>
-                      <td>{w.events.join(', ')}</td>
-                      <td>{w.active ? 'Active' : 'Paused'}</td>
-                      <td>
-                        <span className="st-row">
-                          <Link href={`/projects/${encodeURIComponent(projectId)}/settings/webhooks/${encodeURIComponent(w.id)}`} aria-label={`Deliveries and settings of ${w.url}`}>
-                            Deliveries
-                          </Link>
-                          <button
-                            type="button"
-                            aria-label={`${w.active ? 'Pause' : 'Resume'} ${w.url}`}
-                            disabled={!!action.running}
-                            onClick={() => void setActive(w.id, w.url, !w.active)}
-                          >
-                            {action.running === `active:${w.id}` ? 'Working…' : w.active ? 'Pause' : 'Resume'}
-                          </button>
-                          <ConfirmButton
-                            label={`Delete ${w.url}`}
-                            text="Delete"
-                            confirmLabel="Delete webhook"
-                            question="Its delivery log goes too."
-                            busy={action.running === `delete:${w.id}`}
-                            onConfirm={() => void remove(w.id, w.url)}
-                          />
-                        </span>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          ) : (
-            <p>No webhooks yet.</p>
-          )}
+          <DataTable
+            caption="Webhooks of this project"
+            rows={webhooks.data?.webhooks ?? []}
+            rowKey={(w) => w.id}
+            empty="No webhooks yet."
+            columns={[
+              { header: 'URL', className: 'st-break', cell: (w) => <Link href={webhookHref(w.id)}>{w.url}</Link> },
+              { header: 'Events', cell: (w) => w.events.join(', ') },
+              { header: 'State', cell: (w) => (w.active ? 'Active' : 'Paused') },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (w) => (
+                  <span className="st-row">
+                    <Link href={webhookHref(w.id)} aria-label={`Deliveries and settings of ${w.url}`}>
+                      Deliveries
+                    </Link>
+                    <button type="button" aria-label={`${w.active ? 'Pause' : 'Resume'} ${w.url}`} disabled={!!action.running} onClick={() => void setActive(w.id, w.url, !w.active)}>
+                      {action.running === `active:${w.id}` ? 'Working…' : w.active ? 'Pause' : 'Resume'}
+                    </button>
+                    <ConfirmButton
+                      label={`Delete ${w.url}`}
+                      text="Delete"
+                      confirmLabel="Delete webhook"
+                      question="Its delivery log goes too."
+                      busy={action.running === `delete:${w.id}`}
+                      onConfirm={() => void remove(w.id, w.url)}
+                    />
+                  </span>
+                ),
+              },
+            ]}
+          />
         </LoadState>
       </section>
 
