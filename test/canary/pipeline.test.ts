@@ -12,7 +12,8 @@ import { HttpError } from '../../api/http/errors';
 import { projectPath } from '../../api/infra/paths';
 import type { Temporal } from '../../api/infra/temporal';
 import type { canaryPipeline } from '../../workflows/canary';
-import { canaryWorkflowId, type CanaryGateRequest, type CanaryStatus } from '../../workflows/messages';
+import type { CanaryStatus } from '../../workflows/canary-schema';
+import { canaryWorkflowId, type CanaryGateRequest } from '../../workflows/messages';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, type Project } from '../webhooks/support';
 
@@ -153,7 +154,7 @@ function serviceOn(queue: string): CanaryService {
   const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, close: async () => undefined };
   return new CanaryService({
     sql: app.platform.db.sql,
-    store: new CanaryStore(app.platform.db.sql),
+    store: new CanaryStore(),
     flags: app.platform.flagService,
     warehouse: new CanaryWarehouse(app.platform.analytics),
     temporal,
@@ -404,7 +405,7 @@ describe('canaryPipeline on the time-skipping server', () => {
     const [row] = await app.platform.db.sql<{ id: string }[]>`SELECT id FROM flags WHERE service_id = ${p.serviceId} AND environment = 'production' AND key = ${flag.key}`;
     const workflowId = canaryWorkflowId(p.serviceId, 'production', flag.key);
     const config = { ...CONFIG, maxWaitMinutes: 1 };
-    const record = await new CanaryStore(app.platform.db.sql).insert({
+    const record = await new CanaryStore().insert(app.platform.db.sql, {
       id: `cnr_long_${randomBytes(3).toString('hex')}`,
       projectId: p.projectId,
       flagId: row.id,
