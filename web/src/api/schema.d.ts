@@ -12559,6 +12559,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12572,9 +12573,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12600,11 +12601,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12618,9 +12633,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12645,7 +12660,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -12661,9 +12677,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12928,6 +12944,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12941,9 +12958,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12969,11 +12986,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12987,9 +13018,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13014,7 +13045,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -13030,9 +13062,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13278,6 +13310,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13291,9 +13324,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13319,11 +13352,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13337,9 +13384,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13364,7 +13411,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -13380,9 +13428,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13629,6 +13677,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13642,9 +13691,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13670,11 +13719,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13688,9 +13751,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13715,7 +13778,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -13731,9 +13795,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -25404,6 +25468,7 @@ export interface operations {
                         canaries: {
                             completedStages: {
                                 endedAt?: string;
+                                /** @description Set when an operator advanced past the soak and gate (force): who did */
                                 forcedBy?: string;
                                 gate?: {
                                     alpha: number;
@@ -25417,9 +25482,9 @@ export interface operations {
                                     /** @enum {string} */
                                     decision: "pass" | "fail" | "wait";
                                     errorRateDelta: {
-                                        estimate: number | null;
-                                        lower: number | null;
-                                        upper: number | null;
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
                                     };
                                     latencyDeltaMs: {
                                         estimate: number | null;
@@ -25445,11 +25510,25 @@ export interface operations {
                                 startedAt: string;
                             }[];
                             config: {
-                                [key: string]: unknown;
+                                alpha: number;
+                                autoRollbackOnBreach: boolean;
+                                /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                                errorRateGateDelta: number;
+                                initialRolloutPercent: number;
+                                /** @description Tolerated rise of the mean latency in ms */
+                                latencyGateDeltaMs: number;
+                                /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                                maxWaitMinutes: number;
+                                minSamplesPerCohort: number;
+                                rampStepPercent: number;
+                                /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                                soakPeriodMinutes: number;
+                                targetRolloutPercent: number;
                             };
                             createdAt: string;
                             currentStage: {
                                 endedAt?: string;
+                                /** @description Set when an operator advanced past the soak and gate (force): who did */
                                 forcedBy?: string;
                                 gate?: {
                                     alpha: number;
@@ -25463,9 +25542,9 @@ export interface operations {
                                     /** @enum {string} */
                                     decision: "pass" | "fail" | "wait";
                                     errorRateDelta: {
-                                        estimate: number | null;
-                                        lower: number | null;
-                                        upper: number | null;
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
                                     };
                                     latencyDeltaMs: {
                                         estimate: number | null;
@@ -25490,7 +25569,8 @@ export interface operations {
                                 rolloutPercent: number;
                                 startedAt: string;
                             } | null;
-                            environment: string;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
                             flagKey: string;
                             health: {
                                 checkedAt: string | null;
@@ -25506,9 +25586,9 @@ export interface operations {
                                     /** @enum {string} */
                                     decision: "pass" | "fail" | "wait";
                                     errorRateDelta: {
-                                        estimate: number | null;
-                                        lower: number | null;
-                                        upper: number | null;
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
                                     };
                                     latencyDeltaMs: {
                                         estimate: number | null;
