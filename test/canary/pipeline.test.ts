@@ -47,25 +47,27 @@ const insertedUntil = new Map<string, number>();
 const checks = new Map<string, CanaryGateRequest[]>();
 
 /** An activity call the test may hold: a stage's rollout, or a state write. */
-type HeldCall = { kind: 'rollout'; step: CanaryRolloutStep } | { kind: 'save'; state: CanaryState };
-/** Per pipeline: the call that waits, once reached, until the test releases it. */
-const holds = new Map<string, { when: (call: HeldCall) => boolean; reach: () => void; released: Promise<void> }>();
+type HeldCall = { kind: 'rollout'; step: CanaryRolloutStep } | { kind: 'save'; pipelineId: string; state: CanaryState };
+/** Calls that wait, once reached, until the test releases them (each holds one call). */
+const holds = new Set<{ when: (call: HeldCall) => boolean; reach: () => void; released: Promise<void> }>();
 
-function holdCall(pipelineId: string, when: (call: HeldCall) => boolean): { reached: Promise<void>; release: () => void } {
+function holdCall(when: (call: HeldCall) => boolean): { reached: Promise<void>; release: () => void } {
   let reach!: () => void;
   let release!: () => void;
   const reached = new Promise<void>((resolve) => (reach = resolve));
-  holds.set(pipelineId, { when, reach, released: new Promise<void>((resolve) => (release = resolve)) });
+  holds.add({ when, reach, released: new Promise<void>((resolve) => (release = resolve)) });
   return { reached, release };
 }
 
-async function passHold(pipelineId: string, call: HeldCall): Promise<void> {
-  const held = holds.get(pipelineId);
-  if (!held?.when(call)) return;
-  holds.delete(pipelineId);
+async function passHold(call: HeldCall): Promise<void> {
+  const held = [...holds].find((h) => h.when(call));
+  if (!held) return;
+  holds.delete(held);
   held.reach();
   await held.released;
 }
+
+const rolloutOf = (pipelineId: string, stageIndex: number) => (call: HeldCall) => call.kind === 'rollout' && call.step.pipelineId === pipelineId && call.step.stageIndex === stageIndex;
 
 const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
 
@@ -162,11 +164,11 @@ function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {
     activities: {
       ...real,
       async applyCanaryRollout(step: CanaryRolloutStep) {
-        await passHold(step.pipelineId, { kind: 'rollout', step });
+        await passHold({ kind: 'rollout', step });
         return real.applyCanaryRollout(step);
       },
       async saveCanaryState(pipelineId: string, state: CanaryState) {
-        await passHold(pipelineId, { kind: 'save', state });
+        await passHold({ kind: 'save', pipelineId, state });
         return real.saveCanaryState(pipelineId, state);
       },
       async evaluateCanaryGate(request: CanaryGateRequest) {
@@ -179,7 +181,7 @@ function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {
 }
 
 /** The API's service, starting its workflows on the time-skipping server's `queue`. */
-function serviceOn(queue: string): CanaryService {
+function serviceOn(queue: string, answerWaitMs?: number): CanaryService {
   const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, close: async () => undefined };
   return new CanaryService({
     sql: app.platform.db.sql,
@@ -188,6 +190,7 @@ function serviceOn(queue: string): CanaryService {
     warehouse: new CanaryWarehouse(app.platform.analytics),
     temporal,
     logger: app.platform.logger,
+    answerWaitMs,
   });
 }
 
@@ -362,7 +365,7 @@ describe('canaryPipeline on the time-skipping server', () => {
     const run = await start('refused', healthy, { soakPeriodMinutes: 30 });
     const betweenStages = 'The pipeline is between stages; try again in a moment';
     // Stage 1's rollout waits: meanwhile the pipeline is between stages.
-    const stage1 = holdCall(run.record.id, (call) => call.kind === 'rollout' && call.step.stageIndex === 1);
+    const stage1 = holdCall(rolloutOf(run.record.id, 1));
     const forced = canaries.advance(actor, { orgId: p.orgId }, run.ref, true);
     await stage1.reached;
     await expect(run.handle.executeUpdate(canaryAdvanceUpdate, { args: [{ force: true, requestedBy: actor.name }] })).rejects.toMatchObject({
@@ -378,13 +381,27 @@ describe('canaryPipeline on the time-skipping server', () => {
 
     // The record still says running while the aborted state's write waits: the workflow refuses a second abort itself.
     const ended = `The canary pipeline of flag "${run.key}" has ended (aborted)`;
-    const write = holdCall(run.record.id, (call) => call.kind === 'save' && call.state.status === 'aborted');
+    const write = holdCall((call) => call.kind === 'save' && call.pipelineId === run.record.id && call.state.status === 'aborted');
     expect(await canaries.abort(actor, run.ref, 'first')).toMatchObject({ status: 'aborted', statusReason: 'first' });
     await write.reached;
     expect(await canaries.abort(actor, run.ref, 'second').catch((e: unknown) => e)).toMatchObject({ status: 409, message: ended });
     write.release();
     await expect(run.handle.result()).resolves.toBe('aborted');
     expect(await canaries.abort(actor, run.ref, 'third').catch((e: unknown) => e)).toMatchObject({ status: 409, message: ended });
+  }, 120_000);
+
+  it('answers the state as it is when the workflow takes longer than the answer wait, and the start still takes effect', async () => {
+    const impatient = serviceOn(taskQueue, 300);
+    const flag = await newFlag('slow');
+    finished.push(canaryWorkflowId(p.serviceId, 'production', flag.key));
+    const firstRollout = holdCall((call) => call.kind === 'rollout' && call.step.target.flagKey === flag.key);
+    const record = await impatient.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, soakPeriodMinutes: 30 });
+    expect(record).toMatchObject({ status: 'running', currentStage: null, completedStages: [] });
+    await firstRollout.reached;
+    firstRollout.release();
+    await eventually(async () => (await impatient.get(flag.ref)).currentStage?.index === 0, 30_000);
+    expect((await flagNow(flag.ref))!.targeting[0].rolloutPercentage).toBe(20);
+    expect(await impatient.abort(actor, flag.ref, 'done testing')).toMatchObject({ status: 'aborted' });
   }, 120_000);
 
   it('stops without touching the flag again when someone removed the canaried rule', async () => {

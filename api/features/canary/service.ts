@@ -42,10 +42,19 @@ export interface CanaryServiceDeps {
   warehouse: CanaryWarehouse;
   temporal: Temporal;
   logger: Logger;
+  /** Default ANSWER_WAIT_MS. */
+  answerWaitMs?: number;
 }
 
 /** How long a start waits for the previous pipeline's workflow to finish before trying once more. */
 const PREVIOUS_RUN_WAIT_MS = 15_000;
+
+/**
+ * How long start, advance and abort wait for the workflow's answer by default. A rollout that
+ * keeps failing (its activity retries) or a worker that is down must not hold the request
+ * forever: past this they answer the state as it is, and the update still takes effect.
+ */
+const ANSWER_WAIT_MS = 30_000;
 
 /**
  * Canary pipelines (docs/canary.md): the record lives in Postgres (one active per flag, service
@@ -112,21 +121,20 @@ export class CanaryService {
     const target: CanaryTarget = { projectId: grant.projectId, orgId: grant.orgId, serviceId: ref.serviceId, environment: ref.environment, flagKey: ref.key };
     const pipelineInput: CanaryPipelineInput = { pipelineId: pipeline.id, target, ruleId, insertRuleValue, config, preCanaryVersion: flag.version };
     const startPipeline = () => startWorkflowWithUpdate(this.deps.temporal, CANARY_PIPELINE, pipelineInput, { workflowId, update: canaryFirstStageUpdate });
-    let state: CanaryState;
-    try {
-      state = await startPipeline().catch(async (error: unknown) => {
+    const firstStage = startPipeline()
+      .catch(async (error: unknown) => {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
         // The workflow id is the flag's: the previous pipeline's workflow (its record has ended,
         // or the insert above would have failed) may still be finishing its last step.
         const finished = this.deps.temporal.client.workflow.getHandle(workflowId).result().catch(() => undefined);
         await Promise.race([finished, sleep(PREVIOUS_RUN_WAIT_MS, undefined, { ref: false })]);
         return startPipeline();
+      })
+      .catch(async (error: unknown) => {
+        await store.markEnded(sql, pipeline.id, 'the pipeline workflow could not be started');
+        throw error;
       });
-    } catch (error) {
-      await store.markEnded(sql, pipeline.id, 'the pipeline workflow could not be started');
-      throw error;
-    }
-    return this.toRecord(pipeline, state);
+    return this.toRecord(pipeline, await this.answerWithin(firstStage));
   }
 
   /**
@@ -170,7 +178,7 @@ export class CanaryService {
     }
     await this.audit(actor, pipeline, 'canary.advance', { force, stage: stage.index, rolloutPercent: stage.rolloutPercent, ...(gate ? { gate } : {}) });
     const advanced = await this.update(pipeline, () => this.handle(pipeline).executeUpdate(canaryAdvanceUpdate, { args: [{ force, requestedBy: actor.name, gate }] }));
-    return this.toRecord(pipeline, advanced);
+    return this.toRecord(pipeline, advanced ?? (await this.liveState(pipeline)));
   }
 
   /** Restores the flag content from before the pipeline (as a new version) and ends it as aborted. */
@@ -178,7 +186,7 @@ export class CanaryService {
     const pipeline = await this.requireActive(ref);
     await this.audit(actor, pipeline, 'canary.abort', { reason });
     const aborted = await this.update(pipeline, () => this.handle(pipeline).executeUpdate(canaryAbortUpdate, { args: [{ reason, requestedBy: actor.name }] }));
-    return this.toRecord(pipeline, aborted);
+    return this.toRecord(pipeline, aborted ?? (await this.liveState(pipeline)));
   }
 
   /** Who asked the pipeline to start, advance or abort; the flag changes it makes are audited by FlagService. */
@@ -197,14 +205,19 @@ export class CanaryService {
     };
   }
 
+  /** The workflow's answer, or null when it did not come in time. */
+  private answerWithin<T>(answer: Promise<T>): Promise<T | null> {
+    return Promise.race([answer, sleep(this.deps.answerWaitMs ?? ANSWER_WAIT_MS, null, { ref: false })]);
+  }
+
   /**
-   * Sends an update and answers the state it leaves. What the workflow's validator refuses is a
-   * 409 with its reason; a record whose workflow is gone (its Temporal history lost) is ended
-   * instead: 409.
+   * Sends an update and answers the state it leaves (null when it did not come in time). What the
+   * workflow's validator refuses is a 409 with its reason; a record whose workflow is gone (its
+   * Temporal history lost) is ended instead: 409.
    */
-  private async update(pipeline: CanaryPipeline, send: () => Promise<CanaryState>): Promise<CanaryState> {
+  private async update(pipeline: CanaryPipeline, send: () => Promise<CanaryState>): Promise<CanaryState | null> {
     try {
-      return await send();
+      return await this.answerWithin(send());
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === CANARY_REFUSED) throw conflict(error.cause.message);
       if (!(error instanceof WorkflowNotFoundError)) throw error;
