@@ -7,44 +7,12 @@ import type { Sql } from '../../infra/postgres';
 import { startWorkflow, type Temporal } from '../../infra/temporal';
 import { writeAudit, type AuditActor } from '../audit/writer';
 import type { FlagService } from '../flags/service';
-import type { Environment, FlagRef } from '../flags/types';
-import { allocationsToWeights, type BanditAlgorithm } from './allocation';
+import type { FlagRef } from '../flags/types';
+import { allocationsToWeights } from './allocation';
 import { BANDIT_REALLOCATION, banditEndedSignal, banditWorkflowId } from '../../../workflows/messages';
 import { banditActor, variantsWithWeights, type BanditReallocator } from './reallocation';
+import type { ExperimentInput, ExperimentRecord } from './schema';
 import type { BanditStore, StoredExperiment } from './store';
-
-/** Spec 2.9 input plus the optional fields docs/experiments.md describes, as the create route validated it. */
-export interface ExperimentInput {
-  name: string;
-  projectId: string;
-  serviceId: string;
-  flagKey: string;
-  environment: Environment;
-  algorithm: BanditAlgorithm;
-  minExplorationFloor: number;
-  minSampleSizePerVariant: number;
-  confidenceThreshold: number;
-  autoRolloutWinner: boolean;
-  conversionEvent?: string;
-  reallocationIntervalMinutes: number;
-  seed?: number;
-}
-
-export interface ExperimentVariant {
-  name: string;
-  allocation: number;
-  trials: number;
-  successes: number;
-  conversionRate: number;
-  probabilityBest: number;
-  /** Set when the errors guardrail cut the arm to the floor: when, and the test's evidence. */
-  cut: ({ at: string } & Record<string, unknown>) | null;
-  /** Where the counts come from: the reward API and the outcome events (conversionEvent). */
-  sources: { rewards: { trials: number; successes: number }; events: { trials: number; successes: number } };
-}
-
-/** The record the API answers (CONTRACT 10, plus the experiment's own settings and state). */
-export type ExperimentRecord = Omit<StoredExperiment, 'flagId' | 'arms' | 'flagVersion' | 'workflowId'> & { variants: ExperimentVariant[] };
 
 export interface BanditServiceDeps {
   sql: Sql;
