@@ -9,7 +9,8 @@ import { CanaryWarehouse } from '../api/features/canary/warehouse';
 import type { FlagService } from '../api/features/flags/service';
 import type { FlagRef } from '../api/features/flags/types';
 import { withRollout } from '../api/features/canary/rules';
-import { CANARY_TARGET_GONE, type CanaryActivities, type CanaryTarget } from '../workflows/messages';
+import type { CanaryTarget } from '../api/domain/canary';
+import { CANARY_TARGET_GONE, type CanaryActivities } from '../workflows/messages';
 
 /** What the canary activities run with; optional so a worker started for other workflows alone (tests) still starts. */
 export interface CanaryDeps {
@@ -47,7 +48,7 @@ export function createCanaryActivities({ canary }: CanaryDeps): CanaryActivities
 }
 
 export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
-  const store = new CanaryStore(deps.sql);
+  const store = new CanaryStore();
   const warehouse = new CanaryWarehouse(deps.analytics);
 
   return {
@@ -118,7 +119,7 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
     },
 
     async saveCanaryState(pipelineId, state) {
-      await store.saveState(pipelineId, state);
+      await store.saveState(deps.sql, pipelineId, state);
     },
   };
 }

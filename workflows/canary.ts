@@ -1,19 +1,16 @@
-import { ActivityFailure, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, allHandlersFinished, condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ACTIVE_STATUSES, type CanaryConfig, type CanaryGate, type CanaryHealth, type CanaryStage, type CanaryState, type CanaryStatus } from '../api/domain/canary';
 import {
+  CANARY_REFUSED,
   CANARY_TARGET_GONE,
-  canaryAbortSignal,
-  canaryAdvanceSignal,
+  canaryAbortUpdate,
+  canaryAdvanceUpdate,
+  canaryFirstStageUpdate,
   canaryStateQuery,
   type CanaryAbort,
   type CanaryActivities,
   type CanaryAdvance,
-  type CanaryConfig,
-  type CanaryGate,
-  type CanaryHealth,
   type CanaryPipelineInput,
-  type CanaryStage,
-  type CanaryState,
-  type CanaryStatus,
 } from './messages';
 
 const { applyCanaryRollout, evaluateCanaryGate, restoreCanaryFlag, notifyCanaryRollback, saveCanaryState } = proxyActivities<CanaryActivities>({
@@ -61,11 +58,13 @@ function targetGone(error: unknown): string | null {
 
 /**
  * One canary pipeline (docs/canary.md): each stage sets the canaried rule's rolloutPercentage
- * through the flag write path, soaks, and is gated (treatment against the randomized control of the
- * same rule over the stage's window) every checkIntervalMs and at the soak's end. A failing gate
- * rolls back (autoRollbackOnBreach) or pauses; too little data past maxWaitMinutes pauses; a paused
- * pipeline waits for an operator's advance or abort. Every change of state is written to the
- * pipeline record by saveCanaryState, and the canaryState query answers it while running.
+ * through the flag write path, soaks, and is gated (treatment against the randomized control of
+ * the same rule over the stage's window) every checkIntervalMs and at the soak's end. A failing
+ * gate rolls back (autoRollbackOnBreach) or pauses; too little data past maxWaitMinutes pauses; a
+ * paused pipeline waits for an operator's advance or abort. Every change of state is written to
+ * the pipeline record by saveCanaryState, and the canaryState query answers it while running.
+ * Start, advance and abort are updates: their validators refuse what the present state cannot
+ * take, and each answers the state once it took effect.
  */
 export async function canaryPipeline(input: CanaryPipelineInput): Promise<CanaryStatus> {
   const { config, target, pipelineId } = input;
@@ -79,13 +78,47 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
   };
   let advance: CanaryAdvance | null = null;
   let abort: CanaryAbort | null = null;
-  setHandler(canaryAdvanceSignal, (request) => {
-    advance = request;
-  });
-  setHandler(canaryAbortSignal, (request) => {
-    abort ??= request;
-  });
+  const ended = () => !ACTIVE_STATUSES.includes(state.status);
+  const refuse = (message: string) => ApplicationFailure.create({ message, type: CANARY_REFUSED, nonRetryable: true });
+  const refuseEnded = () => {
+    if (ended()) throw refuse(`The canary pipeline of flag "${target.flagKey}" has ended (${state.status})`);
+  };
+
   setHandler(canaryStateQuery, () => state);
+  setHandler(canaryFirstStageUpdate, async () => {
+    await condition(() => state.currentStage !== null || ended());
+    return state;
+  });
+  setHandler(
+    canaryAdvanceUpdate,
+    async (request) => {
+      const from = state.currentStage!.index;
+      advance = request;
+      await condition(() => (state.currentStage?.index ?? -1) > from || ended());
+      return state;
+    },
+    {
+      validator(request) {
+        refuseEnded();
+        if (!state.currentStage) throw refuse('The pipeline is between stages; try again in a moment');
+        if (!request.force && request.gate?.decision !== 'pass') throw refuse('An advance without force needs a passing gate');
+      },
+    },
+  );
+  setHandler(
+    canaryAbortUpdate,
+    async (request) => {
+      abort ??= request;
+      await condition(ended);
+      return state;
+    },
+    {
+      validator({ reason }) {
+        refuseEnded();
+        if (!reason.trim()) throw refuse('An abort needs a reason');
+      },
+    },
+  );
 
   const percents = rampPercents(config);
   const soakMs = config.soakPeriodMinutes * 60_000;
@@ -99,6 +132,8 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
     state.soakEndsAt = null;
     if (state.currentStage && status !== 'completed') state.currentStage.endedAt = nowIso();
     await save();
+    // Every advance or abort in flight answers before the workflow closes.
+    await condition(allHandlersFinished);
     return status;
   }
 
@@ -121,9 +156,9 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
     for (;;) {
       const paused = state.status === 'paused';
       const untilNext = paused ? undefined : Math.max(0, Math.min(everyMs, Date.now() < soakEnd ? soakEnd - Date.now() : everyMs));
-      const signalled = () => advance !== null || abort !== null;
-      if (untilNext === undefined) await condition(signalled);
-      else await condition(signalled, untilNext);
+      const requested = () => advance !== null || abort !== null;
+      if (untilNext === undefined) await condition(requested);
+      else await condition(requested, untilNext);
 
       if (abort) {
         const request: CanaryAbort = abort;
@@ -134,10 +169,11 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
         const request: CanaryAdvance = advance;
         advance = null;
         if (request.force) stage.forcedBy = request.requestedBy;
-        else if (request.gate?.decision === 'pass') {
-          stage.gate = request.gate;
-          state.health = healthOf(request.gate, nowIso(), config);
-        } else continue;
+        else {
+          // The update's validator let only a passing gate through.
+          stage.gate = request.gate!;
+          state.health = healthOf(request.gate!, nowIso(), config);
+        }
         return 'advance';
       }
       if (paused) continue;
@@ -167,7 +203,7 @@ export async function canaryPipeline(input: CanaryPipelineInput): Promise<Canary
   for (let index = state.currentStage?.index ?? state.completedStages.length; index < percents.length; index++) {
     const resuming = state.currentStage?.index === index;
     if (!resuming) {
-      if (workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT) && !advance && !abort) await continueAsNew<typeof canaryPipeline>({ ...input, resume: state });
+      if (workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT) && allHandlersFinished()) await continueAsNew<typeof canaryPipeline>({ ...input, resume: state });
       const rolloutPercent = percents[index];
       try {
         await applyCanaryRollout({

@@ -1,12 +1,21 @@
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
-import { EnvironmentSchema } from '../api/domain/environments';
+import {
+  CanaryConfigSchema,
+  CanaryTargetSchema,
+  type CanaryConfig,
+  type CanaryGate,
+  type CanaryStage,
+  type CanaryState,
+  type CanaryStatus,
+  type CanaryTarget,
+} from '../api/domain/canary';
 
 /**
  * Everything that crosses a workflow's boundary: each workflow's registered name, input and
- * result, its signals, and the activities it calls. Workflows (inside Temporal's sandbox
- * bundle), activities and the code that starts workflows (api/) all import it; it imports
- * none of them, so no workflow module reaches client or driver code.
+ * result, its signals and updates, and the activities it calls. Workflows (inside Temporal's
+ * sandbox bundle), activities and the code that starts workflows (api/) all import it; it
+ * imports none of them, so no workflow module reaches client or driver code.
  *
  * Inputs are zod schemas, checked by startWorkflow (api/infra/temporal.ts) before a start
  * reaches Temporal: a bad input fails the caller, with the caller's stack, instead of
@@ -136,127 +145,36 @@ export const DELIVERIES_QUEUED_ARGS = z.array(queuedDelivery).min(1);
 
 // ---------------------------------------------------------------------------------------------
 // canaryPipeline: one workflow per flag, service and environment ramping a rule's rollout
-// through gated stages (workflows/canary.ts; docs/canary.md). The shapes are the API's record.
+// through gated stages (workflows/canary.ts; docs/canary.md). The shapes are the API's record
+// (api/domain/canary.ts).
 
-export type CanaryStatus = 'running' | 'paused' | 'completed' | 'rolled_back' | 'aborted';
+const CanaryPipelineInputSchema = z
+  .object({
+    pipelineId: z.string().min(1),
+    target: CanaryTargetSchema,
+    ruleId: z.string().min(1),
+    /** JSON text of the value of the rule the pipeline inserts first (no ruleId given); absent when ramping an existing rule. */
+    insertRuleValue: z.string().optional(),
+    config: CanaryConfigSchema,
+    preCanaryVersion: z.number().int().min(1),
+    /** History events after which the workflow continues as new at the next stage boundary (default 5,000). */
+    historyLimit: z.number().int().min(10).optional(),
+  })
+  // `resume` is never a start's input: only continue-as-new passes it, past this check.
+  .strict();
 
-export interface CanaryConfig {
-  initialRolloutPercent: number;
-  targetRolloutPercent: number;
-  rampStepPercent: number;
-  soakPeriodMinutes: number;
-  errorRateGateDelta: number;
-  latencyGateDeltaMs: number;
-  autoRollbackOnBreach: boolean;
-  minSamplesPerCohort: number;
-  maxWaitMinutes: number;
-  alpha: number;
-}
-
-export interface CanaryCohort {
-  exposures: number;
-  errors: number;
-  errorRate: number;
-  latencyP50: number | null;
-  latencyP99: number | null;
-}
-
-/**
- * A gate's evidence (docs/canary.md), as api/features/release-safety/gates.ts evaluateGate answers
- * it.
- */
-export interface CanaryGate {
-  decision: 'pass' | 'fail' | 'wait';
-  reason: string;
-  test: string;
-  alpha: number;
-  treatment: CanaryCohort;
-  control: CanaryCohort;
-  errorRateDelta: { estimate: number; lower: number; upper: number };
-  /** Null when a side has fewer than two latency samples (services that send no latency). */
-  latencyDeltaMs: { estimate: number | null; lower: number | null; upper: number | null };
-  srm: { pValue: number; ok: boolean };
-}
-
-export interface CanaryStage {
-  index: number;
-  rolloutPercent: number;
-  startedAt: string;
-  endedAt?: string;
-  gate?: CanaryGate;
-  /** Set when an operator advanced past the soak and gate (`force: true`): who did. */
-  forcedBy?: string;
-}
-
-export interface CanaryHealth {
-  /** From the latest gate: fail breach; pass, or a wait with enough exposures per side and a sound split, healthy; any other wait insufficient_data; pending before the first. */
-  status: 'pending' | 'healthy' | 'insufficient_data' | 'breach';
-  checkedAt: string | null;
-  gate: CanaryGate | null;
-}
-
-/** What the workflow persists at every change and answers to its query. */
-export interface CanaryState {
-  status: CanaryStatus;
-  currentStage: CanaryStage | null;
-  completedStages: CanaryStage[];
-  /** When the current stage's soak ends (workflow time). */
-  soakEndsAt: string | null;
-  health: CanaryHealth;
-  /** Why the pipeline paused or ended (breach, too little data, abort reason). */
-  statusReason: string | null;
-}
-
-export interface CanaryTarget {
-  projectId: string;
-  orgId: string;
-  serviceId: string;
-  environment: 'development' | 'staging' | 'production';
-  flagKey: string;
-}
-
-export interface CanaryPipelineInput {
-  pipelineId: string;
-  target: CanaryTarget;
-  ruleId: string;
-  /** JSON text of the value of the rule the pipeline inserts first (no ruleId given); absent when ramping an existing rule. */
-  insertRuleValue?: string;
-  config: CanaryConfig;
-  preCanaryVersion: number;
+export type CanaryPipelineInput = z.infer<typeof CanaryPipelineInputSchema> & {
   /** The state carried over by continue-as-new. */
   resume?: CanaryState;
-  /** History events after which the workflow continues as new at the next stage boundary (default 5,000). */
-  historyLimit?: number;
-}
+};
 
-export const CANARY_PIPELINE = workflowMessage<CanaryPipelineInput, CanaryStatus>(
-  'canaryPipeline',
-  z
-    .object({
-      pipelineId: z.string().min(1),
-      target: z.object({ projectId: z.string().min(1), orgId: z.string().min(1), serviceId: z.string().min(1), environment: EnvironmentSchema, flagKey: z.string().min(1) }).strict(),
-      ruleId: z.string().min(1),
-      insertRuleValue: z.string().optional(),
-      config: z
-        .object({
-          initialRolloutPercent: z.number().gt(0).max(100),
-          targetRolloutPercent: z.number().gt(0).max(100),
-          rampStepPercent: z.number().gt(0).max(100),
-          soakPeriodMinutes: z.number().min(0.05),
-          errorRateGateDelta: z.number().min(0),
-          latencyGateDeltaMs: z.number().min(0),
-          autoRollbackOnBreach: z.boolean(),
-          minSamplesPerCohort: z.number().int().min(1),
-          maxWaitMinutes: z.number().min(0),
-          alpha: z.number().gt(0).lt(1),
-        })
-        .strict(),
-      preCanaryVersion: z.number().int().min(1),
-      historyLimit: z.number().int().min(10).optional(),
-    })
-    // `resume` is never a start's input: only continue-as-new passes it, past this check.
-    .strict(),
-);
+export const CANARY_PIPELINE = workflowMessage<CanaryPipelineInput, CanaryStatus>('canaryPipeline', CanaryPipelineInputSchema);
+
+/**
+ * Sent with the start (update-with-start): answers the state once the first stage's rollout is
+ * in the flag, or the pipeline ended before it could be.
+ */
+export const canaryFirstStageUpdate = defineUpdate<CanaryState>('canaryFirstStage');
 
 /** Operator advance: `force` skips the soak and gate; otherwise the API ran the gate and sends its passing result. */
 export interface CanaryAdvance {
@@ -264,13 +182,18 @@ export interface CanaryAdvance {
   requestedBy: string;
   gate?: CanaryGate;
 }
-export const canaryAdvanceSignal = defineSignal<[CanaryAdvance]>('canaryAdvance');
+/** Ends the current stage; answers the state once the next stage started or the pipeline ended. */
+export const canaryAdvanceUpdate = defineUpdate<CanaryState, [CanaryAdvance]>('canaryAdvance');
 
 export interface CanaryAbort {
   reason: string;
   requestedBy: string;
 }
-export const canaryAbortSignal = defineSignal<[CanaryAbort]>('canaryAbort');
+/** Restores the pre-canary flag content and ends the pipeline; answers the ended state. */
+export const canaryAbortUpdate = defineUpdate<CanaryState, [CanaryAbort]>('canaryAbort');
+
+/** The failure type of an advance or abort the pipeline refuses in its present state; the message says why. */
+export const CANARY_REFUSED = 'CanaryRefused';
 
 export const canaryStateQuery = defineQuery<CanaryState>('canaryState');
 

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Client, Connection, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
-import type { SignalDefinition } from '@temporalio/common';
+import { Client, Connection, WithStartWorkflowOperation, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { WorkflowMessage } from '../../workflows/messages';
 import type { Logger } from './logger';
 
@@ -117,6 +117,28 @@ export async function signalWithStartWorkflow<Input, Result, SignalArg>(
     taskQueue: temporal.taskQueue,
     args: [checked],
   });
+}
+
+/**
+ * Starts `workflow` and sends it `update` in one call, answering the update's result: the caller
+ * gets what the workflow did first instead of polling for it. Fails with
+ * WorkflowExecutionAlreadyStartedError when a workflow with that id is running. The input is
+ * checked like startWorkflow's.
+ */
+export async function startWorkflowWithUpdate<Input, Result, UpdateResult>(
+  temporal: Temporal,
+  workflow: WorkflowMessage<Input, Result>,
+  input: Input,
+  options: { workflowId: string; update: UpdateDefinition<UpdateResult, []> },
+): Promise<UpdateResult> {
+  const checked = checkInput(workflow, input);
+  const startWorkflowOperation = new WithStartWorkflowOperation<(input: Input) => Promise<Result>>(workflow.name, {
+    workflowId: options.workflowId,
+    taskQueue: temporal.taskQueue,
+    args: [checked],
+    workflowIdConflictPolicy: 'FAIL',
+  });
+  return temporal.client.workflow.executeUpdateWithStart(options.update, { startWorkflowOperation });
 }
 
 function checkInput<Input, Result>(workflow: WorkflowMessage<Input, Result>, input: Input): Input {

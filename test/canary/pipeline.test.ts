@@ -12,7 +12,8 @@ import { HttpError } from '../../api/http/errors';
 import { projectPath } from '../../api/infra/paths';
 import type { Temporal } from '../../api/infra/temporal';
 import type { canaryPipeline } from '../../workflows/canary';
-import { canaryWorkflowId, type CanaryGateRequest, type CanaryStatus } from '../../workflows/messages';
+import type { CanaryState, CanaryStatus } from '../../api/domain/canary';
+import { CANARY_REFUSED, canaryAdvanceUpdate, canaryWorkflowId, type CanaryGateRequest, type CanaryRolloutStep } from '../../workflows/messages';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFlag, createProject, type Project } from '../webhooks/support';
 
@@ -44,6 +45,29 @@ const scenarios = new Map<string, (stageIndex: number, rolloutPercent: number) =
 /** Per flag: the end of the window the last check saw (rows already inserted up to it). */
 const insertedUntil = new Map<string, number>();
 const checks = new Map<string, CanaryGateRequest[]>();
+
+/** An activity call the test may hold: a stage's rollout, or a state write. */
+type HeldCall = { kind: 'rollout'; step: CanaryRolloutStep } | { kind: 'save'; pipelineId: string; state: CanaryState };
+/** Calls that wait, once reached, until the test releases them (each holds one call). */
+const holds = new Set<{ when: (call: HeldCall) => boolean; reach: () => void; released: Promise<void> }>();
+
+function holdCall(when: (call: HeldCall) => boolean): { reached: Promise<void>; release: () => void } {
+  let reach!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((resolve) => (reach = resolve));
+  holds.add({ when, reach, released: new Promise<void>((resolve) => (release = resolve)) });
+  return { reached, release };
+}
+
+async function passHold(call: HeldCall): Promise<void> {
+  const held = [...holds].find((h) => h.when(call));
+  if (!held) return;
+  holds.delete(held);
+  held.reach();
+  await held.released;
+}
+
+const rolloutOf = (pipelineId: string, stageIndex: number) => (call: HeldCall) => call.kind === 'rollout' && call.step.pipelineId === pipelineId && call.step.stageIndex === stageIndex;
 
 const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
 
@@ -139,6 +163,14 @@ function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {
     ...options,
     activities: {
       ...real,
+      async applyCanaryRollout(step: CanaryRolloutStep) {
+        await passHold({ kind: 'rollout', step });
+        return real.applyCanaryRollout(step);
+      },
+      async saveCanaryState(pipelineId: string, state: CanaryState) {
+        await passHold({ kind: 'save', pipelineId, state });
+        return real.saveCanaryState(pipelineId, state);
+      },
       async evaluateCanaryGate(request: CanaryGateRequest) {
         checks.set(request.target.flagKey, [...(checks.get(request.target.flagKey) ?? []), request]);
         await insertTraffic(request);
@@ -149,15 +181,16 @@ function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {
 }
 
 /** The API's service, starting its workflows on the time-skipping server's `queue`. */
-function serviceOn(queue: string): CanaryService {
+function serviceOn(queue: string, answerWaitMs?: number): CanaryService {
   const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, close: async () => undefined };
   return new CanaryService({
     sql: app.platform.db.sql,
-    store: new CanaryStore(app.platform.db.sql),
+    store: new CanaryStore(),
     flags: app.platform.flagService,
     warehouse: new CanaryWarehouse(app.platform.analytics),
     temporal,
     logger: app.platform.logger,
+    answerWaitMs,
   });
 }
 
@@ -288,10 +321,10 @@ describe('canaryPipeline on the time-skipping server', () => {
 
   it('aborts mid-soak: the pre-canary content comes back as a new version, audited with the reason', async () => {
     const run = await start('abort', healthy, { soakPeriodMinutes: 30 });
-    await eventually(async () => (await canaries.get(run.ref)).currentStage?.rolloutPercent === 20, 30_000);
+    // The start answers once the first stage is in the flag.
+    expect(run.record.currentStage).toMatchObject({ index: 0, rolloutPercent: 20 });
+    expect(run.record.remainingSoakSeconds).toBeGreaterThan(29 * 60);
     expect((await flagNow(run.ref))!.targeting[0].rolloutPercentage).toBe(20);
-    const record = await canaries.get(run.ref);
-    expect(record.remainingSoakSeconds).toBeGreaterThan(0);
 
     const aborted = await canaries.abort(actor, run.ref, 'checkout errors in another region');
     expect(aborted.status).toBe('aborted');
@@ -326,6 +359,49 @@ describe('canaryPipeline on the time-skipping server', () => {
 
     await canaries.abort(actor, run.ref, 'done testing');
     await expect(run.handle.result()).resolves.toBe('aborted');
+  }, 120_000);
+
+  it('refuses, in the workflow, an advance between stages and an abort of an ended pipeline: 409 with the reasons the record gives', async () => {
+    const run = await start('refused', healthy, { soakPeriodMinutes: 30 });
+    const betweenStages = 'The pipeline is between stages; try again in a moment';
+    // Stage 1's rollout waits: meanwhile the pipeline is between stages.
+    const stage1 = holdCall(rolloutOf(run.record.id, 1));
+    const forced = canaries.advance(actor, { orgId: p.orgId }, run.ref, true);
+    await stage1.reached;
+    await expect(run.handle.executeUpdate(canaryAdvanceUpdate, { args: [{ force: true, requestedBy: actor.name }] })).rejects.toMatchObject({
+      cause: { type: CANARY_REFUSED, message: betweenStages },
+    });
+    expect(await canaries.advance(actor, { orgId: p.orgId }, run.ref, true).catch((e: unknown) => e)).toMatchObject({ status: 409, message: betweenStages });
+    stage1.release();
+    expect((await forced).currentStage).toMatchObject({ index: 1, rolloutPercent: 40 });
+    // Only a passing gate ends a stage without force.
+    await expect(run.handle.executeUpdate(canaryAdvanceUpdate, { args: [{ force: false, requestedBy: actor.name }] })).rejects.toMatchObject({
+      cause: { type: CANARY_REFUSED, message: 'An advance without force needs a passing gate' },
+    });
+
+    // The record still says running while the aborted state's write waits: the workflow refuses a second abort itself.
+    const ended = `The canary pipeline of flag "${run.key}" has ended (aborted)`;
+    const write = holdCall((call) => call.kind === 'save' && call.pipelineId === run.record.id && call.state.status === 'aborted');
+    expect(await canaries.abort(actor, run.ref, 'first')).toMatchObject({ status: 'aborted', statusReason: 'first' });
+    await write.reached;
+    expect(await canaries.abort(actor, run.ref, 'second').catch((e: unknown) => e)).toMatchObject({ status: 409, message: ended });
+    write.release();
+    await expect(run.handle.result()).resolves.toBe('aborted');
+    expect(await canaries.abort(actor, run.ref, 'third').catch((e: unknown) => e)).toMatchObject({ status: 409, message: ended });
+  }, 120_000);
+
+  it('answers the state as it is when the workflow takes longer than the answer wait, and the start still takes effect', async () => {
+    const impatient = serviceOn(taskQueue, 300);
+    const flag = await newFlag('slow');
+    finished.push(canaryWorkflowId(p.serviceId, 'production', flag.key));
+    const firstRollout = holdCall((call) => call.kind === 'rollout' && call.step.target.flagKey === flag.key);
+    const record = await impatient.start(actor, { projectId: p.projectId, orgId: p.orgId }, flag.ref, { ...CONFIG, soakPeriodMinutes: 30 });
+    expect(record).toMatchObject({ status: 'running', currentStage: null, completedStages: [] });
+    await firstRollout.reached;
+    firstRollout.release();
+    await eventually(async () => (await impatient.get(flag.ref)).currentStage?.index === 0, 30_000);
+    expect((await flagNow(flag.ref))!.targeting[0].rolloutPercentage).toBe(20);
+    expect(await impatient.abort(actor, flag.ref, 'done testing')).toMatchObject({ status: 'aborted' });
   }, 120_000);
 
   it('stops without touching the flag again when someone removed the canaried rule', async () => {
@@ -404,7 +480,7 @@ describe('canaryPipeline on the time-skipping server', () => {
     const [row] = await app.platform.db.sql<{ id: string }[]>`SELECT id FROM flags WHERE service_id = ${p.serviceId} AND environment = 'production' AND key = ${flag.key}`;
     const workflowId = canaryWorkflowId(p.serviceId, 'production', flag.key);
     const config = { ...CONFIG, maxWaitMinutes: 1 };
-    const record = await new CanaryStore(app.platform.db.sql).insert({
+    const record = await new CanaryStore().insert(app.platform.db.sql, {
       id: `cnr_long_${randomBytes(3).toString('hex')}`,
       projectId: p.projectId,
       flagId: row.id,

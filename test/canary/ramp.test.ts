@@ -1,5 +1,5 @@
 import { checkIntervalMs, rampPercents } from '../../workflows/canary';
-import type { CanaryConfig } from '../../workflows/messages';
+import type { CanaryConfig } from '../../api/domain/canary';
 
 /** The pipeline's stage plan and check cadence (pure parts of workflows/canary.ts). */
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { CanaryRecordSchema } from '../../api/features/canary/routes';
+import { CanaryRecordSchema, canaryConfigOf } from '../../api/domain/canary';
 import { CanaryStore } from '../../api/features/canary/store';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createProject, expectStatus, opaqueToken, personalToken, qs, type Project } from '../webhooks/support';
@@ -61,17 +61,17 @@ describe('canary endpoints', () => {
     expect(started.body).toMatchObject({ flagKey: key, serviceId: p.serviceId, environment: 'production', ruleId: 'beta', status: 'running', completedStages: [] });
     // Defaults: 100 samples per side, alpha 0.05, wait up to max(10 soaks, 1 min).
     expect(started.body.config).toMatchObject({ minSamplesPerCohort: 100, alpha: 0.05, maxWaitMinutes: 300 });
+    // The 201 comes once the first stage is in the flag, its soak already counting.
+    expect(started.body.currentStage).toMatchObject({ index: 0, rolloutPercent: 10 });
+    expect(Date.parse(started.body.currentStage.startedAt)).not.toBeNaN();
+    expect(started.body.remainingSoakSeconds).toBeGreaterThan(29 * 60);
+    expect(started.body.remainingSoakSeconds).toBeLessThanOrEqual(30 * 60);
+    expect((await getFlag(key)).targeting).toEqual([{ ...RULE, rolloutPercentage: 10 }]);
 
     const path = `/api/flags/${key}/canary${qs({ serviceId: p.serviceId, environment: 'production' })}`;
-    const running = await eventually(async () => {
-      const res = await p.viewer.request('GET', path);
-      return res.status === 200 && res.body.currentStage ? res : null;
-    });
+    const running = await p.viewer.request('GET', path);
     expectRecord(running.body);
-    expect(running.body.currentStage).toMatchObject({ index: 0, rolloutPercent: 10 });
-    expect(running.body.remainingSoakSeconds).toBeGreaterThan(29 * 60);
-    expect(running.body.remainingSoakSeconds).toBeLessThanOrEqual(30 * 60);
-    expect((await getFlag(key)).targeting).toEqual([{ ...RULE, rolloutPercentage: 10 }]);
+    expect(running.body.currentStage).toMatchObject({ index: 0, rolloutPercent: 10, startedAt: started.body.currentStage.startedAt });
 
     const again = await p.member.request('POST', `/api/flags/${key}/canary`, config({ ruleId: 'beta' }));
     expect(again.status).toBe(409);
@@ -107,7 +107,6 @@ describe('canary endpoints', () => {
     const wrongType = await p.member.request('POST', `/api/flags/${key}/canary`, config({ value: 3 }));
     expect(wrongType.status).toBe(400);
     expectStatus(await p.member.request('POST', `/api/flags/${key}/canary`, config({ value: 'green' })), 201, 'start');
-    await eventually(async () => (await getFlag(key)).targeting.length === 1);
     expect((await getFlag(key)).targeting).toEqual([{ id: 'canary', conditions: [], value: 'green', rolloutPercentage: 10 }]);
 
     const forced = await p.member.request('POST', `/api/flags/${key}/canary/advance`, { serviceId: p.serviceId, force: true });
@@ -187,7 +186,7 @@ describe('canary endpoints', () => {
     const key = newKey('lost');
     const flag = await createFlag(key);
     const [row] = await app.platform.db.sql<{ id: string }[]>`SELECT id FROM flags WHERE service_id = ${p.serviceId} AND environment = 'production' AND key = ${key}`;
-    const stored = await new CanaryStore(app.platform.db.sql).insert({
+    const stored = await new CanaryStore().insert(app.platform.db.sql, {
       id: `cnr_lost_${randomBytes(3).toString('hex')}`,
       projectId: p.projectId,
       flagId: row.id,
@@ -195,7 +194,7 @@ describe('canary endpoints', () => {
       serviceId: p.serviceId,
       environment: 'production',
       ruleId: 'canary',
-      config: { ...config(), minSamplesPerCohort: 100, maxWaitMinutes: 300, alpha: 0.05 },
+      config: canaryConfigOf({ ...config(), minSamplesPerCohort: 100, alpha: 0.05 }),
       preCanaryVersion: flag.version,
       workflowId: `canary:lost:${key}`,
       createdByActor: 'test',

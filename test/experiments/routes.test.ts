@@ -223,7 +223,7 @@ describe('bandit experiment lifecycle', () => {
       return real.update(...args);
     };
     const sql = app.platform.db.sql;
-    const reallocator = new BanditReallocator({ sql, store: new BanditStore(sql), flags, warehouse: new BanditWarehouse(app.platform.analytics) });
+    const reallocator = new BanditReallocator({ sql, store: new BanditStore(), flags, warehouse: new BanditWarehouse(app.platform.analytics) });
     const after = await reallocator.run(exp.id, 'manual', 'test');
     expect(edits).toBe(2);
     expect(after?.rounds).toBe(1);

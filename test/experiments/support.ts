@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ExperimentRecordSchema } from '../../api/features/experiments/routes';
+import { ExperimentRecordSchema } from '../../api/features/experiments/schema';
 import type { TestApp, TestUser } from '../support/harness';
 import { expectStatus, qs, type Project } from '../webhooks/support';
 

@@ -1,63 +1,36 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { HttpError, conflict, isUniqueViolation, notFound, validationFailed } from '../../http/errors';
+import { HttpError, conflict, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { startWorkflow, type Temporal } from '../../infra/temporal';
+import { startWorkflowWithUpdate, type Temporal } from '../../infra/temporal';
 import { writeAudit, type AuditActor } from '../audit/writer';
 import type { FlagService } from '../flags/service';
 import type { FlagRef } from '../flags/types';
 import { flagContentProblems } from '../flags/validation';
 import {
   CANARY_PIPELINE,
-  canaryAbortSignal,
-  canaryAdvanceSignal,
+  CANARY_REFUSED,
+  canaryAbortUpdate,
+  canaryAdvanceUpdate,
+  canaryFirstStageUpdate,
   canaryStateQuery,
   canaryWorkflowId,
-  type CanaryConfig,
-  type CanaryGate,
-  type CanaryHealth,
-  type CanaryStage,
-  type CanaryState,
-  type CanaryStatus,
-  type CanaryTarget,
+  type CanaryPipelineInput,
 } from '../../../workflows/messages';
 import { INSERTED_RULE_ID, withRollout } from './rules';
 import { runCanaryGate } from './gate';
-import { ACTIVE_STATUSES, type CanaryPipeline, type CanaryStore } from './store';
+import { ACTIVE_STATUSES, canaryConfigOf, type CanaryConfigRequest, type CanaryGate, type CanaryRecord, type CanaryState, type CanaryTarget } from '../../domain/canary';
+import { activePipelineExists, type CanaryPipeline, type CanaryStore } from './store';
 import type { CanaryWarehouse } from './warehouse';
 
-/**
- * The canary configuration with its optional fields (docs/canary.md), as the start route validated
- * it.
- */
-export interface CanaryStartInput extends Omit<CanaryConfig, 'maxWaitMinutes'> {
-  maxWaitMinutes?: number;
+/** The start request's configuration and the rule it ramps (an existing one) or inserts (with this value). */
+export interface CanaryStartInput extends CanaryConfigRequest {
   ruleId?: string;
   value?: unknown;
 }
-
-/** The record the API answers (docs/canary.md). */
-export interface CanaryRecord {
-  id: string;
-  flagKey: string;
-  serviceId: string;
-  environment: string;
-  ruleId: string;
-  status: CanaryStatus;
-  statusReason: string | null;
-  config: CanaryConfig;
-  currentStage: CanaryStage | null;
-  completedStages: CanaryStage[];
-  remainingSoakSeconds: number;
-  health: CanaryHealth;
-  createdAt: string;
-  updatedAt: string;
-}
-
-/** How long advance and abort wait for the workflow to act on their signal before answering. */
-const SETTLE_MS = 10_000;
 
 /** A pipeline may not have more stages than this (one flag version and one soak each). */
 export const MAX_STAGES = 100;
@@ -69,30 +42,40 @@ export interface CanaryServiceDeps {
   warehouse: CanaryWarehouse;
   temporal: Temporal;
   logger: Logger;
+  /** Default ANSWER_WAIT_MS. */
+  answerWaitMs?: number;
 }
 
 /** How long a start waits for the previous pipeline's workflow to finish before trying once more. */
 const PREVIOUS_RUN_WAIT_MS = 15_000;
 
-const activeConflict = (ref: FlagRef) => conflict(`Flag "${ref.key}" already has an active canary pipeline in ${ref.environment}`);
+/**
+ * How long start, advance and abort wait for the workflow's answer by default. A rollout that
+ * keeps failing (its activity retries) or a worker that is down must not hold the request
+ * forever: past this they answer the state as it is, and the update still takes effect.
+ */
+const ANSWER_WAIT_MS = 30_000;
 
 /**
- * Canary pipelines (docs/canary.md): the record lives in Postgres (one active per flag,
- * service and environment), the pipeline itself is the canaryPipeline workflow. Start inserts
- * the record (a second concurrent start hits the partial unique index: 409) and starts the
- * workflow; GET answers the workflow's query while it runs and the record otherwise; advance and
- * abort are signals. Authorization is the routes' (flags:read / flags:write on the service).
+ * Canary pipelines (docs/canary.md): the record lives in Postgres (one active per flag, service
+ * and environment), the pipeline itself is the canaryPipeline workflow. Start inserts the record
+ * (a second concurrent start hits the partial unique index: 409) and starts the workflow; GET
+ * answers the workflow's query while it runs and the record otherwise. Start, advance and abort
+ * are workflow updates that answer once they took effect. Authorization is the routes'
+ * (flags:read / flags:write on the service).
  */
 export class CanaryService {
   constructor(private readonly deps: CanaryServiceDeps) {}
 
+  /** Answers once the first stage's rollout is in the flag (or the pipeline ended before it could be). */
   async start(actor: AuditActor, grant: { projectId: string; orgId: string }, ref: FlagRef, input: CanaryStartInput): Promise<CanaryRecord> {
+    const { sql, store } = this.deps;
     const flag = await this.deps.flags.get(ref);
     if (!flag) throw notFound(`Flag "${ref.key}"`);
     // A running pipeline may already have put its rule in the flag: say it is running (409)
     // rather than judging the flag it changed (400). The unique index settles exact races.
-    const running = await this.deps.store.activeOrLatest(ref.serviceId, ref.environment, ref.key);
-    if (running && ACTIVE_STATUSES.includes(running.status)) throw activeConflict(ref);
+    const running = await store.activeOrLatest(sql, ref.serviceId, ref.environment, ref.key);
+    if (running && ACTIVE_STATUSES.includes(running.status)) throw activePipelineExists(ref.key, ref.environment);
     const problems: { path: string; message: string }[] = [];
     if (input.targetRolloutPercent < input.initialRolloutPercent) problems.push({ path: 'body.targetRolloutPercent', message: 'must be at least initialRolloutPercent' });
     const stages = Math.ceil((input.targetRolloutPercent - input.initialRolloutPercent) / input.rampStepPercent) + 1;
@@ -116,68 +99,42 @@ export class CanaryService {
     }
     if (problems.length) throw validationFailed(problems);
 
-    const config: CanaryConfig = {
-      initialRolloutPercent: input.initialRolloutPercent,
-      targetRolloutPercent: input.targetRolloutPercent,
-      rampStepPercent: input.rampStepPercent,
-      soakPeriodMinutes: input.soakPeriodMinutes,
-      errorRateGateDelta: input.errorRateGateDelta,
-      latencyGateDeltaMs: input.latencyGateDeltaMs,
-      autoRollbackOnBreach: input.autoRollbackOnBreach,
-      minSamplesPerCohort: input.minSamplesPerCohort,
-      // The larger of 10 soak periods and 1 minute (docs/canary.md).
-      maxWaitMinutes: input.maxWaitMinutes ?? Math.max(10 * input.soakPeriodMinutes, 1),
-      alpha: input.alpha,
-    };
+    const config = canaryConfigOf(input);
     const workflowId = canaryWorkflowId(ref.serviceId, ref.environment, ref.key);
-    let pipeline: CanaryPipeline;
-    try {
-      pipeline = await this.deps.sql.begin(async (tx) => {
-        const inserted = await this.deps.store.insert(
-          {
-            id: newId('cnr'),
-            projectId: grant.projectId,
-            flagId: flag.id,
-            flagKey: ref.key,
-            serviceId: ref.serviceId,
-            environment: ref.environment,
-            ruleId,
-            config,
-            preCanaryVersion: flag.version,
-            workflowId,
-            createdByActor: actor.name,
-          },
-          tx,
-        );
-        await writeAudit(tx, actor, this.auditEntry(inserted, 'canary.start', { config, fromVersion: flag.version }));
-        return inserted;
+    const pipeline = await sql.begin(async (tx) => {
+      const inserted = await store.insert(tx, {
+        id: newId('cnr'),
+        projectId: grant.projectId,
+        flagId: flag.id,
+        flagKey: ref.key,
+        serviceId: ref.serviceId,
+        environment: ref.environment,
+        ruleId,
+        config,
+        preCanaryVersion: flag.version,
+        workflowId,
+        createdByActor: actor.name,
       });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw activeConflict(ref);
-      throw error;
-    }
+      await writeAudit(tx, actor, this.auditEntry(inserted, 'canary.start', { config, fromVersion: flag.version }));
+      return inserted;
+    });
     const target: CanaryTarget = { projectId: grant.projectId, orgId: grant.orgId, serviceId: ref.serviceId, environment: ref.environment, flagKey: ref.key };
-    const startPipeline = () =>
-      startWorkflow(
-        this.deps.temporal,
-        CANARY_PIPELINE,
-        { pipelineId: pipeline.id, target, ruleId, insertRuleValue, config, preCanaryVersion: flag.version },
-        { workflowId },
-      );
-    try {
-      await startPipeline().catch(async (error: unknown) => {
+    const pipelineInput: CanaryPipelineInput = { pipelineId: pipeline.id, target, ruleId, insertRuleValue, config, preCanaryVersion: flag.version };
+    const startPipeline = () => startWorkflowWithUpdate(this.deps.temporal, CANARY_PIPELINE, pipelineInput, { workflowId, update: canaryFirstStageUpdate });
+    const firstStage = startPipeline()
+      .catch(async (error: unknown) => {
         if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
         // The workflow id is the flag's: the previous pipeline's workflow (its record has ended,
         // or the insert above would have failed) may still be finishing its last step.
         const finished = this.deps.temporal.client.workflow.getHandle(workflowId).result().catch(() => undefined);
         await Promise.race([finished, sleep(PREVIOUS_RUN_WAIT_MS, undefined, { ref: false })]);
-        await startPipeline();
+        return startPipeline();
+      })
+      .catch(async (error: unknown) => {
+        await store.markEnded(sql, pipeline.id, 'the pipeline workflow could not be started');
+        throw error;
       });
-    } catch (error) {
-      await this.deps.store.markEnded(pipeline.id, 'the pipeline workflow could not be started');
-      throw error;
-    }
-    return this.toRecord(pipeline, null);
+    return this.toRecord(pipeline, await this.answerWithin(firstStage));
   }
 
   /**
@@ -185,7 +142,7 @@ export class CanaryService {
    * a list of many running canaries must not cost a Temporal round trip each).
    */
   async list(projectId: string, opts: { activeOnly: boolean; limit: number }): Promise<CanaryRecord[]> {
-    const pipelines = await this.deps.store.listForProject(projectId, opts);
+    const pipelines = await this.deps.store.listForProject(this.deps.sql, projectId, opts);
     return pipelines.map((p) => this.toRecord(p, null));
   }
 
@@ -198,7 +155,8 @@ export class CanaryService {
   /**
    * `force`: the current stage ends now, without soak or gate (the next stage's flag change is
    * audited as forced). Otherwise the gate runs now on the stage so far and the stage ends only
-   * on `pass`; any other decision is a 409 carrying the gate.
+   * on `pass`; any other decision is a 409 carrying the gate. Answers once the next stage started
+   * or the pipeline ended.
    */
   async advance(actor: AuditActor, grant: { orgId: string }, ref: FlagRef, force: boolean): Promise<CanaryRecord> {
     const pipeline = await this.requireActive(ref);
@@ -219,33 +177,16 @@ export class CanaryService {
       if (gate.decision !== 'pass') throw conflict(`The gate did not pass (${gate.decision}): ${gate.reason}`, { gate });
     }
     await this.audit(actor, pipeline, 'canary.advance', { force, stage: stage.index, rolloutPercent: stage.rolloutPercent, ...(gate ? { gate } : {}) });
-    await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAdvanceSignal, { force, requestedBy: actor.name, gate }));
-    // Done once the next stage has started (between stages there is none) or the pipeline ended.
-    await this.settled(pipeline, (s) => (s.currentStage?.index ?? -1) > stage.index || !ACTIVE_STATUSES.includes(s.status));
-    return this.get(ref);
+    const advanced = await this.update(pipeline, () => this.handle(pipeline).executeUpdate(canaryAdvanceUpdate, { args: [{ force, requestedBy: actor.name, gate }] }));
+    return this.toRecord(pipeline, advanced ?? (await this.liveState(pipeline)));
   }
 
   /** Restores the flag content from before the pipeline (as a new version) and ends it as aborted. */
   async abort(actor: AuditActor, ref: FlagRef, reason: string): Promise<CanaryRecord> {
     const pipeline = await this.requireActive(ref);
     await this.audit(actor, pipeline, 'canary.abort', { reason });
-    await this.signal(pipeline, () => this.handle(pipeline).signal(canaryAbortSignal, { reason, requestedBy: actor.name }));
-    await this.settled(pipeline, (s) => !ACTIVE_STATUSES.includes(s.status));
-    return this.get(ref);
-  }
-
-  /**
-   * Waits (up to SETTLE_MS) until the workflow acted on a signal, so the answer shows the effect
-   * (the restored flag, the next stage) rather than the state before; after that the answer is
-   * the state as it is, still correct, only not yet changed.
-   */
-  private async settled(pipeline: CanaryPipeline, done: (state: CanaryState) => boolean): Promise<void> {
-    const deadline = Date.now() + SETTLE_MS;
-    while (Date.now() < deadline) {
-      const stored = await this.deps.store.find(pipeline.id);
-      if (stored && done(stored)) return;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const aborted = await this.update(pipeline, () => this.handle(pipeline).executeUpdate(canaryAbortUpdate, { args: [{ reason, requestedBy: actor.name }] }));
+    return this.toRecord(pipeline, aborted ?? (await this.liveState(pipeline)));
   }
 
   /** Who asked the pipeline to start, advance or abort; the flag changes it makes are audited by FlagService. */
@@ -264,19 +205,29 @@ export class CanaryService {
     };
   }
 
-  /** Sends a signal; a record whose workflow is gone (its Temporal history lost) is ended instead: 409. */
-  private async signal(pipeline: CanaryPipeline, send: () => Promise<void>): Promise<void> {
+  /** The workflow's answer, or null when it did not come in time. */
+  private answerWithin<T>(answer: Promise<T>): Promise<T | null> {
+    return Promise.race([answer, sleep(this.deps.answerWaitMs ?? ANSWER_WAIT_MS, null, { ref: false })]);
+  }
+
+  /**
+   * Sends an update and answers the state it leaves (null when it did not come in time). What the
+   * workflow's validator refuses is a 409 with its reason; a record whose workflow is gone (its
+   * Temporal history lost) is ended instead: 409.
+   */
+  private async update(pipeline: CanaryPipeline, send: () => Promise<CanaryState>): Promise<CanaryState | null> {
     try {
-      await send();
+      return await this.answerWithin(send());
     } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === CANARY_REFUSED) throw conflict(error.cause.message);
       if (!(error instanceof WorkflowNotFoundError)) throw error;
-      await this.deps.store.markEnded(pipeline.id, 'the pipeline workflow no longer exists');
+      await this.deps.store.markEnded(this.deps.sql, pipeline.id, 'the pipeline workflow no longer exists');
       throw conflict('The canary pipeline workflow no longer exists; the pipeline was ended');
     }
   }
 
   private async requirePipeline(ref: FlagRef): Promise<CanaryPipeline> {
-    const pipeline = await this.deps.store.activeOrLatest(ref.serviceId, ref.environment, ref.key);
+    const pipeline = await this.deps.store.activeOrLatest(this.deps.sql, ref.serviceId, ref.environment, ref.key);
     if (!pipeline) throw notFound(`Canary pipeline of flag "${ref.key}"`);
     return pipeline;
   }
@@ -305,11 +256,12 @@ export class CanaryService {
   }
 
   private targetOf(p: CanaryPipeline, orgId: string): CanaryTarget {
-    return { projectId: p.projectId, orgId, serviceId: p.serviceId, environment: p.environment as CanaryTarget['environment'], flagKey: p.flagKey };
+    return { projectId: p.projectId, orgId, serviceId: p.serviceId, environment: p.environment, flagKey: p.flagKey };
   }
 
+  /** The record from the stored pipeline and, when given, the workflow's fresher state. */
   private toRecord(p: CanaryPipeline, live: CanaryState | null): CanaryRecord {
-    const state = live ?? { status: p.status, currentStage: p.currentStage, completedStages: p.completedStages, soakEndsAt: p.soakEndsAt, health: p.health, statusReason: p.statusReason };
+    const state = live ?? p;
     const running = state.status === 'running' && state.soakEndsAt;
     return {
       id: p.id,

@@ -1,28 +1,18 @@
-import type { Sql } from '../../infra/postgres';
-import type { Queryable } from '../projects/common';
-import type { CanaryConfig, CanaryHealth, CanaryStage, CanaryState, CanaryStatus } from '../../../workflows/messages';
+import { conflict, isUniqueViolation } from '../../http/errors';
+import type { Queryable } from '../../infra/postgres';
+import type { CanaryConfig, CanaryHealth, CanaryRecord, CanaryStage, CanaryState, CanaryStatus } from '../../domain/canary';
 
-/** A canary pipeline as stored (migration 0061) and, shaped by toRecord, as the API answers it. */
-export interface CanaryPipeline {
-  id: string;
+/**
+ * A canary pipeline as stored (migration 0061): the record the API answers without its computed
+ * remainingSoakSeconds, plus what only the server sees.
+ */
+export type CanaryPipeline = Omit<CanaryRecord, 'remainingSoakSeconds'> & {
   projectId: string;
   flagId: string;
-  flagKey: string;
-  serviceId: string;
-  environment: string;
-  ruleId: string;
-  status: CanaryStatus;
-  config: CanaryConfig;
   preCanaryVersion: number;
-  currentStage: CanaryStage | null;
-  completedStages: CanaryStage[];
   soakEndsAt: string | null;
-  health: CanaryHealth;
-  statusReason: string | null;
   workflowId: string;
-  createdAt: string;
-  updatedAt: string;
-}
+};
 
 interface PipelineRow {
   id: string;
@@ -30,7 +20,7 @@ interface PipelineRow {
   flag_id: string;
   flag_key: string;
   service_id: string;
-  environment: string;
+  environment: CanaryRecord['environment'];
   rule_id: string;
   status: CanaryStatus;
   config: CanaryConfig;
@@ -66,59 +56,58 @@ const toPipeline = (r: PipelineRow): CanaryPipeline => ({
   updatedAt: r.updated_at.toISOString(),
 });
 
-export const ACTIVE_STATUSES: readonly CanaryStatus[] = ['running', 'paused'];
-
 export type NewPipeline = Pick<CanaryPipeline, 'id' | 'projectId' | 'flagId' | 'flagKey' | 'serviceId' | 'environment' | 'ruleId' | 'config' | 'preCanaryVersion' | 'workflowId'> & {
   createdByActor: string;
 };
 
-export class CanaryStore {
-  constructor(private readonly sql: Sql) {}
+export const activePipelineExists = (flagKey: string, environment: string) => conflict(`Flag "${flagKey}" already has an active canary pipeline in ${environment}`);
 
-  /** Inserts a running pipeline; a unique violation (23505) when the flag already has an active one. */
-  async insert(p: NewPipeline, db: Queryable = this.sql): Promise<CanaryPipeline> {
+/** The canary_pipelines table. Every method runs in the pool or transaction its caller hands it. */
+export class CanaryStore {
+  /** Inserts a running pipeline; 409 when the flag already has an active one (the partial unique index). */
+  async insert(db: Queryable, p: NewPipeline): Promise<CanaryPipeline> {
     const health: CanaryHealth = { status: 'pending', checkedAt: null, gate: null };
-    const [row] = await db<PipelineRow[]>`
-      INSERT INTO canary_pipelines (id, project_id, flag_id, service_id, environment, flag_key, rule_id, status, config, pre_canary_version, health, workflow_id, created_by_actor)
-      VALUES (${p.id}, ${p.projectId}, ${p.flagId}, ${p.serviceId}, ${p.environment}, ${p.flagKey}, ${p.ruleId}, 'running',
-              ${db.json(p.config as never)}, ${p.preCanaryVersion}, ${db.json(health as never)}, ${p.workflowId}, ${p.createdByActor})
-      RETURNING *`;
-    return toPipeline(row);
+    try {
+      const [row] = await db<PipelineRow[]>`
+        INSERT INTO canary_pipelines (id, project_id, flag_id, service_id, environment, flag_key, rule_id, status, config, pre_canary_version, health, workflow_id, created_by_actor)
+        VALUES (${p.id}, ${p.projectId}, ${p.flagId}, ${p.serviceId}, ${p.environment}, ${p.flagKey}, ${p.ruleId}, 'running',
+                ${db.json(p.config as never)}, ${p.preCanaryVersion}, ${db.json(health as never)}, ${p.workflowId}, ${p.createdByActor})
+        RETURNING *`;
+      return toPipeline(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw activePipelineExists(p.flagKey, p.environment);
+      throw error;
+    }
   }
 
   /** The flag's active pipeline, else its latest one; null when it never had one. */
-  async activeOrLatest(serviceId: string, environment: string, flagKey: string): Promise<CanaryPipeline | null> {
-    const [row] = await this.sql<PipelineRow[]>`
+  async activeOrLatest(db: Queryable, serviceId: string, environment: string, flagKey: string): Promise<CanaryPipeline | null> {
+    const [row] = await db<PipelineRow[]>`
       SELECT * FROM canary_pipelines WHERE service_id = ${serviceId} AND environment = ${environment} AND flag_key = ${flagKey}
       ORDER BY (status IN ('running', 'paused')) DESC, created_at DESC, id DESC LIMIT 1`;
     return row ? toPipeline(row) : null;
   }
 
   /** A project's pipelines, active ones first, then newest first; only active ones when asked. */
-  async listForProject(projectId: string, opts: { activeOnly: boolean; limit: number }): Promise<CanaryPipeline[]> {
-    const rows = await this.sql<PipelineRow[]>`
+  async listForProject(db: Queryable, projectId: string, opts: { activeOnly: boolean; limit: number }): Promise<CanaryPipeline[]> {
+    const rows = await db<PipelineRow[]>`
       SELECT * FROM canary_pipelines
-      WHERE project_id = ${projectId} ${opts.activeOnly ? this.sql`AND status IN ('running', 'paused')` : this.sql``}
+      WHERE project_id = ${projectId} ${opts.activeOnly ? db`AND status IN ('running', 'paused')` : db``}
       ORDER BY (status IN ('running', 'paused')) DESC, created_at DESC, id DESC LIMIT ${opts.limit}`;
     return rows.map(toPipeline);
   }
 
-  async find(id: string): Promise<CanaryPipeline | null> {
-    const [row] = await this.sql<PipelineRow[]>`SELECT * FROM canary_pipelines WHERE id = ${id}`;
-    return row ? toPipeline(row) : null;
-  }
-
   /** The workflow's state, whole: writing the same state twice leaves the same record. */
-  async saveState(id: string, state: CanaryState): Promise<void> {
-    await this.sql`
-      UPDATE canary_pipelines SET status = ${state.status}, current_stage = ${state.currentStage ? this.sql.json(state.currentStage as never) : null},
-        completed_stages = ${this.sql.json(state.completedStages as never)}, soak_ends_at = ${state.soakEndsAt},
-        health = ${this.sql.json(state.health as never)}, status_reason = ${state.statusReason}, updated_at = now()
+  async saveState(db: Queryable, id: string, state: CanaryState): Promise<void> {
+    await db`
+      UPDATE canary_pipelines SET status = ${state.status}, current_stage = ${state.currentStage ? db.json(state.currentStage as never) : null},
+        completed_stages = ${db.json(state.completedStages as never)}, soak_ends_at = ${state.soakEndsAt},
+        health = ${db.json(state.health as never)}, status_reason = ${state.statusReason}, updated_at = now()
       WHERE id = ${id}`;
   }
 
   /** Ends a pipeline whose workflow never started (the start failed after the insert) or is gone. */
-  async markEnded(id: string, reason: string): Promise<void> {
-    await this.sql`UPDATE canary_pipelines SET status = 'aborted', status_reason = ${reason}, updated_at = now() WHERE id = ${id}`;
+  async markEnded(db: Queryable, id: string, reason: string): Promise<void> {
+    await db`UPDATE canary_pipelines SET status = 'aborted', status_reason = ${reason}, updated_at = now() WHERE id = ${id}`;
   }
 }

@@ -22,7 +22,7 @@ export interface CanaryFeatureDeps {
 
 /** Canary pipelines: the control-plane routes and what this process's worker runs the pipeline's activities with. */
 export function createCanaryFeature(deps: CanaryFeatureDeps): { routes: AnyRoute[]; activityDeps: CanaryActivityDeps } {
-  const canaries = new CanaryService({ sql: deps.sql, store: new CanaryStore(deps.sql), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), temporal: deps.temporal, logger: deps.logger });
+  const canaries = new CanaryService({ sql: deps.sql, store: new CanaryStore(), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), temporal: deps.temporal, logger: deps.logger });
   return {
     routes: canaryRoutes({ canaries }),
     activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels },

@@ -82,7 +82,7 @@ export class BanditReallocator {
    */
   async run(experimentId: string, trigger: ReallocationTrigger, requestedBy?: string): Promise<StoredExperiment | null> {
     const { sql, store } = this.deps;
-    const lease = await store.takeRound(experimentId);
+    const lease = await store.takeRound(sql, experimentId);
     if (!lease.taken) {
       if (lease.experiment?.status === 'running') throw conflict('A reallocation round of this experiment is in progress; try again in a moment');
       return lease.experiment;
@@ -91,7 +91,7 @@ export class BanditReallocator {
     try {
       const round = await this.decide(experiment, trigger, requestedBy);
       return await sql.begin(async (tx) => {
-        await store.saveRound(experiment.id, round, tx);
+        await store.saveRound(tx, experiment.id, round);
         const actor = banditActor(experiment.id);
         for (const cut of round.cuts) {
           await writeAudit(tx, actor, {
@@ -103,10 +103,10 @@ export class BanditReallocator {
             metadata: { serviceId: experiment.serviceId, environment: experiment.environment, flagKey: experiment.flagKey, variant: cut.name, guardrail: cut.evidence },
           });
         }
-        return store.find(experiment.id, tx);
+        return store.find(tx, experiment.id);
       });
     } catch (error) {
-      await store.releaseRound(experiment.id);
+      await store.releaseRound(sql, experiment.id);
       throw error;
     }
   }

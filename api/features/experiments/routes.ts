@@ -1,13 +1,8 @@
 import { z } from 'zod';
 import { defineRoute, reply, KB, PRIVATE_NO_STORE, type AnyRoute } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
-import { EventName } from '../analytics/ingest-common';
-import { RESERVED_OUTCOMES } from '../analytics/queries/variants';
-import { EnvironmentSchema } from '../../domain/environments';
-import { flagKeySchema, idSchema, nameSchema, text } from '../projects/common';
-import { BANDIT_ALGORITHMS } from './allocation';
-import { REALLOCATION_INTERVAL } from '../../../workflows/messages';
-import { EXPERIMENT_STATUSES } from './store';
+import { idSchema, text } from '../projects/common';
+import { ExperimentInputSchema, ExperimentRecordSchema } from './schema';
 import type { BanditService } from './service';
 
 /**
@@ -19,32 +14,6 @@ import type { BanditService } from './service';
 
 /** Bodies here are small: a create is well under 1 KB, a reward a few dozen bytes. */
 const SMALL_BODY = 16 * KB;
-
-const CreateBody = z
-  .object({
-    name: nameSchema,
-    projectId: idSchema,
-    serviceId: idSchema,
-    flagKey: flagKeySchema,
-    environment: EnvironmentSchema.default('production').describe('Default production'),
-    algorithm: z.enum(BANDIT_ALGORITHMS).default('thompson_sampling'),
-    minExplorationFloor: z.number().finite().min(0).max(1).default(0.05).describe('Share every variant keeps; times the number of variants at most 1'),
-    minSampleSizePerVariant: z.number().int().min(0).max(1_000_000_000).default(100).describe('Trials every variant needs before allocations move'),
-    confidenceThreshold: z.number().finite().min(0).max(1).default(0.95).describe('P(best) that declares the winner'),
-    autoRolloutWinner: z.boolean().default(false).describe('Promote the winner to 100% and complete the experiment'),
-    conversionEvent: EventName.refine((name) => !(RESERVED_OUTCOMES as readonly string[]).includes(name), 'error and latency are not conversions')
-      .optional()
-      .describe('Outcome event (docs/api-reference.md#outcome-events) counted as a conversion, read from the warehouse at every reallocation'),
-    reallocationIntervalMinutes: z
-      .number()
-      .finite()
-      .min(REALLOCATION_INTERVAL.min)
-      .max(REALLOCATION_INTERVAL.max)
-      .default(REALLOCATION_INTERVAL.default)
-      .describe('Minutes between scheduled reallocations (1 to 10,080; default 15)'),
-    seed: z.number().int().min(0).max(2 ** 31 - 1).optional().describe('Seed of the reallocation draws (reproducible runs); random by default'),
-  })
-  .strict();
 
 const ExperimentParams = z.object({ id: idSchema });
 const ListQuery = z.object({
@@ -59,44 +28,6 @@ const StopBody = z
   .strict()
   .default({});
 
-const Counts = z.object({ trials: z.number(), successes: z.number() });
-export const ExperimentRecordSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  projectId: z.string(),
-  serviceId: z.string(),
-  flagKey: z.string(),
-  environment: z.string(),
-  algorithm: z.enum(BANDIT_ALGORITHMS),
-  status: z.enum(EXPERIMENT_STATUSES),
-  statusReason: z.string().nullable(),
-  variants: z.array(
-    z.object({
-      name: z.string(),
-      allocation: z.number(),
-      trials: z.number(),
-      successes: z.number(),
-      conversionRate: z.number(),
-      probabilityBest: z.number(),
-      cut: z.object({ at: z.string() }).passthrough().nullable(),
-      sources: z.object({ rewards: Counts, events: Counts }),
-    }),
-  ),
-  winner: z.string().nullable(),
-  minExplorationFloor: z.number(),
-  minSampleSizePerVariant: z.number(),
-  confidenceThreshold: z.number(),
-  autoRolloutWinner: z.boolean(),
-  conversionEvent: z.string().nullable(),
-  reallocationIntervalMinutes: z.number(),
-  seed: z.number(),
-  rounds: z.number(),
-  lastReallocatedAt: z.string().nullable(),
-  startedAt: z.string(),
-  endedAt: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
 
 export function experimentRoutes(deps: { experiments: BanditService; projectOf: (id: string) => Promise<string | null> }): AnyRoute[] {
   const { experiments, projectOf } = deps;
@@ -130,7 +61,7 @@ export function experimentRoutes(deps: { experiments: BanditService; projectOf: 
       response: ExperimentRecordSchema,
       auth: 'authenticated',
       access: { capability: 'flags:write', service: (ctx) => ctx.body.serviceId },
-      body: CreateBody,
+      body: ExperimentInputSchema,
       bodyLimit: SMALL_BODY,
       async handler(ctx) {
         const actor = actorFromPrincipal(ctx.principal, ctx);

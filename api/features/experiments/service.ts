@@ -1,56 +1,18 @@
 import { randomInt } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { conflict, isUniqueViolation, notFound, validationFailed, type FieldProblem } from '../../http/errors';
+import { conflict, notFound, validationFailed, type FieldProblem } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { startWorkflow, type Temporal } from '../../infra/temporal';
 import { writeAudit, type AuditActor } from '../audit/writer';
 import type { FlagService } from '../flags/service';
-import type { Environment } from '../../domain/environments';
 import type { FlagRef } from '../flags/types';
-import { allocationsToWeights, type BanditAlgorithm } from './allocation';
+import { allocationsToWeights } from './allocation';
 import { BANDIT_REALLOCATION, banditEndedSignal, banditWorkflowId } from '../../../workflows/messages';
 import { banditActor, variantsWithWeights, type BanditReallocator } from './reallocation';
+import type { ExperimentInput, ExperimentRecord } from './schema';
 import type { BanditStore, StoredExperiment } from './store';
-
-/**
- * The create input and the optional fields docs/experiments.md describes, as the create route
- * validated it.
- */
-export interface ExperimentInput {
-  name: string;
-  projectId: string;
-  serviceId: string;
-  flagKey: string;
-  environment: Environment;
-  algorithm: BanditAlgorithm;
-  minExplorationFloor: number;
-  minSampleSizePerVariant: number;
-  confidenceThreshold: number;
-  autoRolloutWinner: boolean;
-  conversionEvent?: string;
-  reallocationIntervalMinutes: number;
-  seed?: number;
-}
-
-export interface ExperimentVariant {
-  name: string;
-  allocation: number;
-  trials: number;
-  successes: number;
-  conversionRate: number;
-  probabilityBest: number;
-  /** Set when the errors guardrail cut the arm to the floor: when, and the test's evidence. */
-  cut: ({ at: string } & Record<string, unknown>) | null;
-  /** Where the counts come from: the reward API and the outcome events (conversionEvent). */
-  sources: { rewards: { trials: number; successes: number }; events: { trials: number; successes: number } };
-}
-
-/**
- * The record the API answers (docs/experiments.md, plus the experiment's own settings and state).
- */
-export type ExperimentRecord = Omit<StoredExperiment, 'flagId' | 'arms' | 'flagVersion' | 'workflowId'> & { variants: ExperimentVariant[] };
 
 export interface BanditServiceDeps {
   sql: Sql;
@@ -117,37 +79,29 @@ export class BanditService {
     const id = newId('exp');
     const equal = Object.fromEntries(flag.variants.map((v) => [v.name, 1 / flag.variants.length]));
     const weights = allocationsToWeights(equal);
-    try {
-      await this.deps.sql.begin(async (tx) => {
-        const scope = { id, name: input.name, projectId: input.projectId, serviceId: input.serviceId, environment: input.environment, flagKey: input.flagKey };
-        const settings = {
-          algorithm: input.algorithm,
-          minExplorationFloor: input.minExplorationFloor,
-          minSampleSizePerVariant: input.minSampleSizePerVariant,
-          confidenceThreshold: input.confidenceThreshold,
-          autoRolloutWinner: input.autoRolloutWinner,
-          conversionEvent: input.conversionEvent ?? null,
-          reallocationIntervalMinutes: input.reallocationIntervalMinutes,
-        };
-        await this.deps.store.insert(
-          {
-            ...scope,
-            ...settings,
-            flagId: flag.id,
-            seed: input.seed ?? randomInt(SEED_LIMIT),
-            flagVersion: flag.version,
-            workflowId: banditWorkflowId(id),
-            createdByActor: actor.name,
-            arms: flag.variants.map((v) => ({ name: v.name, allocation: weights[v.name] / 100 })),
-          },
-          tx,
-        );
-        await writeAudit(tx, actor, this.auditEntry(scope, 'experiment.create', settings));
+    await this.deps.sql.begin(async (tx) => {
+      const scope = { id, name: input.name, projectId: input.projectId, serviceId: input.serviceId, environment: input.environment, flagKey: input.flagKey };
+      const settings = {
+        algorithm: input.algorithm,
+        minExplorationFloor: input.minExplorationFloor,
+        minSampleSizePerVariant: input.minSampleSizePerVariant,
+        confidenceThreshold: input.confidenceThreshold,
+        autoRolloutWinner: input.autoRolloutWinner,
+        conversionEvent: input.conversionEvent ?? null,
+        reallocationIntervalMinutes: input.reallocationIntervalMinutes,
+      };
+      await this.deps.store.insert(tx, {
+        ...scope,
+        ...settings,
+        flagId: flag.id,
+        seed: input.seed ?? randomInt(SEED_LIMIT),
+        flagVersion: flag.version,
+        workflowId: banditWorkflowId(id),
+        createdByActor: actor.name,
+        arms: flag.variants.map((v) => ({ name: v.name, allocation: weights[v.name] / 100 })),
       });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`Flag "${input.flagKey}" already has a running experiment in ${input.environment}`);
-      throw error;
-    }
+      await writeAudit(tx, actor, this.auditEntry(scope, 'experiment.create', settings));
+    });
 
     try {
       const variants = variantsWithWeights(flag, weights)!;
@@ -155,14 +109,14 @@ export class BanditService {
       await this.deps.flags.update(banditActor(id), ref, { variants }, flag.version, { metadata: { bandit: { experimentId: id, round: 0, trigger: 'start', allocations: weights } } });
       await startWorkflow(this.deps.temporal, BANDIT_REALLOCATION, { experimentId: id, intervalMinutes: input.reallocationIntervalMinutes }, { workflowId: banditWorkflowId(id) });
     } catch (error) {
-      await this.deps.store.end(id, 'stopped', `the experiment could not start: ${(error as Error).message}`);
+      await this.deps.store.end(this.deps.sql, id, 'stopped', `the experiment could not start: ${(error as Error).message}`);
       throw error;
     }
-    return toRecord((await this.deps.store.find(id))!);
+    return toRecord((await this.deps.store.find(this.deps.sql, id))!);
   }
 
   async list(projectIds: string[], serviceId: string | undefined, limit: number): Promise<ExperimentRecord[]> {
-    return (await this.deps.store.list(projectIds, serviceId, limit)).map(toRecord);
+    return (await this.deps.store.list(this.deps.sql, projectIds, serviceId, limit)).map(toRecord);
   }
 
   async get(id: string): Promise<ExperimentRecord> {
@@ -171,7 +125,7 @@ export class BanditService {
 
   /** Counts one trial (and a success when converted) for the arm; 400 for an unknown arm, 409 when the experiment ended. */
   async reward(id: string, variantName: string, converted: boolean): Promise<ExperimentRecord> {
-    const refused = await this.deps.store.addReward(id, variantName, converted);
+    const refused = await this.deps.store.addReward(this.deps.sql, id, variantName, converted);
     if (refused === 'unknown_variant') {
       await this.require(id);
       throw validationFailed([{ path: 'body.variantName', message: `the experiment has no variant "${variantName}"` }]);
@@ -195,7 +149,7 @@ export class BanditService {
   async stop(actor: AuditActor, id: string, reason: string): Promise<ExperimentRecord> {
     const experiment = await this.require(id);
     const stopped = await this.deps.sql.begin(async (tx) => {
-      const ended = await this.deps.store.end(id, 'stopped', reason, tx);
+      const ended = await this.deps.store.end(tx, id, 'stopped', reason);
       if (ended) await writeAudit(tx, actor, this.auditEntry(experiment, 'experiment.stop', { reason }));
       return ended;
     });
@@ -216,7 +170,7 @@ export class BanditService {
   }
 
   private async require(id: string): Promise<StoredExperiment> {
-    const experiment = await this.deps.store.find(id);
+    const experiment = await this.deps.store.find(this.deps.sql, id);
     if (!experiment) throw notFound('Experiment');
     return experiment;
   }

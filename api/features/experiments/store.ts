@@ -1,5 +1,5 @@
-import type { Sql } from '../../infra/postgres';
-import type { Queryable } from '../projects/common';
+import { conflict, isUniqueViolation } from '../../http/errors';
+import type { Queryable } from '../../infra/postgres';
 import type { BanditAlgorithm } from './allocation';
 
 export const EXPERIMENT_STATUSES = ['running', 'completed', 'stopped'] as const;
@@ -179,26 +179,30 @@ export const ROUND_LEASE_SECONDS = 120;
 /** Why a reward was not counted: the experiment is not running, or it has no such arm. */
 export type RewardRefusal = 'not_running' | 'unknown_variant';
 
+/** The bandit_experiments and bandit_experiment_variants tables. Every method runs in the pool or transaction its caller hands it. */
 export class BanditStore {
-  constructor(private readonly sql: Sql) {}
-
-  /** Inserts a running experiment and its arms; a unique violation (23505) when the flag already has a running one. */
-  async insert(e: NewExperiment, db: Queryable = this.sql): Promise<void> {
-    await db`
-      INSERT INTO bandit_experiments (id, project_id, flag_id, service_id, environment, flag_key, name, algorithm, status,
-        min_exploration_floor, min_sample_size_per_variant, confidence_threshold, auto_rollout_winner, conversion_event,
-        reallocation_interval_minutes, seed, flag_version, workflow_id, created_by_actor)
-      VALUES (${e.id}, ${e.projectId}, ${e.flagId}, ${e.serviceId}, ${e.environment}, ${e.flagKey}, ${e.name}, ${e.algorithm}, 'running',
-        ${e.minExplorationFloor}, ${e.minSampleSizePerVariant}, ${e.confidenceThreshold}, ${e.autoRolloutWinner}, ${e.conversionEvent},
-        ${e.reallocationIntervalMinutes}, ${e.seed}, ${e.flagVersion}, ${e.workflowId}, ${e.createdByActor})`;
+  /** Inserts a running experiment and its arms; 409 when the flag already has a running one (the partial unique index). */
+  async insert(db: Queryable, e: NewExperiment): Promise<void> {
+    try {
+      await db`
+        INSERT INTO bandit_experiments (id, project_id, flag_id, service_id, environment, flag_key, name, algorithm, status,
+          min_exploration_floor, min_sample_size_per_variant, confidence_threshold, auto_rollout_winner, conversion_event,
+          reallocation_interval_minutes, seed, flag_version, workflow_id, created_by_actor)
+        VALUES (${e.id}, ${e.projectId}, ${e.flagId}, ${e.serviceId}, ${e.environment}, ${e.flagKey}, ${e.name}, ${e.algorithm}, 'running',
+          ${e.minExplorationFloor}, ${e.minSampleSizePerVariant}, ${e.confidenceThreshold}, ${e.autoRolloutWinner}, ${e.conversionEvent},
+          ${e.reallocationIntervalMinutes}, ${e.seed}, ${e.flagVersion}, ${e.workflowId}, ${e.createdByActor})`;
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`Flag "${e.flagKey}" already has a running experiment in ${e.environment}`);
+      throw error;
+    }
     const arms = e.arms.map((a, position) => ({ experiment_id: e.id, name: a.name, position, allocation: a.allocation }));
     await db`INSERT INTO bandit_experiment_variants ${db(arms, 'experiment_id', 'name', 'position', 'allocation')}`;
   }
 
-  async find(id: string, db: Queryable = this.sql): Promise<StoredExperiment | null> {
+  async find(db: Queryable, id: string): Promise<StoredExperiment | null> {
     const [row] = await db<ExperimentRow[]>`SELECT * FROM bandit_experiments WHERE id = ${id}`;
     if (!row) return null;
-    return toExperiment(row, await this.armsOf([id], db));
+    return toExperiment(row, await this.armsOf(db, [id]));
   }
 
   /**
@@ -206,35 +210,32 @@ export class BanditStore {
    * gives it back; a crashed round's lapses): the experiment when taken; otherwise, as it is
    * (null when gone), because it has ended or another round holds it.
    */
-  async takeRound(id: string): Promise<{ taken: true; experiment: StoredExperiment } | { taken: false; experiment: StoredExperiment | null }> {
-    const [row] = await this.sql<ExperimentRow[]>`
+  async takeRound(db: Queryable, id: string): Promise<{ taken: true; experiment: StoredExperiment } | { taken: false; experiment: StoredExperiment | null }> {
+    const [row] = await db<ExperimentRow[]>`
       UPDATE bandit_experiments SET round_lease_until = now() + make_interval(secs => ${ROUND_LEASE_SECONDS})
       WHERE id = ${id} AND status = 'running' AND (round_lease_until IS NULL OR round_lease_until < now())
       RETURNING *`;
-    if (row) return { taken: true, experiment: toExperiment(row, await this.armsOf([id], this.sql)) };
-    return { taken: false, experiment: await this.find(id) };
+    if (row) return { taken: true, experiment: toExperiment(row, await this.armsOf(db, [id])) };
+    return { taken: false, experiment: await this.find(db, id) };
   }
 
-  async releaseRound(id: string): Promise<void> {
-    await this.sql`UPDATE bandit_experiments SET round_lease_until = NULL WHERE id = ${id}`;
+  async releaseRound(db: Queryable, id: string): Promise<void> {
+    await db`UPDATE bandit_experiments SET round_lease_until = NULL WHERE id = ${id}`;
   }
 
-  async projectOf(id: string): Promise<string | null> {
-    const [row] = await this.sql<{ project_id: string }[]>`SELECT project_id FROM bandit_experiments WHERE id = ${id}`;
+  async projectOf(db: Queryable, id: string): Promise<string | null> {
+    const [row] = await db<{ project_id: string }[]>`SELECT project_id FROM bandit_experiments WHERE id = ${id}`;
     return row?.project_id ?? null;
   }
 
   /** Experiments of the given projects (a service's when serviceId is given), newest first. */
-  async list(projectIds: string[], serviceId: string | undefined, limit: number): Promise<StoredExperiment[]> {
+  async list(db: Queryable, projectIds: string[], serviceId: string | undefined, limit: number): Promise<StoredExperiment[]> {
     if (!projectIds.length) return [];
-    const rows = await this.sql<ExperimentRow[]>`
+    const rows = await db<ExperimentRow[]>`
       SELECT * FROM bandit_experiments
-      WHERE project_id = ANY(${projectIds}) ${serviceId === undefined ? this.sql`` : this.sql`AND service_id = ${serviceId}`}
+      WHERE project_id = ANY(${projectIds}) ${serviceId === undefined ? db`` : db`AND service_id = ${serviceId}`}
       ORDER BY created_at DESC, id DESC LIMIT ${limit}`;
-    const arms = await this.armsOf(
-      rows.map((r) => r.id),
-      this.sql,
-    );
+    const arms = await this.armsOf(db, rows.map((r) => r.id));
     return rows.map((r) => toExperiment(r, arms));
   }
 
@@ -242,14 +243,14 @@ export class BanditStore {
    * Counts one reward on a running experiment's arm, in one statement (concurrent rewards never
    * lose a count, and a round in progress does not block them); the refusal when nothing counted.
    */
-  async addReward(id: string, variantName: string, converted: boolean): Promise<RewardRefusal | null> {
-    const counted = await this.sql`
+  async addReward(db: Queryable, id: string, variantName: string, converted: boolean): Promise<RewardRefusal | null> {
+    const counted = await db`
       UPDATE bandit_experiment_variants v
       SET reward_trials = v.reward_trials + 1, reward_successes = v.reward_successes + ${converted ? 1 : 0}
       FROM bandit_experiments e
       WHERE e.id = v.experiment_id AND v.experiment_id = ${id} AND v.name = ${variantName} AND e.status = 'running'`;
     if (counted.count > 0) return null;
-    const [arm] = await this.sql`SELECT 1 FROM bandit_experiment_variants WHERE experiment_id = ${id} AND name = ${variantName}`;
+    const [arm] = await db`SELECT 1 FROM bandit_experiment_variants WHERE experiment_id = ${id} AND name = ${variantName}`;
     return arm ? 'not_running' : 'unknown_variant';
   }
 
@@ -257,7 +258,7 @@ export class BanditStore {
    * Writes a round's outcome and gives the lease back. A stop that came during the round stays:
    * the status, its reason and the end time change only while the experiment still runs.
    */
-  async saveRound(id: string, round: RoundResult, tx: Queryable): Promise<void> {
+  async saveRound(tx: Queryable, id: string, round: RoundResult): Promise<void> {
     const ended = round.status !== 'running';
     await tx`
       UPDATE bandit_experiments SET rounds = rounds + 1, winner = ${round.winner},
@@ -280,14 +281,14 @@ export class BanditStore {
   }
 
   /** Ends a running experiment (stop, or its flag or workflow is gone); false when it was not running. */
-  async end(id: string, status: Exclude<ExperimentStatus, 'running'>, reason: string, tx: Queryable = this.sql): Promise<boolean> {
-    const ended = await tx`
+  async end(db: Queryable, id: string, status: Exclude<ExperimentStatus, 'running'>, reason: string): Promise<boolean> {
+    const ended = await db`
       UPDATE bandit_experiments SET status = ${status}, status_reason = ${reason}, ended_at = now(), updated_at = now()
       WHERE id = ${id} AND status = 'running'`;
     return ended.count > 0;
   }
 
-  private async armsOf(ids: string[], db: Queryable): Promise<ArmRow[]> {
+  private async armsOf(db: Queryable, ids: string[]): Promise<ArmRow[]> {
     if (!ids.length) return [];
     return db<ArmRow[]>`SELECT * FROM bandit_experiment_variants WHERE experiment_id = ANY(${ids}) ORDER BY experiment_id, position`;
   }

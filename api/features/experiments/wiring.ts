@@ -21,11 +21,11 @@ export interface ExperimentFeatureDeps {
 
 /** Bandit experiments: the control-plane routes and what this process's worker runs the reallocation activity with. */
 export function createExperimentFeature(deps: ExperimentFeatureDeps): { routes: AnyRoute[]; activityDeps: BanditActivityDeps } {
-  const store = new BanditStore(deps.sql);
+  const store = new BanditStore();
   const reallocator = new BanditReallocator({ sql: deps.sql, store, flags: deps.flags, warehouse: new BanditWarehouse(deps.analytics) });
   const experiments = new BanditService({ sql: deps.sql, store, flags: deps.flags, reallocator, temporal: deps.temporal, logger: deps.logger });
   return {
-    routes: experimentRoutes({ experiments, projectOf: (id) => store.projectOf(id) }),
+    routes: experimentRoutes({ experiments, projectOf: (id) => store.projectOf(deps.sql, id) }),
     activityDeps: { reallocator },
   };
 }

@@ -12567,6 +12567,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12580,9 +12581,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12608,11 +12609,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12626,9 +12641,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12653,7 +12668,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -12669,9 +12685,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12936,6 +12952,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12949,9 +12966,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -12977,11 +12994,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -12995,9 +13026,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13022,7 +13053,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -13038,9 +13070,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13286,6 +13318,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13299,9 +13332,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13327,11 +13360,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13345,9 +13392,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13372,7 +13419,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -13388,9 +13436,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13637,6 +13685,7 @@ export interface operations {
                     "application/json": {
                         completedStages: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13650,9 +13699,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13678,11 +13727,25 @@ export interface operations {
                             startedAt: string;
                         }[];
                         config: {
-                            [key: string]: unknown;
+                            alpha: number;
+                            autoRollbackOnBreach: boolean;
+                            /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                            errorRateGateDelta: number;
+                            initialRolloutPercent: number;
+                            /** @description Tolerated rise of the mean latency in ms */
+                            latencyGateDeltaMs: number;
+                            /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                            maxWaitMinutes: number;
+                            minSamplesPerCohort: number;
+                            rampStepPercent: number;
+                            /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                            soakPeriodMinutes: number;
+                            targetRolloutPercent: number;
                         };
                         createdAt: string;
                         currentStage: {
                             endedAt?: string;
+                            /** @description Set when an operator advanced past the soak and gate (force): who did */
                             forcedBy?: string;
                             gate?: {
                                 alpha: number;
@@ -13696,9 +13759,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -13723,7 +13786,8 @@ export interface operations {
                             rolloutPercent: number;
                             startedAt: string;
                         } | null;
-                        environment: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
                         flagKey: string;
                         health: {
                             checkedAt: string | null;
@@ -13739,9 +13803,9 @@ export interface operations {
                                 /** @enum {string} */
                                 decision: "pass" | "fail" | "wait";
                                 errorRateDelta: {
-                                    estimate: number | null;
-                                    lower: number | null;
-                                    upper: number | null;
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
                                 };
                                 latencyDeltaMs: {
                                     estimate: number | null;
@@ -25426,6 +25490,7 @@ export interface operations {
                         canaries: {
                             completedStages: {
                                 endedAt?: string;
+                                /** @description Set when an operator advanced past the soak and gate (force): who did */
                                 forcedBy?: string;
                                 gate?: {
                                     alpha: number;
@@ -25439,9 +25504,9 @@ export interface operations {
                                     /** @enum {string} */
                                     decision: "pass" | "fail" | "wait";
                                     errorRateDelta: {
-                                        estimate: number | null;
-                                        lower: number | null;
-                                        upper: number | null;
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
                                     };
                                     latencyDeltaMs: {
                                         estimate: number | null;
@@ -25467,11 +25532,25 @@ export interface operations {
                                 startedAt: string;
                             }[];
                             config: {
-                                [key: string]: unknown;
+                                alpha: number;
+                                autoRollbackOnBreach: boolean;
+                                /** @description Tolerated rise of the error rate (absolute, 0-1) */
+                                errorRateGateDelta: number;
+                                initialRolloutPercent: number;
+                                /** @description Tolerated rise of the mean latency in ms */
+                                latencyGateDeltaMs: number;
+                                /** @description How long a stage waits for enough data past its soak; default max(10 soaks, 1 minute) */
+                                maxWaitMinutes: number;
+                                minSamplesPerCohort: number;
+                                rampStepPercent: number;
+                                /** @description Minutes each stage soaks; fractions down to 0.05 (3 s) */
+                                soakPeriodMinutes: number;
+                                targetRolloutPercent: number;
                             };
                             createdAt: string;
                             currentStage: {
                                 endedAt?: string;
+                                /** @description Set when an operator advanced past the soak and gate (force): who did */
                                 forcedBy?: string;
                                 gate?: {
                                     alpha: number;
@@ -25485,9 +25564,9 @@ export interface operations {
                                     /** @enum {string} */
                                     decision: "pass" | "fail" | "wait";
                                     errorRateDelta: {
-                                        estimate: number | null;
-                                        lower: number | null;
-                                        upper: number | null;
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
                                     };
                                     latencyDeltaMs: {
                                         estimate: number | null;
@@ -25512,7 +25591,8 @@ export interface operations {
                                 rolloutPercent: number;
                                 startedAt: string;
                             } | null;
-                            environment: string;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
                             flagKey: string;
                             health: {
                                 checkedAt: string | null;
@@ -25528,9 +25608,9 @@ export interface operations {
                                     /** @enum {string} */
                                     decision: "pass" | "fail" | "wait";
                                     errorRateDelta: {
-                                        estimate: number | null;
-                                        lower: number | null;
-                                        upper: number | null;
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
                                     };
                                     latencyDeltaMs: {
                                         estimate: number | null;

@@ -43,8 +43,8 @@ export const DECISION_LABEL: Record<CanaryGate['decision'], string> = {
   wait: 'Wait',
 };
 
-/** The interval of a delta: estimate with its [lower, upper] bounds. */
-export function interval(i: CanaryGate['errorRateDelta'], unit: (n: number | null) => string): string {
+/** The interval of a delta: estimate with its [lower, upper] bounds (latency bounds may be null). */
+export function interval(i: CanaryGate['latencyDeltaMs'], unit: (n: number | null) => string): string {
   if (i.estimate === null) return 'no estimate yet';
   return `${unit(i.estimate)} [${unit(i.lower)}, ${unit(i.upper)}]`;
 }
