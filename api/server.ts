@@ -19,11 +19,11 @@ import { AuthThrottle, SendThrottle } from './features/accounts/throttle';
 import { AuditWriter } from './features/audit/writer';
 import { cliLoginRoutes } from './features/cli-login/routes';
 import { cohortFeatureRoutes } from './features/cohorts/wiring';
-import { consoleSite } from './features/console/site';
-import { healthRoutes } from './features/health/routes';
+import { consoleSite } from './lib/console/site';
+import { healthRoutes } from './lib/health/routes';
 import { createOAuthFeature } from './features/oauth/wiring';
 import { mcpRoutes } from './features/mcp/routes';
-import { MailQueue } from './features/mail/mail-queue';
+import { MailQueue } from './lib/mail/mail-queue';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
 import { explainFeatureRoutes } from './features/explain/wiring';
 import { createSimulateFeature } from './features/simulate/wiring';
@@ -40,8 +40,8 @@ import { createCanaryFeature } from './features/canary/wiring';
 import type { CanaryActivityDeps } from '../activities/canary';
 import type { BanditActivityDeps } from '../activities/bandit';
 import { createExperimentFeature } from './features/experiments/wiring';
-import { OutboxRelay } from './features/outbox/relay';
-import { OutboxWriter } from './features/outbox/store';
+import { OutboxRelay } from './lib/outbox/relay';
+import { OutboxWriter } from './lib/outbox/store';
 import { createCredentialFeatures } from './features/tokens/wiring';
 import { createEventDeliveryFeatures } from './features/webhooks/wiring';
 import { triggerFeatureRoutes } from './features/triggers/wiring';
@@ -296,7 +296,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       routes: { control, data, ingest },
       evaluation,
       front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
-      // The web console (issue 18, api/features/console): its CSP lets it reach the public data plane.
+      // The web console (api/lib/console, web/README.md): its CSP lets it reach the public data plane.
       consoleSite: config.ROLES.includes('control')
         ? consoleSite({ dir: projectPath('dist', 'web'), connectSrc: [...(config.PUBLIC_DATA_URL ? [new URL(config.PUBLIC_DATA_URL).origin] : []), ...config.CONSOLE_CONNECT_SRC], logger })
         : undefined,

@@ -160,7 +160,7 @@ export interface CanaryCohort {
   latencyP99: number | null;
 }
 
-/** A gate's evidence (CONTRACT 9), as api/features/release-safety/gates.ts evaluateGate answers it. */
+/** A gate's evidence (CONTRACT 9), as api/lib/release-safety/gates.ts evaluateGate answers it. */
 export interface CanaryGate {
   decision: 'pass' | 'fail' | 'wait';
   reason: string;

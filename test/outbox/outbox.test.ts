@@ -1,8 +1,8 @@
 import { createCache, type Cache } from '../../api/infra/cache';
 import { newId } from '../../api/infra/ids';
 import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../../api/features/flags/types';
-import { OutboxRelay, type OutboxConsumer, type OutboxRelayOptions } from '../../api/features/outbox/relay';
-import { enqueueFlagEvent, OutboxStore } from '../../api/features/outbox/store';
+import { OutboxRelay, type OutboxConsumer, type OutboxRelayOptions } from '../../api/lib/outbox/relay';
+import { enqueueFlagEvent, OutboxStore } from '../../api/lib/outbox/store';
 import { createProjectFixture, query, type ProjectFixture } from '../flags/fixtures';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 

@@ -2,7 +2,7 @@ import type { UserRecord } from '../../auth/principal';
 import type { SessionManager } from '../../auth/sessions';
 import { conflict, badRequest } from '../../http/errors';
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
-import type { MailQueue } from '../mail/mail-queue';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import type { PasswordHasher } from './passwords';
 import { DuplicateEmailError, type AccountStore } from './store';
 import type { AuthThrottle, SendThrottle } from './throttle';

@@ -7,7 +7,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { SendThrottle } from '../accounts/throttle';
 import { requireVerifiedEmail } from '../accounts/verified';
-import type { MailQueue } from '../mail/mail-queue';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import type { DeliveryQueue, DeliveryRecord, NewDelivery } from '../webhooks/deliveries';
 import { generateWebhookSecret } from '../webhooks/service';
 import { alertBody, alertMail } from './payloads';

@@ -1,5 +1,5 @@
 import type { Analytics } from '../../../analytics/client';
-import type { CohortSummary } from '../release-safety/gates';
+import type { CohortSummary } from '../../lib/release-safety/gates';
 
 /**
  * The gate's inputs from the warehouse (CONTRACT 8 and 9; docs/canary.md lists exactly what

@@ -4,7 +4,7 @@ import type { Sql, TransactionSql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import { cohortRuleMatched, compileCohort, type EvaluationContext } from '../evaluation/engine';
 import { canonicalJson } from '../flags/validation';
-import { enqueueCohortEvent } from '../outbox/store';
+import { enqueueCohortEvent } from '../../lib/outbox/store';
 import type { Caller } from '../projects/common';
 import type { CohortStore, CohortUser } from './store';
 import { COHORT_LIMITS, type CohortChangeEvent, type CohortEventName, type CohortInput, type CohortPatch, type CohortRecord, type CohortRule, type CohortRuleInput } from './types';

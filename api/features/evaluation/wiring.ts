@@ -10,7 +10,7 @@ import type { AnyRoute } from '../../http/route';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import type { Check } from '../health/routes';
+import type { Check } from '../../lib/health/routes';
 import { CREDENTIAL_CACHE_TTL_MS } from '../tokens/wiring';
 import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
 import { connectJsonRoutes, connectRoutes } from './connect-routes';

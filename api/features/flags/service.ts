@@ -3,7 +3,7 @@ import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
 import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
-import type { FlagEventOutbox } from '../outbox/store';
+import type { FlagEventOutbox } from '../../lib/outbox/store';
 import type { FlagListFilter, FlagPage, FlagStore, ListPosition, NewFlag, WrittenFlag } from './store';
 import {
   ENVIRONMENTS,

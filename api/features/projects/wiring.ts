@@ -9,7 +9,7 @@ import { InvitationExpiryTimers } from '../invitations/expiry';
 import { invitationRoutes } from '../invitations/routes';
 import { InvitationService } from '../invitations/service';
 import { InvitationStore } from '../invitations/store';
-import type { MailQueue } from '../mail/mail-queue';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import { memberRoutes } from '../members/routes';
 import { MemberService } from '../members/service';
 import { MemberStore } from '../members/store';

@@ -8,7 +8,7 @@ import { alertChannelRoutes } from '../alert-channels/routes';
 import { AlertChannelService } from '../alert-channels/service';
 import { AlertChannelStore } from '../alert-channels/store';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
-import type { MailQueue } from '../mail/mail-queue';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import { DeliveryQueue, DeliveryStore } from './deliveries';
 import { WebhookDispatcher } from './dispatcher';
 import { webhookRoutes } from './routes';

@@ -1,6 +1,6 @@
 import type { Sql, TransactionSql } from '../../infra/postgres';
-import type { CohortChangeEvent } from '../cohorts/types';
-import type { FlagChangeEvent } from '../flags/types';
+import type { CohortChangeEvent } from '../../features/cohorts/types';
+import type { FlagChangeEvent } from '../../features/flags/types';
 
 /** A consumer's claimed pending row, as its relay works on it. */
 export interface OutboxRow {

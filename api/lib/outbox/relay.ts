@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../cohorts/types';
-import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../flags/types';
+import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../../features/cohorts/types';
+import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../../features/flags/types';
 import { BUS_CONSUMER, OutboxStore, type OutboxRow } from './store';
 
 /**
