@@ -6,6 +6,8 @@ import type { Logger } from './logger';
 
 export type Sql = postgres.Sql;
 export type TransactionSql = postgres.TransactionSql;
+/** The pool or a transaction: store methods run in whichever the service hands them. */
+export type Queryable = postgres.ISql;
 
 export interface Database {
   sql: Sql;

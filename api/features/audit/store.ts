@@ -1,4 +1,4 @@
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { FieldChange } from './writer';
 
 /** An audit entry as the API returns it (spec 2.7), plus `actor` (who, when no user did it). */

@@ -1,5 +1,5 @@
 import type { Sql } from '../../infra/postgres';
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { CanaryConfig, CanaryHealth, CanaryStage, CanaryState, CanaryStatus } from '../../../workflows/messages';
 
 /** A canary pipeline as stored (migration 0061) and, shaped by toRecord, as the API answers it. */

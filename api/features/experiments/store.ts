@@ -1,5 +1,5 @@
 import type { Sql } from '../../infra/postgres';
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { BanditAlgorithm } from './allocation';
 
 export const EXPERIMENT_STATUSES = ['running', 'completed', 'stopped'] as const;

@@ -1,6 +1,6 @@
 import type { ProjectRole } from '../../auth/principal';
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { MemberRecord } from './types';
 
 export class AlreadyMemberError extends Error {}

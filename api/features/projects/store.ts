@@ -1,6 +1,6 @@
 import type { OrgRole } from '../../auth/principal';
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from './common';
+import type { Queryable } from '../../infra/postgres';
 import type { ProjectPatch, ProjectRecord } from './types';
 
 export class ProjectSlugTakenError extends Error {

@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { ServicePatch, ServiceRecord } from './types';
 
 export class ServiceSlugTakenError extends Error {
