@@ -248,7 +248,7 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
     const service = new AlertChannelService({
       sql,
       store: new AlertChannelStore(),
-      queue: new DeliveryQueue(app.platform.temporal, new DeliveryStore(sql)),
+      queue: new DeliveryQueue(app.platform.temporal, sql, new DeliveryStore()),
       mail: new MailQueue(app.platform.temporal, app.platform.db.sql),
       outbound: app.platform.outbound,
       sends: new SendThrottle(app.platform.cache, { perUser: 100, perRecipient: 100, windowSeconds: 60 }),

@@ -149,7 +149,7 @@ export class AlertChannelService {
       maxAttempts: 1,
     });
     const settled = await this.deps.queue.settle(deliveryId, this.deps.testSendWaitMs ?? 15_000);
-    const [attempt] = (await this.deps.queue.store.attempts([deliveryId])).get(deliveryId) ?? [];
+    const [attempt] = (await this.deps.queue.store.attempts(this.deps.sql, [deliveryId])).get(deliveryId) ?? [];
     const status = settled?.status ?? 'pending';
     return {
       ok: status === 'delivered',
