@@ -80,8 +80,7 @@ export interface EvaluationFeature {
  */
 export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Promise<EvaluationFeature> {
   const { config, logger } = deps;
-  const store = new EvaluationStore(deps.sql);
-  const snapshots = new SnapshotStore({ store, cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
+  const snapshots = new SnapshotStore({ sql: deps.sql, store: new EvaluationStore(), cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
   const demo = deps.demo ?? new DemoServiceRegistry(config.DEMO_SERVICE_IDS);
   const access = new EvaluationAccess({ snapshots, demo, roleOf: (userId, projectId) => deps.projectAccess.roleOf(userId, projectId) });
   const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });
