@@ -20,7 +20,7 @@ export function createInsightFeature(deps: { sql: Sql; analytics: Analytics; fla
   const insights = new InsightsService({
     sql: deps.sql,
     warehouse: new EvaluationWarehouse(deps.analytics),
-    changes: new FlagChangeHistory(deps.sql),
+    changes: new FlagChangeHistory(),
     flags: deps.flags,
     notifyOrgAlertChannels: deps.notifyOrgAlertChannels,
     logger: deps.logger,
