@@ -19,13 +19,13 @@ export interface PersonalTokenFeature {
 /** Personal access tokens: the bearer resolver goes onto the authenticator, the routes into the control plane. */
 export async function createPersonalTokenFeature(deps: { sql: Sql; cache: Cache; logger: Logger; authenticator: Authenticator }): Promise<PersonalTokenFeature> {
   const { sql, cache, logger } = deps;
-  const resolved = new CredentialCache<CachedPersonalToken>({ cache, ttlMs: CREDENTIAL_CACHE_TTL_MS, maxEntries: CREDENTIAL_CACHE_MAX_ENTRIES, logger, channel: 'auth:evict:personal-token' });
-  await resolved.start();
-  const tokens = new PersonalTokenService({ sql, store: new PersonalTokenStore(), cache: resolved, logger });
+  const resolvedTokens = new CredentialCache<CachedPersonalToken>({ cache, ttlMs: CREDENTIAL_CACHE_TTL_MS, maxEntries: CREDENTIAL_CACHE_MAX_ENTRIES, logger, channel: 'auth:evict:personal-token' });
+  await resolvedTokens.start();
+  const tokens = new PersonalTokenService({ sql, store: new PersonalTokenStore(), cache: resolvedTokens, logger });
   deps.authenticator.addResolver(personalTokenResolver(tokens));
   return {
     routes: { control: personalTokenRoutes({ tokens }) },
     tokens,
-    stop: () => resolved.stop(),
+    stop: () => resolvedTokens.stop(),
   };
 }
