@@ -36,7 +36,7 @@ export function classifyStatus(status: number): Pick<AttemptResult, 'outcome' | 
  * they return it, and the workflow decides about the next one.
  */
 export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities {
-  const deliveries = new DeliveryStore(deps.sql);
+  const deliveries = new DeliveryStore();
   const webhooks = new WebhookStore();
   const channels = new AlertChannelStore();
   const timeoutMs = deps.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS;
@@ -64,7 +64,7 @@ export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities
   async function attemptOutboundDelivery(deliveryId: string, attempt: number): Promise<AttemptResult> {
     const startedAt = new Date();
     const base = { startedAt: startedAt.toISOString(), statusCode: null, durationMs: null };
-    const delivery = await deliveries.get(deliveryId);
+    const delivery = await deliveries.get(deps.sql, deliveryId);
     if (!delivery) return { ...base, outcome: 'skipped', error: 'the delivery no longer exists (its webhook or channel was deleted)' };
     // Settled already (its lane was signalled again after a crash): never sent twice by us;
     // the store ignores this result because the delivery is no longer pending.
@@ -92,13 +92,13 @@ export function createDeliveryActivities(deps: DeliveryDeps): DeliveryActivities
     attemptOutboundDelivery,
 
     async recordOutboundAttempt(deliveryId: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
-      await deliveries.recordAttempt(deliveryId, attempt, result, finalStatus);
+      await deliveries.recordAttempt(deps.sql, deliveryId, attempt, result, finalStatus);
     },
 
     async attemptAndRecordDelivery(deliveryId: string, attempt: number, maxAttempts: number): Promise<RecordedAttempt> {
       const result = await attemptOutboundDelivery(deliveryId, attempt);
       const finalStatus = finalStatusOf(result.outcome, attempt, maxAttempts);
-      await deliveries.recordAttempt(deliveryId, attempt, result, finalStatus);
+      await deliveries.recordAttempt(deps.sql, deliveryId, attempt, result, finalStatus);
       return { result, finalStatus };
     },
   };

@@ -9,51 +9,50 @@ import { applyAnalyticsRetention, migrateAnalytics, ownsAnalyticsSchema } from '
 import type { WorkerHandle } from '../activities/worker';
 import { ProjectAccess } from './auth/access';
 import { Authenticator } from './auth/authenticator';
-import { SessionManager } from './auth/sessions';
 import type { Config, Role } from './config';
-import { accountRoutes } from './features/accounts/routes';
-import { AccountService } from './features/accounts/service';
-import { AccountStore } from './features/accounts/store';
-import { PasswordHasher } from './features/accounts/passwords';
-import { AuthThrottle, SendThrottle } from './features/accounts/throttle';
-import { AuditWriter } from './features/audit/writer';
-import { cliLoginRoutes } from './features/cli-login/routes';
-import { cohortFeatureRoutes } from './features/cohorts/wiring';
-import { consoleSite } from './features/console/site';
-import { healthRoutes } from './features/health/routes';
-import { createOAuthFeature } from './features/oauth/wiring';
-import { mcpRoutes } from './features/mcp/routes';
-import { MailQueue } from './features/mail/mail-queue';
-import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
-import { explainFeatureRoutes } from './features/explain/wiring';
-import { createSimulateFeature } from './features/simulate/wiring';
+import { createAccountFeature } from './features/accounts/wiring';
+import { createAlertChannelFeature } from './features/alert-channels/wiring';
+import { createAnalyticsFeature, createAnalyticsWriter } from './features/analytics/wiring';
+import { createAuditFeature } from './features/audit/wiring';
+import { createCanaryFeature } from './features/canary/wiring';
+import { createCliLoginFeature } from './features/cli-login/wiring';
+import { createCohortFeature } from './features/cohorts/wiring';
 import { createDemoFeature } from './features/demo/wiring';
 import type { DemoServiceRegistry } from './features/demo/registry';
-import { flagBatchRoutes } from './features/flags/batch-wiring';
-import { flagRoutes } from './features/flags/routes';
-import { FlagService } from './features/flags/service';
-import { FlagStore } from './features/flags/store';
-import { orgRoutes } from './features/orgs/routes';
+import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
+import { createExperimentFeature } from './features/experiments/wiring';
+import { createExplainFeature } from './features/explain/wiring';
+import { createFlagFeature } from './features/flags/wiring';
+import type { FlagService } from './features/flags/service';
 import { createGuardrailFeature } from './features/guardrails/wiring';
 import type { GuardrailChecker } from './features/guardrails/checker';
-import { createCanaryFeature } from './features/canary/wiring';
+import { createInsightFeature } from './features/insights/wiring';
+import { createInvitationFeature } from './features/invitations/wiring';
+import { createMcpFeature } from './features/mcp/wiring';
+import { createMemberFeature } from './features/members/wiring';
+import { createOAuthFeature } from './features/oauth/wiring';
+import { createOrgFeature } from './features/orgs/wiring';
+import { createPersonalTokenFeature } from './features/personal-tokens/wiring';
+import { createProjectFeature } from './features/projects/wiring';
+import { createServiceFeature } from './features/services/wiring';
+import { createSimulateFeature } from './features/simulate/wiring';
+import { createTokenFeature } from './features/tokens/wiring';
+import { createTriggerFeature } from './features/triggers/wiring';
+import { createWatchFeature } from './features/watch/wiring';
+import { createWebhookFeature } from './features/webhooks/wiring';
 import type { CanaryActivityDeps } from '../activities/canary';
 import type { BanditActivityDeps } from '../activities/bandit';
-import { createExperimentFeature } from './features/experiments/wiring';
-import { OutboxRelay } from './features/outbox/relay';
-import { OutboxWriter } from './features/outbox/store';
-import { createCredentialFeatures } from './features/tokens/wiring';
-import { createEventDeliveryFeatures } from './features/webhooks/wiring';
-import { triggerFeatureRoutes } from './features/triggers/wiring';
-import { projectFeatureRoutes } from './features/projects/wiring';
+import { consoleSite } from './lib/console/site';
+import { healthRoutes } from './lib/health/routes';
+import { MailQueue } from './lib/mail/mail-queue';
+import { OutboxRelay } from './lib/outbox/relay';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
 import { OpenApiCatalog } from './http/openapi';
 import { OutboundClient } from './http/outbound';
-import { createAnalyticsFeature, createAnalyticsWriter } from './features/analytics/wiring';
 import type { AnalyticsWriter } from '../analytics/writer';
 import { RateLimiter } from './http/rate-limit';
-import type { AnyRoute } from './http/route';
+import type { AnyRoute, Listener, ListenerRoutes } from './http/route';
 import { createCache, type Cache } from './infra/cache';
 import { createLogger, type Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
@@ -153,81 +152,67 @@ export async function createPlatform(config: Config, logger = createLogger(confi
 
     const instanceId = randomUUID();
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
+    const sql = db.sql;
     const rateLimiter = new RateLimiter(cache, config.RATE_LIMIT_WINDOW_SECONDS);
-    const accountStore = new AccountStore(db.sql);
-    const sessions = new SessionManager(accountStore, config.SESSION_TTL_HOURS);
-    const authenticator = new Authenticator(sessions);
-    const mail = new MailQueue(temporal, db.sql);
-    const purge = setInterval(() => {
-      accountStore.purgeExpired().catch((error) => logger.warn({ err: error }, 'purging expired sessions failed'));
-    }, 3600_000);
-    purge.unref();
-    onShutdown(async () => clearInterval(purge));
-    const passwords = new PasswordHasher({ costLog2: config.SCRYPT_COST_LOG2, concurrency: config.SCRYPT_CONCURRENCY, maxQueue: config.SCRYPT_MAX_QUEUE });
-    const authThrottle = new AuthThrottle(cache, {
-      perIp: config.AUTH_RATE_LIMIT_PER_IP,
-      ipWindowSeconds: config.AUTH_RATE_LIMIT_WINDOW_SECONDS,
-      threshold: config.AUTH_LOCKOUT_THRESHOLD,
-      baseSeconds: config.AUTH_LOCKOUT_BASE_SECONDS,
-      maxSeconds: config.AUTH_LOCKOUT_MAX_SECONDS,
-    });
-    // Mail and test alerts users can aim at any address: verification resends, alert channels.
-    const sends = new SendThrottle(cache, { perUser: config.SEND_LIMIT_PER_USER, perRecipient: config.SEND_LIMIT_PER_RECIPIENT, windowSeconds: config.SEND_LIMIT_WINDOW_SECONDS });
-    const accounts = new AccountService({ store: accountStore, sessions, mail, passwords, throttle: authThrottle, sends, publicBaseUrl });
+    const mail = new MailQueue(temporal, sql);
     const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
-    // Project API tokens (opaque, JWT) and personal access tokens: resolvers and routes.
-    const credentials = await createCredentialFeatures({ config, sql: db.sql, cache, logger, authenticator });
-    onShutdown(() => credentials.stop());
-    // The one project gate every feature shares (docs/api-reference.md#roles-and-capabilities,
-    // through api/auth/permissions.ts).
-    const projectAccess = new ProjectAccess(db.sql, config.ADMIN_EMAILS);
-    // OAuth 2.1 for MCP clients: consent, connections and `mcp_` connector tokens (docs/mcp.md).
-    const oauth = createOAuthFeature({ sql: db.sql, logger, rateLimiter, authenticator, publicBaseUrl: config.PUBLIC_BASE_URL });
-    // Flags: every change commits with its outbox event; the relay publishes it (nudged at once in-process).
-    // Each registered consumer has its own position and retries: a slow one never holds back the bus.
-    const outbox = new OutboxRelay({ sql: db.sql, cache, logger });
-    const flagService = new FlagService({
-      sql: db.sql,
-      store: new FlagStore(),
-      audit: new AuditWriter(),
-      outbox: new OutboxWriter(),
-      afterCommit: () => outbox.nudge(),
-    });
+    // The one project gate every feature shares (api/auth/permissions.ts).
+    const projectAccess = new ProjectAccess(sql, config.ADMIN_EMAILS);
+    // Runs each consumer of committed flag changes (the bus publish, then the registered ones) in its own loop.
+    const outbox = new OutboxRelay({ sql, cache, logger });
+
+    // Each feature's wiring builds it from the backends and the features before it. Credential
+    // features register their bearer resolvers on the authenticator as they are built.
+    const accounts = createAccountFeature({ config, sql, cache, mail, publicBaseUrl, logger });
+    onShutdown(() => accounts.stop());
+    const authenticator = new Authenticator(accounts.sessions);
+    const orgs = createOrgFeature({ sql });
+    const tokens = await createTokenFeature({ config, sql, cache, logger, authenticator });
+    onShutdown(() => tokens.stop());
+    const personalTokens = await createPersonalTokenFeature({ sql, cache, logger, authenticator });
+    onShutdown(() => personalTokens.stop());
+    const oauth = createOAuthFeature({ sql, logger, rateLimiter, authenticator, publicBaseUrl: config.PUBLIC_BASE_URL });
+    const cliLogin = createCliLoginFeature({ tokens: personalTokens.tokens, rateLimiter });
+    const invitations = createInvitationFeature({ sql, temporal, mail, publicBaseUrl, logger });
+    const projects = createProjectFeature({ sql, access: projectAccess, invitationTimers: invitations.timers });
+    const members = createMemberFeature({ sql, access: projectAccess });
+    const services = createServiceFeature({ sql });
+    const audit = createAuditFeature({ sql, access: projectAccess });
+    const watch = createWatchFeature({ sql });
+    const flags = createFlagFeature({ sql, access: projectAccess, logger, afterCommit: () => outbox.nudge() });
+    const cohorts = createCohortFeature({ sql, afterCommit: () => outbox.nudge() });
+    const triggers = createTriggerFeature({ sql, cache, flags: flags.service, publicBaseUrl });
+    // The SSRF-guarded client for every user-supplied URL (webhooks, alert channels, export).
     const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     onShutdown(() => outbound.close());
-    // Webhooks and org alert channels, delivered by Temporal workflows through the SSRF guard.
-    const eventDelivery = createEventDeliveryFeatures({ sql: db.sql, temporal, mail, outbound, sends, publicBaseUrl, logger });
-    outbox.register(eventDelivery.webhookConsumer);
-    // Production guardrail: a watch per toggle or serving change, judged by the worker (docs/guardrails.md).
-    const guardrails = createGuardrailFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
+    const webhooks = createWebhookFeature({ sql, temporal, outbound });
+    outbox.register(webhooks.consumer);
+    const alertChannels = createAlertChannelFeature({ sql, deliveries: webhooks.deliveries, mail, outbound, sends: accounts.sends, publicBaseUrl, logger });
+    const { notifyOrgAlertChannels } = alertChannels;
+    const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
+    const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, logger });
     outbox.register(guardrails.consumer);
-    // Canary pipelines: routes here, the pipeline a workflow per flag (docs/canary.md).
-    const canary = createCanaryFeature({ sql: db.sql, analytics, temporal, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, logger });
-    // Bandit experiments: routes here, reallocation a workflow per experiment
-    // (docs/experiments.md).
-    const experiments = createExperimentFeature({ sql: db.sql, analytics, temporal, flags: flagService, logger });
-    // Public demo service: seeded on the embedded profile (DEMO_SEED), registry, demo list cache.
-    const demo = await createDemoFeature({ config, sql: db.sql, cache, logger, flags: flagService });
+    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, logger });
+    const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
+    const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });
     onShutdown(() => demo.stop());
 
     // The one batched analytics writer (evaluation events and every other table); the analytics
     // feature's stop() flushes and closes it.
     const { writer: analyticsWriter, evaluations: recorder } = createAnalyticsWriter({ config, analytics, logger, instanceId });
-    // Simulate (docs/simulate.md): the contexts the ring takes also go to the recent-contexts warehouse.
     const simulate = createSimulateFeature({ config, analytics, sink: analyticsWriter });
-    // Evaluation data plane: snapshots from Postgres kept current by the flag-change bus, the lean
-    // hot path in front of Express, streams; its events go to the analytics writer.
+    // The evaluation data plane runs where flags are evaluated: control and data processes.
     const evaluation =
       config.ROLES.includes('control') || config.ROLES.includes('data')
-        ? await createEvaluationFeature({ config, sql: db.sql, cache, analytics, logger, authenticator, jwt: credentials.jwt, projectAccess, openapi, recorder, demo: demo.registry, recordContext: simulate.recordContext })
+        ? await createEvaluationFeature({ config, sql, cache, analytics, logger, authenticator, jwt: tokens.jwt, projectAccess, openapi, recorder, demo: demo.registry, recordContext: simulate.recordContext })
         : undefined;
     if (evaluation) {
       onShutdown(() => evaluation.stop());
       drainHooks.push(() => evaluation.drain());
     }
-
-    // Analytics warehouse: the batched writer every producer shares, ingestion and queries.
-    const analyticsFeature = createAnalyticsFeature({ config, sql: db.sql, cache, analytics, writer: analyticsWriter, access: projectAccess, authenticator, flags: flagService, notifyOrgAlertChannels: eventDelivery.notifyOrgAlertChannels, outbound, deliveries: eventDelivery.deliveries, logger });
+    // Explain and simulate read the evaluation feature's snapshots, so they exist wherever it does.
+    const explain = evaluation && createExplainFeature({ snapshots: evaluation.snapshots });
+    const analyticsFeature = createAnalyticsFeature({ config, sql, cache, analytics, writer: analyticsWriter, access: projectAccess, authenticator, outbound, deliveries: webhooks.deliveries, logger });
     onShutdown(() => analyticsFeature.stop());
 
     const health = healthRoutes({
@@ -240,36 +225,44 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       instanceId,
       version: { app: APP_VERSION, commit: config.APP_COMMIT, environment: config.NODE_ENV },
     });
-    const control: AnyRoute[] = [
-      ...health,
-      ...openApiRoutes(openapi),
-      ...accountRoutes({ accounts, sessions, throttle: authThrottle, sql: db.sql, secureCookies: config.secureCookies, devMailbox: config.devMailbox }),
-      ...orgRoutes({ sql: db.sql }),
-      ...credentials.routes,
-      ...oauth.routes,
-      ...cliLoginRoutes({ tokens: credentials.personalTokens, rateLimiter }),
+    // Listed in mounting order: the first route that matches a request answers it.
+    const served: ListenerRoutes[] = [
+      { control: health, data: health, ingest: health },
+      { control: openApiRoutes(openapi) },
+      accounts.routes,
+      orgs.routes,
+      tokens.routes,
+      personalTokens.routes,
+      oauth.routes,
+      cliLogin.routes,
       // Before the flag routes: GET /api/flags/stream must not be taken for GET /api/flags/:key.
-      ...(evaluation?.routes.control ?? []),
-      ...demo.routes,
-      ...(evaluation ? explainFeatureRoutes({ snapshots: evaluation.snapshots }) : []),
-      ...(evaluation ? simulate.routes(evaluation) : []),
-      // Before the flag routes: /api/flags/bulk, /export and /import must not be taken for /api/flags/:key.
-      ...flagBatchRoutes({ sql: db.sql, flags: flagService, access: projectAccess, logger, demo }),
-      ...flagRoutes({ flags: flagService, access: projectAccess, demoList: demo.list.handle }),
-      ...projectFeatureRoutes({ sql: db.sql, access: projectAccess, temporal, mail, publicBaseUrl, logger }),
-      ...eventDelivery.routes,
-      ...triggerFeatureRoutes({ sql: db.sql, cache, flags: flagService, publicBaseUrl }),
-      ...analyticsFeature.routes.control,
-      ...canary.routes,
-      ...experiments.routes,
-      ...cohortFeatureRoutes({ sql: db.sql, afterCommit: () => outbox.nudge() }),
+      evaluation?.routes ?? {},
+      demo.routes,
+      explain?.routes ?? {},
+      evaluation ? simulate.routes(evaluation) : {},
+      flags.routes(demo),
+      projects.routes,
+      members.routes,
+      invitations.routes,
+      services.routes,
+      audit.routes,
+      watch.routes,
+      webhooks.routes,
+      alertChannels.routes,
+      triggers.routes,
+      analyticsFeature.routes,
+      insights.routes,
+      canary.routes,
+      experiments.routes,
+      cohorts.routes,
     ];
-    // Hosted MCP server (docs/mcp.md): its tools run the control routes above in-process, for the connector token.
-    control.push(
-      ...mcpRoutes({ routes: [...control], access: projectAccess, authenticator, rateLimiter, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, publicBaseUrl: config.PUBLIC_BASE_URL, version: APP_VERSION }),
-    );
-    const data: AnyRoute[] = [...health, ...(evaluation?.routes.data ?? []), ...analyticsFeature.routes.data];
-    const ingest: AnyRoute[] = [...health, ...analyticsFeature.routes.ingest];
+    const routesOf = (listener: Listener): AnyRoute[] => served.flatMap((routes) => routes[listener] ?? []);
+    const control = routesOf('control');
+    // The hosted MCP server's tools run the control routes above in-process, for the connector token.
+    const mcp = createMcpFeature({ routes: [...control], access: projectAccess, authenticator, rateLimiter, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, publicBaseUrl: config.PUBLIC_BASE_URL, version: APP_VERSION });
+    control.push(...(mcp.routes.control ?? []));
+    const data = routesOf('data');
+    const ingest = routesOf('ingest');
 
     // Keep last: outbox consumers (outbox.register) must all be registered before the relay starts.
     // Every control replica runs a relay; they share the work safely (SKIP LOCKED leases).
@@ -291,7 +284,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       openapi,
       instanceId,
       analyticsWriter,
-      flagService,
+      flagService: flags.service,
       outbox,
       guardrail: guardrails.checker,
       canary: canary.activityDeps,
@@ -301,7 +294,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       routes: { control, data, ingest },
       evaluation,
       front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
-      // The web console (api/features/console): its CSP lets it reach the public data plane.
+      // The web console (web/README.md): its CSP lets it reach the public data plane.
       consoleSite: config.ROLES.includes('control')
         ? consoleSite({ dir: projectPath('dist', 'web'), connectSrc: [...(config.PUBLIC_DATA_URL ? [new URL(config.PUBLIC_DATA_URL).origin] : []), ...config.CONSOLE_CONNECT_SRC], logger })
         : undefined,

@@ -16,7 +16,7 @@ import postgres from 'postgres';
 import { AuditWriter } from '../api/features/audit/writer';
 import { FlagService } from '../api/features/flags/service';
 import { FlagStore } from '../api/features/flags/store';
-import { OutboxWriter } from '../api/features/outbox/store';
+import { OutboxWriter } from '../api/lib/outbox/store';
 import { migrate } from '../api/infra/migrate';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

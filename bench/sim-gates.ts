@@ -1,6 +1,6 @@
 /**
  * `npm run sim:gates` (docs/quality-bars.md#release-safety): SIM_CANARIES (1,000) simulated canary
- * stages per scenario through the real gate code (api/features/release-safety/gates.ts), with
+ * stages per scenario through the real gate code (api/lib/release-safety/gates.ts), with
  * synthetic exposures and outcomes from a seeded PRNG, so every run prints the same figures.
  *
  * A stage: 100 evaluations/s whose rule conditions held, each in treatment with the stage's
@@ -16,9 +16,9 @@
  * proportions; Welch z for latency) peeked at every check, and a reference for comparison, a plain
  * one-sided normal-mixture mSPRT with a mixture sd of one percentage point and Wald variance.
  */
-import { evaluateGate, SRM_REASON, type CohortSummary, type GateConfig } from '../api/features/release-safety/gates';
-import { logMixtureLikelihoodRatio } from '../api/features/release-safety/stats/confidence-sequence';
-import { normalQuantile } from '../api/features/release-safety/stats/normal';
+import { evaluateGate, SRM_REASON, type CohortSummary, type GateConfig } from '../api/lib/release-safety/gates';
+import { logMixtureLikelihoodRatio } from '../api/lib/release-safety/stats/confidence-sequence';
+import { normalQuantile } from '../api/lib/release-safety/stats/normal';
 import { seededRandom } from '../api/features/experiments/allocation/random';
 
 const CANARIES = Number(process.env.SIM_CANARIES ?? 1000);

@@ -3,7 +3,7 @@ import { defineConfig } from 'vite';
 
 /**
  * The console's build: `vite build web` (root web/) writes dist/web, which the control plane
- * serves (api/features/console). `vite web` is the dev server, proxying the API to `npm run dev`.
+ * serves (api/lib/console). `vite web` is the dev server, proxying the API to `npm run dev`.
  */
 export default defineConfig({
   plugins: [react()],

@@ -62,7 +62,7 @@ export const CanaryCohortSchema = z.object({
   latencyP99: z.number().nullable(),
 });
 
-/** A gate's evidence, as api/features/release-safety/gates.ts evaluateGate answers it (docs/release-safety-statistics.md). */
+/** A gate's evidence, as api/lib/release-safety/gates.ts evaluateGate answers it (docs/release-safety-statistics.md). */
 export const CanaryGateSchema = z.object({
   decision: z.enum(['pass', 'fail', 'wait']),
   reason: z.string(),

@@ -98,6 +98,11 @@ export interface RouteSpec<P extends ZodTypeAny, Q extends ZodTypeAny, B extends
 export type AnyRoute = RouteSpec<ZodTypeAny, ZodTypeAny, ZodTypeAny>;
 export type AnyDeclaration = RouteDeclaration<ZodTypeAny, ZodTypeAny, ZodTypeAny>;
 
+/** The HTTP listeners a process opens (api/server.ts). */
+export type Listener = 'control' | 'data' | 'ingest';
+/** A feature's routes, by the listener that serves them. */
+export type ListenerRoutes = Partial<Record<Listener, AnyRoute[]>>;
+
 export function defineRoute<P extends ZodTypeAny = ZodTypeAny, Q extends ZodTypeAny = ZodTypeAny, B extends ZodTypeAny = z.ZodUndefined>(
   spec: RouteSpec<P, Q, B>,
 ): AnyRoute {

@@ -115,7 +115,7 @@ describe('session expiry', () => {
     const user = await app.signup();
     await app.platform.db.sql`UPDATE sessions SET expires_at = now() - interval '1 second' WHERE user_id = ${user.id}`;
     expect((await user.request('GET', '/api/users/me')).status).toBe(401);
-    const purged = await new AccountStore(app.platform.db.sql).purgeExpired();
+    const purged = await new AccountStore().purgeExpired(app.platform.db.sql);
     expect(purged.sessions).toBeGreaterThanOrEqual(1);
     const [{ n }] = await app.platform.db.sql`SELECT count(*)::int AS n FROM sessions WHERE user_id = ${user.id}`;
     expect(n).toBe(0);

@@ -3,7 +3,7 @@ import { SendThrottle } from '../../api/features/accounts/throttle';
 import { AlertChannelService } from '../../api/features/alert-channels/service';
 import { AlertChannelStore } from '../../api/features/alert-channels/store';
 import type { OrgAlert } from '../../api/features/alert-channels/types';
-import { MailQueue } from '../../api/features/mail/mail-queue';
+import { MailQueue } from '../../api/lib/mail/mail-queue';
 import { DeliveryQueue, DeliveryStore } from '../../api/features/webhooks/deliveries';
 import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { expectStatus, opaqueToken, personalToken, startReceiver, uniquePath, type Receiver } from '../webhooks/support';
@@ -251,7 +251,7 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
     const service = new AlertChannelService({
       sql,
       store: new AlertChannelStore(),
-      queue: new DeliveryQueue(app.platform.temporal, new DeliveryStore(sql)),
+      queue: new DeliveryQueue(app.platform.temporal, sql, new DeliveryStore()),
       mail: new MailQueue(app.platform.temporal, app.platform.db.sql),
       outbound: app.platform.outbound,
       sends: new SendThrottle(app.platform.cache, { perUser: 100, perRecipient: 100, windowSeconds: 60 }),

@@ -42,15 +42,15 @@ describe('evaluation snapshots', () => {
 
   it('keeps what the bus delivers while a reconcile pass is reading Postgres', async () => {
     const snapshots = app.platform.evaluation!.snapshots;
-    const store = (snapshots as unknown as { deps: { store: { flagStamps: () => Promise<unknown[]> } } }).deps.store;
+    const store = (snapshots as unknown as { deps: { store: { flagStamps: (db: unknown) => Promise<unknown[]> } } }).deps.store;
     const original = store.flagStamps;
     const existing = await createFlag(fx.owner, fx.serviceId, { type: 'string', enabled: true, defaultValue: 'before' });
     await untilEvaluated(app, { flagKey: existing.key, serviceId: fx.serviceId }, (r) => r.value === 'before', { token: fx.readToken });
     let created: { key: string } | undefined;
     // The pass has read its stamps; then a flag is created and another changed, and both reach
     // this replica over the bus before the pass goes on.
-    store.flagStamps = async function (this: unknown) {
-      const stamps = await original.call(this);
+    store.flagStamps = async function (this: unknown, db: unknown) {
+      const stamps = await original.call(this, db);
       created = await createFlag(fx.owner, fx.serviceId, { enabled: true, defaultValue: true });
       await untilEvaluated(app, { flagKey: created.key, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken });
       const patched = await fx.owner.request('PATCH', `/api/flags/${existing.key}?serviceId=${fx.serviceId}&environment=development`, { defaultValue: 'after' });

@@ -2,7 +2,7 @@ import type { AuditActor, AuditEntry, AuditLog } from '../../api/features/audit/
 import { FlagService } from '../../api/features/flags/service';
 import { FlagStore } from '../../api/features/flags/store';
 import type { FlagChangeEvent } from '../../api/features/flags/types';
-import type { FlagEventOutbox } from '../../api/features/outbox/store';
+import type { FlagEventOutbox } from '../../api/lib/outbox/store';
 import type { TransactionSql } from '../../api/infra/postgres';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProjectFixture, type ProjectFixture } from './fixtures';

@@ -1,8 +1,8 @@
 import { createCache, type Cache } from '../../api/infra/cache';
 import { newId } from '../../api/infra/ids';
 import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../../api/features/flags/types';
-import { OutboxRelay, type OutboxConsumer, type OutboxRelayOptions } from '../../api/features/outbox/relay';
-import { enqueueFlagEvent, OutboxStore } from '../../api/features/outbox/store';
+import { OutboxRelay, type OutboxConsumer, type OutboxRelayOptions } from '../../api/lib/outbox/relay';
+import { enqueueFlagEvent, OutboxStore } from '../../api/lib/outbox/store';
 import { createProjectFixture, query, type ProjectFixture } from '../flags/fixtures';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 
@@ -316,7 +316,7 @@ describe('relay restarts and failures', () => {
     const key = uniqueKey();
     await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'development' });
     // A relay claims the event for the bus and then "crashes": it never publishes nor gives the lease back.
-    const claimed = await new OutboxStore(sql()).claim('bus', 'dead-relay', 100, 4000);
+    const claimed = await new OutboxStore().claim(sql(), 'bus', 'dead-relay', 100, 4000);
     expect(claimed.map((c) => c.event.data.flagKey)).toContain(key);
     testRelay().start();
     await sleep(1000);
@@ -399,7 +399,7 @@ describe('relay restarts and failures', () => {
 
   it('never hands a consumer a later event of a flag while an earlier one is pending for it elsewhere', async () => {
     await app.platform.outbox.stop();
-    const store = new OutboxStore(sql());
+    const store = new OutboxStore();
     // Start from an empty backlog so the claims below see only this test's events.
     await sql()`DELETE FROM flag_outbox_pending`;
     const key = uniqueKey();
@@ -410,31 +410,31 @@ describe('relay restarts and failures', () => {
     await fx.owner.request('POST', '/api/flags', { key: otherKey, serviceId: fx.serviceId, environment: 'development' });
     const versions = (rows: { event: FlagChangeEvent }[]) => rows.map((r) => [r.event.data.flagKey, r.event.flag?.version]);
 
-    const first = await store.claim('bus', 'relay-a', 1, 60_000);
+    const first = await store.claim(sql(), 'bus', 'relay-a', 1, 60_000);
     expect(versions(first)).toEqual([[key, 1]]);
     // Relay B may take the other flag's event but not versions 2 and 3 of the first flag.
-    const second = await store.claim('bus', 'relay-b', 10, 60_000);
+    const second = await store.claim(sql(), 'bus', 'relay-b', 10, 60_000);
     expect(versions(second)).toEqual([[otherKey, 1]]);
     // Another consumer has its own position: the bus holding version 1 does not hold it back.
-    expect(versions(await store.claim('webhooks', 'relay-b', 10, 60_000))).toEqual([
+    expect(versions(await store.claim(sql(), 'webhooks', 'relay-b', 10, 60_000))).toEqual([
       [key, 1],
       [key, 2],
       [key, 3],
       [otherKey, 1],
     ]);
     // Once A has published version 1, the rest of that flag is free.
-    await store.markDone('bus', first.map((r) => r.seq));
-    const third = await store.claim('bus', 'relay-b', 10, 60_000);
+    await store.markDone(sql(), 'bus', first.map((r) => r.seq));
+    const third = await store.claim(sql(), 'bus', 'relay-b', 10, 60_000);
     expect(versions(third)).toEqual([
       [key, 2],
       [key, 3],
     ]);
     // A failed publish (waiting for its retry) holds back the later events of its flag too.
     await fx.owner.request('POST', `/api/flags/${otherKey}/toggle${ref()}`);
-    await store.markFailed('bus', second[0].seq, { error: 'bus down', retryInMs: 60_000 });
-    expect(await store.claim('bus', 'relay-c', 10, 60_000)).toEqual([]);
-    await store.markDone('bus', [...second, ...third].map((r) => r.seq));
-    expect(versions(await store.claim('bus', 'relay-c', 10, 60_000))).toEqual([[otherKey, 2]]);
+    await store.markFailed(sql(), 'bus', second[0].seq, { error: 'bus down', retryInMs: 60_000 });
+    expect(await store.claim(sql(), 'bus', 'relay-c', 10, 60_000)).toEqual([]);
+    await store.markDone(sql(), 'bus', [...second, ...third].map((r) => r.seq));
+    expect(versions(await store.claim(sql(), 'bus', 'relay-c', 10, 60_000))).toEqual([[otherKey, 2]]);
   });
 
   it('refuses consumers registered after start or twice', () => {
@@ -452,7 +452,7 @@ describe('relay restarts and failures', () => {
     await sql()`UPDATE flag_outbox SET created_at = now() - interval '2 days'`;
     const pendingBefore = await pendingCount();
     expect(pendingBefore).toBeGreaterThan(0);
-    const removed = await new OutboxStore(sql()).prune(24 * 3600_000);
+    const removed = await new OutboxStore().prune(sql(), 24 * 3600_000);
     expect(removed).toBeGreaterThan(0);
     // Gone: everything below the oldest event some consumer still needs.
     const [left] = await sql()`SELECT count(*)::int AS n FROM flag_outbox WHERE seq < (SELECT min(seq) FROM flag_outbox_pending)`;

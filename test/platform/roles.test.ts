@@ -126,10 +126,11 @@ describe('a lone data-plane process', () => {
 
   /** An administrator's session, made with the real account code: a lone data plane has no signup route. */
   async function opsCookie(): Promise<string> {
-    const store = new AccountStore(data.platform.db.sql);
-    const user = await store.createUser({ id: newId('usr'), orgId: newId('org'), email: OPS, name: 'Ops', passwordHash: 'unused' });
+    const { sql } = data.platform.db;
+    const store = new AccountStore();
+    const user = await sql.begin((tx) => store.createUser(tx, { id: newId('usr'), orgId: newId('org'), email: OPS, name: 'Ops', passwordHash: 'unused' }));
     await data.platform.db.sql`UPDATE users SET email_verified = true WHERE id = ${user.id}`;
-    const { cookieValue } = await new SessionManager(store, 1).create(user.id, '127.0.0.1', 'test');
+    const { cookieValue } = await new SessionManager(sql, store, 1).create(user.id, '127.0.0.1', 'test');
     return `${SESSION_COOKIE}=${cookieValue}`;
   }
   afterAll(() => data?.stop());

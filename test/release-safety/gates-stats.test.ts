@@ -1,9 +1,9 @@
 import fixture from './fixtures/gate-stats.json';
-import { effectiveSampleSize, mixingRate, mixtureBoundary } from '../../api/features/release-safety/stats/confidence-sequence';
-import { meanDifferenceBounds } from '../../api/features/release-safety/stats/means';
-import { erfc, logNormalCdf, normalCdf, normalQuantile, normalSf } from '../../api/features/release-safety/stats/normal';
-import { correctedScoreStatistic, rateDifferenceBounds, restrictedRates } from '../../api/features/release-safety/stats/proportions';
-import { sampleRatioTest } from '../../api/features/release-safety/stats/srm';
+import { effectiveSampleSize, mixingRate, mixtureBoundary } from '../../api/lib/release-safety/stats/confidence-sequence';
+import { meanDifferenceBounds } from '../../api/lib/release-safety/stats/means';
+import { erfc, logNormalCdf, normalCdf, normalQuantile, normalSf } from '../../api/lib/release-safety/stats/normal';
+import { correctedScoreStatistic, rateDifferenceBounds, restrictedRates } from '../../api/lib/release-safety/stats/proportions';
+import { sampleRatioTest } from '../../api/lib/release-safety/stats/srm';
 
 /** Reference values: test/release-safety/fixtures/make_fixtures.py (scipy, statsmodels). */
 

@@ -1,5 +1,5 @@
 import cases from './fixtures/gate-cases.json';
-import { evaluateGate, GATE_TEST_NAME, SRM_P_VALUE, SRM_REASON, type CohortSummary, type GateConfig } from '../../api/features/release-safety/gates';
+import { evaluateGate, GATE_TEST_NAME, SRM_P_VALUE, SRM_REASON, type CohortSummary, type GateConfig } from '../../api/lib/release-safety/gates';
 
 /** Expected decisions and intervals: test/release-safety/fixtures/make_fixtures.py (scipy). */
 

@@ -126,7 +126,7 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
     const dispatcher = new WebhookDispatcher({
       sql: app.platform.db.sql,
       store: new WebhookStore(),
-      queue: new DeliveryQueue(app.platform.temporal, new DeliveryStore(app.platform.db.sql)),
+      queue: new DeliveryQueue(app.platform.temporal, app.platform.db.sql, new DeliveryStore()),
     });
     const event: FlagChangeEvent = {
       id: `evt_${randomBytes(6).toString('hex')}`,
@@ -160,7 +160,7 @@ describe('every flag action reaches every subscribed webhook exactly once', () =
     await insert(`old-${h.id}`, 'delivered', 31);
     await insert(`stuck-${h.id}`, 'pending', null);
     await insert(`recent-${h.id}`, 'failed', 29);
-    const queue = new DeliveryQueue(app.platform.temporal, new DeliveryStore(sql));
+    const queue = new DeliveryQueue(app.platform.temporal, sql, new DeliveryStore());
     await queue.enqueue({ target: { kind: 'webhook', webhookId: h.id }, event: 'flag.toggled', eventId: `evt_${randomBytes(4).toString('hex')}`, body: '{}' });
     await eventually(async () => (await sql`SELECT 1 FROM outbound_deliveries WHERE id = ${`old-${h.id}`}`).length === 0);
     const left = await sql`SELECT id FROM outbound_deliveries WHERE webhook_id = ${h.id} AND id LIKE ${'%-' + h.id} ORDER BY id`;

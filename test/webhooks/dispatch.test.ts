@@ -72,7 +72,7 @@ describe('webhook dispatch', () => {
     const dispatcher = new WebhookDispatcher({
       sql,
       store: new WebhookStore(),
-      queue: new DeliveryQueue(countingTemporal(app.platform.temporal, starts), new DeliveryStore(sql)),
+      queue: new DeliveryQueue(countingTemporal(app.platform.temporal, starts), sql, new DeliveryStore()),
     });
     const event: FlagChangeEvent = {
       id: `evt_${randomBytes(6).toString('hex')}`,
@@ -105,7 +105,7 @@ describe('webhook dispatch', () => {
     const h = await createWebhook(p.owner, { projectId: p.projectId, url: receiver.url(path) });
     receiver.expectSecret(path, h.secret);
     const starts = { inFlight: 0, maxInFlight: 0, starts: 0 };
-    const queue = new DeliveryQueue(countingTemporal(app.platform.temporal, starts), new DeliveryStore(app.platform.db.sql));
+    const queue = new DeliveryQueue(countingTemporal(app.platform.temporal, starts), app.platform.db.sql, new DeliveryStore());
     const n = MAX_SIGNALS_IN_FLIGHT + 8;
     const eventIds = Array.from({ length: n }, (_, i) => `evt_${i}_${randomBytes(4).toString('hex')}`);
     const results = await queue.enqueueMany(eventIds.map((eventId) => ({ target: { kind: 'webhook', webhookId: h.id }, event: 'flag.toggled', eventId, body: '{}' })));

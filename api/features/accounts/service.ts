@@ -2,7 +2,8 @@ import type { UserRecord } from '../../auth/principal';
 import type { SessionManager } from '../../auth/sessions';
 import { conflict, badRequest } from '../../http/errors';
 import { newId, randomSecret, sha256Hex } from '../../infra/ids';
-import type { MailQueue } from '../mail/mail-queue';
+import type { Sql } from '../../infra/postgres';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import type { PasswordHasher } from './passwords';
 import { DuplicateEmailError, type AccountStore } from './store';
 import type { AuthThrottle, SendThrottle } from './throttle';
@@ -10,6 +11,7 @@ import type { AuthThrottle, SendThrottle } from './throttle';
 const VERIFICATION_TTL_MS = 48 * 3600_000;
 
 export interface AccountServiceDeps {
+  sql: Sql;
   store: AccountStore;
   sessions: SessionManager;
   mail: MailQueue;
@@ -29,7 +31,7 @@ export class AccountService {
     const passwordHash = await this.deps.passwords.hash(input.password);
     let user: UserRecord;
     try {
-      user = await this.deps.store.createUser({ id: newId('usr'), orgId: newId('org'), email: input.email, name: input.name, passwordHash });
+      user = await this.deps.sql.begin((tx) => this.deps.store.createUser(tx, { id: newId('usr'), orgId: newId('org'), email: input.email, name: input.name, passwordHash }));
     } catch (error) {
       if (error instanceof DuplicateEmailError) throw conflict('An account with this e-mail already exists');
       throw error;
@@ -42,7 +44,7 @@ export class AccountService {
   /** Bad credentials answer 401 and count towards the account's lockout (AuthThrottle). */
   async login(input: { email: string; password: string }, client: { ip: string; userAgent: string }) {
     return this.deps.throttle.signIn(input.email, async () => {
-      const found = await this.deps.store.findByEmail(input.email);
+      const found = await this.deps.store.findByEmail(this.deps.sql, input.email);
       const ok = await this.deps.passwords.verify(input.password, found?.passwordHash ?? (await this.dummy()));
       if (!found || !ok) return null;
       const { passwordHash: _ignored, ...user } = found;
@@ -70,7 +72,7 @@ export class AccountService {
 
   async sendVerification(user: UserRecord) {
     const token = randomSecret(32);
-    await this.deps.store.createVerification({
+    await this.deps.store.createVerification(this.deps.sql, {
       tokenHash: sha256Hex(token),
       userId: user.id,
       email: user.email,
@@ -88,7 +90,7 @@ export class AccountService {
   }
 
   async verifyEmail(token: string): Promise<UserRecord> {
-    const user = await this.deps.store.consumeVerification(sha256Hex(token));
+    const user = await this.deps.sql.begin((tx) => this.deps.store.consumeVerification(tx, sha256Hex(token)));
     if (!user) throw badRequest('Verification token is invalid, expired or already used');
     return user;
   }

@@ -7,7 +7,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { SendThrottle } from '../accounts/throttle';
 import { requireVerifiedEmail } from '../accounts/verified';
-import type { MailQueue } from '../mail/mail-queue';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import type { DeliveryQueue, DeliveryRecord, NewDelivery } from '../webhooks/deliveries';
 import { generateWebhookSecret } from '../webhooks/service';
 import { alertBody, alertMail } from './payloads';
@@ -149,7 +149,7 @@ export class AlertChannelService {
       maxAttempts: 1,
     });
     const settled = await this.deps.queue.settle(deliveryId, this.deps.testSendWaitMs ?? 15_000);
-    const [attempt] = (await this.deps.queue.store.attempts([deliveryId])).get(deliveryId) ?? [];
+    const [attempt] = (await this.deps.queue.store.attempts(this.deps.sql, [deliveryId])).get(deliveryId) ?? [];
     const status = settled?.status ?? 'pending';
     return {
       ok: status === 'delivered',

@@ -1,4 +1,4 @@
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { AlertChannelConfig, AlertChannelType, AlertChannelWithConfig } from './types';
 
 interface ChannelRow {

@@ -5,14 +5,11 @@ import { AnalyticsWriter } from '../../../analytics/writer';
 import type { ProjectAccess } from '../../auth/access';
 import type { Authenticator } from '../../auth/authenticator';
 import type { Config } from '../../config';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { OutboundClient } from '../../http/outbound';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import { EvaluationRecorder } from '../evaluation/recorder';
-import type { NotifyOrgAlertChannels } from '../alert-channels/types';
-import type { FlagService } from '../flags/service';
-import { createInsightRoutes } from '../insights/wiring';
 import { analyticsExportRoutes } from './export-routes';
 import type { DeliveryQueue } from '../webhooks/deliveries';
 import { ingestRoutes } from './ingest-routes';
@@ -68,9 +65,6 @@ export interface AnalyticsFeatureDeps {
   access: ProjectAccess;
   /** Resolves browser ingestion's X-Write-Token (a project API token outside Authorization). */
   authenticator: Authenticator;
-  flags: FlagService;
-  /** Auto-rollback alerts the organization's channels (flag insights). */
-  notifyOrgAlertChannels: NotifyOrgAlertChannels;
   outbound: OutboundClient;
   /** The outbound delivery lanes: analytics export sends its chunks through them. */
   deliveries: DeliveryQueue;
@@ -78,7 +72,7 @@ export interface AnalyticsFeatureDeps {
 }
 
 export interface AnalyticsFeature {
-  routes: Record<'control' | 'data' | 'ingest', AnyRoute[]>;
+  routes: ListenerRoutes;
   /** Where producers record rows (the analytics writer). */
   sink: AnalyticsSink;
   /** Flushes every buffered analytics row before the process exits. */
@@ -86,20 +80,19 @@ export interface AnalyticsFeature {
 }
 
 /**
- * The analytics warehouse: one batched writer for every producer, ingestion routes
- * on each listener, and the queries analysts, SREs and the release-safety gates read.
+ * The analytics warehouse: ingestion routes on each listener, and the queries and exports
+ * analysts and SREs read; producers record into the one batched writer (createAnalyticsWriter).
  */
 export function createAnalyticsFeature(deps: AnalyticsFeatureDeps): AnalyticsFeature {
   // What ingestion routes record into: `record` answers false when the memory bound refuses a row (503).
   const sink: AnalyticsSink = deps.writer;
-  const control: AnyRoute[] = [...analyticsQueryRoutes(deps), ...analyticsExportRoutes(deps)];
-  control.push(...createInsightRoutes(deps));
   const ingestion = ingestRoutes({ ...deps, sink });
-  control.push(...ingestion.control);
-  const data: AnyRoute[] = [...ingestion.data];
-  const ingest: AnyRoute[] = [...ingestion.ingest];
   return {
-    routes: { control, data, ingest },
+    routes: {
+      control: [...analyticsQueryRoutes(deps), ...analyticsExportRoutes(deps), ...ingestion.control],
+      data: ingestion.data,
+      ingest: ingestion.ingest,
+    },
     sink,
     async stop() {
       await deps.writer.close();

@@ -1,11 +1,11 @@
-import { evaluateGate, type GateResult } from '../release-safety/gates';
+import { evaluateGate, type GateResult } from '../../lib/release-safety/gates';
 import type { FlagService } from '../flags/service';
 import type { CanaryGateRequest } from '../../../workflows/messages';
 import type { CanaryWarehouse } from './warehouse';
 
 /**
  * One gate of a canary stage: both cohorts of the canaried rule over the stage's window from the
- * warehouse, judged by evaluateGate (api/features/release-safety). The workflow's checks and a non-forced
+ * warehouse, judged by evaluateGate (api/lib/release-safety). The workflow's checks and a non-forced
  * advance both run it. The rule is read at the time of the check: its value decides which side
  * an outcome event naming the flag counts for (CanaryWarehouse).
  */

@@ -1,5 +1,5 @@
 import type { Analytics } from '../../../analytics/client';
-import type { CohortSummary } from '../release-safety/gates';
+import type { CohortSummary } from '../../lib/release-safety/gates';
 
 /**
  * The gate's inputs from the warehouse (docs/api-reference.md#outcome-events; docs/canary.md lists

@@ -1,6 +1,6 @@
 import type { Analytics } from '../../../analytics/client';
 import type { CanaryActivityDeps } from '../../../activities/canary';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
@@ -21,10 +21,10 @@ export interface CanaryFeatureDeps {
 }
 
 /** Canary pipelines: the control-plane routes and what this process's worker runs the pipeline's activities with. */
-export function createCanaryFeature(deps: CanaryFeatureDeps): { routes: AnyRoute[]; activityDeps: CanaryActivityDeps } {
+export function createCanaryFeature(deps: CanaryFeatureDeps): { routes: ListenerRoutes; activityDeps: CanaryActivityDeps } {
   const canaries = new CanaryService({ sql: deps.sql, store: new CanaryStore(), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), temporal: deps.temporal, logger: deps.logger });
   return {
-    routes: canaryRoutes({ canaries }),
+    routes: { control: canaryRoutes({ canaries }) },
     activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels },
   };
 }

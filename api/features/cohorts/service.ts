@@ -1,12 +1,12 @@
-import { conflict, isUniqueViolation, notFound } from '../../http/errors';
+import { conflict, notFound } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import { cohortRuleMatched, compileCohort, type EvaluationContext } from '../evaluation/engine';
 import { canonicalJson } from '../flags/validation';
-import { enqueueCohortEvent } from '../outbox/store';
+import { enqueueCohortEvent } from '../../lib/outbox/store';
 import type { Caller } from '../projects/common';
-import type { CohortStore, CohortUser } from './store';
+import { CohortNameTakenError, type CohortStore, type CohortUser } from './store';
 import { COHORT_LIMITS, type CohortChangeEvent, type CohortEventName, type CohortInput, type CohortPatch, type CohortRecord, type CohortRule, type CohortRuleInput } from './types';
 
 export interface CohortServiceDeps {
@@ -63,7 +63,7 @@ export class CohortService {
         return cohort;
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken(input.name);
+      if (error instanceof CohortNameTakenError) throw nameTaken(error.cohortName);
       throw error;
     }
     this.deps.afterCommit?.();
@@ -91,7 +91,7 @@ export class CohortService {
         return after;
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw nameTaken(patch.name ?? '');
+      if (error instanceof CohortNameTakenError) throw nameTaken(error.cohortName);
       throw error;
     }
     if (wrote) this.deps.afterCommit?.();

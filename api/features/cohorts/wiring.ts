@@ -1,13 +1,13 @@
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Sql } from '../../infra/postgres';
 import { cohortRoutes } from './routes';
 import { CohortService } from './service';
 import { CohortStore } from './store';
 
 /**
- * Cohort routes (docs/cohorts.md); `afterCommit` nudges the outbox relay so snapshots hear of a
- * change at once.
+ * Cohorts (docs/cohorts.md); `afterCommit` nudges the outbox relay so snapshots hear of a change
+ * at once.
  */
-export function cohortFeatureRoutes(deps: { sql: Sql; afterCommit: () => void }): AnyRoute[] {
-  return cohortRoutes({ cohorts: new CohortService({ sql: deps.sql, store: new CohortStore(), afterCommit: deps.afterCommit }) });
+export function createCohortFeature(deps: { sql: Sql; afterCommit: () => void }): { routes: ListenerRoutes } {
+  return { routes: { control: cohortRoutes({ cohorts: new CohortService({ sql: deps.sql, store: new CohortStore(), afterCommit: deps.afterCommit }) }) } };
 }

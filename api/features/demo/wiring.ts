@@ -1,5 +1,5 @@
 import type { Config } from '../../config';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
@@ -17,7 +17,7 @@ export interface DemoFeature {
   /** The demo case of GET /api/flags (passed to the flags routes). */
   list: DemoFlagList;
   throttle: DemoWriteThrottle;
-  routes: AnyRoute[];
+  routes: ListenerRoutes;
   stop(): Promise<void>;
 }
 
@@ -43,7 +43,7 @@ export async function createDemoFeature(deps: { config: Config; sql: Sql; cache:
     registry,
     list,
     throttle: new DemoWriteThrottle(cache),
-    routes: demoRoutes({ registry }),
+    routes: { control: demoRoutes({ registry }) },
     async stop() {
       registry.stop();
       await list.stop();

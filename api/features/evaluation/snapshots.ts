@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
 import { COHORT_CHANGES_CHANNEL, type CohortChangeEvent, type CohortRecord } from '../cohorts/types';
 import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent, type FlagRecord } from '../flags/types';
@@ -227,7 +228,7 @@ export class SnapshotStore {
   private stats = { eventsApplied: 0, eventsIgnored: 0, lastEventAt: null as string | null, lastReconcileAt: null as string | null };
 
   constructor(
-    private readonly deps: { store: EvaluationStore; cache: Cache; logger: Logger; reconcileIntervalMs: number },
+    private readonly deps: { sql: Sql; store: EvaluationStore; cache: Cache; logger: Logger; reconcileIntervalMs: number },
   ) {}
 
   async start(): Promise<void> {
@@ -435,7 +436,7 @@ export class SnapshotStore {
   private async reconcileAgainst(touched: Touched): Promise<void> {
     // Cohorts first: flags repaired below then compile against the repaired cohorts.
     await this.reconcileCohorts(touched);
-    const [stamps, services] = await Promise.all([this.deps.store.flagStamps(), this.deps.store.allServices()]);
+    const [stamps, services] = await Promise.all([this.deps.store.flagStamps(this.deps.sql), this.deps.store.allServices(this.deps.sql)]);
     const existingServices = new Set(services.map((s) => s.id));
     for (const id of [...this.services.keys()]) {
       if (!existingServices.has(id) && !this.loading.has(id) && !touched.services.has(id)) this.services.delete(id);
@@ -449,7 +450,7 @@ export class SnapshotStore {
       const current = service.environments[stamp.environment].get(stamp.key);
       if (current === undefined || current.record.id !== stamp.id || current.record.version !== stamp.version) stale.push(stamp.id);
     }
-    for (const record of await this.deps.store.flagsByIds(stale)) {
+    for (const record of await this.deps.store.flagsByIds(this.deps.sql, stale)) {
       if (touched.flags.has(flagSlot(record))) continue;
       const current = this.services.get(record.serviceId)?.environments[record.environment].get(record.key)?.record;
       this.apply(syntheticEvent(record, current, record));
@@ -466,7 +467,7 @@ export class SnapshotStore {
   }
 
   private async reconcileCohorts(touched: Touched): Promise<void> {
-    const stamps = await this.deps.store.cohortStamps();
+    const stamps = await this.deps.store.cohortStamps(this.deps.sql);
     const stored = new Set<string>();
     const stale: string[] = [];
     for (const stamp of stamps) {
@@ -474,7 +475,7 @@ export class SnapshotStore {
       const current = this.cohorts.get(stamp.projectId)?.get(stamp.id);
       if (current === undefined || current.version < stamp.version) stale.push(stamp.id);
     }
-    for (const cohort of await this.deps.store.cohortsByIds(stale)) {
+    for (const cohort of await this.deps.store.cohortsByIds(this.deps.sql, stale)) {
       if (!touched.cohorts.has(cohort.id)) this.applyCohort(syntheticCohortEvent(cohort, cohort.version, cohort));
     }
     for (const cohorts of this.cohorts.values()) {
@@ -515,7 +516,7 @@ export class SnapshotStore {
   }
 
   private async loadAll(): Promise<void> {
-    const [services, flags, cohorts] = await Promise.all([this.deps.store.allServices(), this.deps.store.allFlags(), this.deps.store.allCohorts()]);
+    const [services, flags, cohorts] = await Promise.all([this.deps.store.allServices(this.deps.sql), this.deps.store.allFlags(this.deps.sql), this.deps.store.allCohorts(this.deps.sql)]);
     // Cohorts before flags: flags compile against them.
     for (const cohort of cohorts) this.cohortsOf(cohort.projectId).set(cohort.id, cohort);
     for (const row of services) this.services.set(row.id, new ServiceSnapshot(row.id, row.projectId, this.cohortsOf(row.projectId)));
@@ -534,7 +535,7 @@ export class SnapshotStore {
     let row: ServiceRow | null;
     let flags: FlagRecord[];
     try {
-      [row, flags] = await Promise.all([this.deps.store.service(serviceId), this.deps.store.flagsOfService(serviceId)]);
+      [row, flags] = await Promise.all([this.deps.store.service(this.deps.sql, serviceId), this.deps.store.flagsOfService(this.deps.sql, serviceId)]);
     } catch (error) {
       this.flushQueued(serviceId);
       throw error;

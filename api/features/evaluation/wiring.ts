@@ -10,7 +10,7 @@ import type { AnyRoute } from '../../http/route';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import type { Check } from '../health/routes';
+import type { Check } from '../../lib/health/routes';
 import { CREDENTIAL_CACHE_TTL_MS } from '../tokens/wiring';
 import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
 import { connectJsonRoutes, connectRoutes } from './connect-routes';
@@ -83,8 +83,7 @@ export interface EvaluationFeature {
  */
 export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Promise<EvaluationFeature> {
   const { config, logger } = deps;
-  const store = new EvaluationStore(deps.sql);
-  const snapshots = new SnapshotStore({ store, cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
+  const snapshots = new SnapshotStore({ sql: deps.sql, store: new EvaluationStore(), cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
   const demo = deps.demo ?? new DemoServiceRegistry(config.DEMO_SERVICE_IDS);
   const access = new EvaluationAccess({ snapshots, demo, roleOf: (userId, projectId) => deps.projectAccess.roleOf(userId, projectId) });
   const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });

@@ -1,6 +1,6 @@
-import { DESIGN_EFFECTIVE_SAMPLES } from '../release-safety/gates';
-import { effectiveSampleSize, mixingRate, mixtureBoundary } from '../release-safety/stats/confidence-sequence';
-import { correctedScoreStatistic, rateDifferenceBounds, type RateDifference } from '../release-safety/stats/proportions';
+import { DESIGN_EFFECTIVE_SAMPLES } from '../../lib/release-safety/gates';
+import { effectiveSampleSize, mixingRate, mixtureBoundary } from '../../lib/release-safety/stats/confidence-sequence';
+import { correctedScoreStatistic, rateDifferenceBounds, type RateDifference } from '../../lib/release-safety/stats/proportions';
 import { betaSampler } from './allocation/random';
 
 export { seededRandom } from './allocation/random';
@@ -202,7 +202,7 @@ export const MIN_REQUESTS_TO_CUT = 100;
 /**
  * Arms whose error rate is significantly worse than the best (lowest observed rate) arm's, by the
  * canary gates' test: the one-sided normal-mixture confidence sequence on the difference of error
- * rates with score variance (api/features/release-safety). The best arm is picked from the data,
+ * rates with score variance (api/lib/release-safety). The best arm is picked from the data,
  * so each comparison runs at alpha / (k (k - 1)), a Bonferroni split over every ordered pair of
  * the k judged arms: with equal error rates, the chance that any arm is ever cut, however often
  * this is called as data accrues, stays at most alpha.

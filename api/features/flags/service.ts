@@ -4,7 +4,7 @@ import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
 import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
-import type { FlagEventOutbox } from '../outbox/store';
+import type { FlagEventOutbox } from '../../lib/outbox/store';
 import { FLAG_CONTENT_FIELDS, newFlagContent } from './schema';
 import { FlagKeyTakenError, type FlagListFilter, type FlagPage, type FlagStore, type ListPosition, type NewFlag, type WrittenFlag } from './store';
 import type {

@@ -3,7 +3,7 @@ import { startWorkflow, type Temporal } from '../../infra/temporal';
 import type { Sql } from '../../infra/postgres';
 import { GUARDRAIL_WATCH, guardrailWatchId } from '../../../workflows/messages';
 import type { FlagChangeEvent, FlagContentField } from '../flags/types';
-import type { OutboxConsumer } from '../outbox/relay';
+import type { OutboxConsumer } from '../../lib/outbox/relay';
 
 /**
  * The changes a guardrail watches: whatever changes the value production traffic gets (on/off,

@@ -1,18 +1,15 @@
-import type { Analytics } from '../../../analytics/client';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
-import type { FlagService } from '../flags/service';
-import { createInsightsService } from '../insights/wiring';
+import type { InsightsService } from '../insights/service';
 import { GuardrailChecker } from './checker';
 import { GuardrailConsumer } from './consumer';
 
 export interface GuardrailDeps {
   sql: Sql;
-  analytics: Analytics;
   temporal: Temporal;
-  flags: FlagService;
+  insights: InsightsService;
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
   logger: Logger;
 }
@@ -24,6 +21,6 @@ export interface GuardrailDeps {
 export function createGuardrailFeature(deps: GuardrailDeps): { consumer: GuardrailConsumer; checker: GuardrailChecker } {
   return {
     consumer: new GuardrailConsumer({ sql: deps.sql, temporal: deps.temporal }),
-    checker: new GuardrailChecker({ sql: deps.sql, insights: createInsightsService(deps), notifyOrgAlertChannels: deps.notifyOrgAlertChannels, logger: deps.logger }),
+    checker: new GuardrailChecker({ sql: deps.sql, insights: deps.insights, notifyOrgAlertChannels: deps.notifyOrgAlertChannels, logger: deps.logger }),
   };
 }

@@ -1,4 +1,4 @@
-import type { Sql } from '../../infra/postgres';
+import type { Queryable } from '../../infra/postgres';
 
 /**
  * A flag's changes as the insights read them, from its version snapshots (flag_versions, written
@@ -29,11 +29,9 @@ export interface LatestChange {
 const state = (enabled: boolean) => (enabled ? 'enabled' : 'disabled');
 
 export class FlagChangeHistory {
-  constructor(private readonly sql: Sql) {}
-
   /** Toggles of one flag since `sinceMs`, newest first, at most `limit`. */
-  async toggles(flagId: string, environment: string, sinceMs: number, nowMs: number, limit: number): Promise<ToggleEntry[]> {
-    const rows = await this.sql<{ id: string; created_at: Date; actor: string; enabled: boolean }[]>`
+  async toggles(db: Queryable, flagId: string, environment: string, sinceMs: number, nowMs: number, limit: number): Promise<ToggleEntry[]> {
+    const rows = await db<{ id: string; created_at: Date; actor: string; enabled: boolean }[]>`
       SELECT id, created_at, actor, enabled FROM (
         SELECT id, version, created_at, actor, (snapshot->>'enabled')::boolean AS enabled,
                lag((snapshot->>'enabled')::boolean) OVER (ORDER BY version) AS was
@@ -57,8 +55,8 @@ export class FlagChangeHistory {
   }
 
   /** The flag's newest version: the change auto-rollback judges. */
-  async latestChange(flagId: string): Promise<LatestChange | null> {
-    const [row] = await this.sql<{ version: number; change_type: string; created_at: Date; actor: string }[]>`
+  async latestChange(db: Queryable, flagId: string): Promise<LatestChange | null> {
+    const [row] = await db<{ version: number; change_type: string; created_at: Date; actor: string }[]>`
       SELECT version, change_type, created_at, actor FROM flag_versions WHERE flag_id = ${flagId} ORDER BY version DESC LIMIT 1`;
     return row ? { version: row.version, changeType: row.change_type, atMs: row.created_at.getTime(), actor: row.actor } : null;
   }

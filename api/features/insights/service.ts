@@ -64,7 +64,7 @@ export class InsightsService {
       warehouse.flagSeries(scope, window, window.bucketMinutes),
       warehouse.flagBreakdowns(scope, window),
       warehouse.flagRealtime(scope, nowMs, window.startMs),
-      this.deps.changes.toggles(flag.id, flag.environment, window.startMs, nowMs, RECENT_TOGGLES),
+      this.deps.changes.toggles(this.deps.sql, flag.id, flag.environment, window.startMs, nowMs, RECENT_TOGGLES),
     ]);
     const timeSeries = [];
     for (let at = window.startMs; at < window.endMs; at += window.bucketMinutes * MINUTE_MS) {
@@ -110,7 +110,7 @@ export class InsightsService {
     const flag = await this.requireFlag(ref);
     const nowMs = this.now();
     const window = rangeWindow(range, nowMs);
-    const toggles = await this.deps.changes.toggles(flag.id, flag.environment, window.startMs, nowMs, RECENT_TOGGLES);
+    const toggles = await this.deps.changes.toggles(this.deps.sql, flag.id, flag.environment, window.startMs, nowMs, RECENT_TOGGLES);
     return {
       flagKey: flag.key,
       serviceId: flag.serviceId,
@@ -129,7 +129,7 @@ export class InsightsService {
     const flag = await this.requireFlag(ref);
     const base = { flagKey: flag.key, serviceId: flag.serviceId, environment: flag.environment, dryRun: opts.dryRun, windowMinutes: opts.windowMinutes };
     const limits = { maxErrorRateDelta: opts.maxErrorRateDelta, maxLatencyDeltaMs: opts.maxLatencyDeltaMs };
-    const change = await this.deps.changes.latestChange(flag.id);
+    const change = await this.deps.changes.latestChange(this.deps.sql, flag.id);
     if (opts.version !== undefined && change?.version !== opts.version) {
       return {
         ...base,

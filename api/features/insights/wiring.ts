@@ -1,5 +1,5 @@
 import type { Analytics } from '../../../analytics/client';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
@@ -9,27 +9,21 @@ import { insightRoutes } from './routes';
 import { InsightsService } from './service';
 import { EvaluationWarehouse } from './warehouse';
 
-export interface InsightDeps {
-  sql: Sql;
-  analytics: Analytics;
-  flags: FlagService;
-  notifyOrgAlertChannels: NotifyOrgAlertChannels;
-  logger: Logger;
+export interface InsightFeature {
+  routes: ListenerRoutes;
+  /** Also the production guardrail's judge. */
+  insights: InsightsService;
 }
 
-/** Flag insights on the control plane: metrics, toggle impact, auto-rollback, stale flags, health, heatmap, alerts. */
-export function createInsightRoutes(deps: InsightDeps): AnyRoute[] {
-  return insightRoutes({ insights: createInsightsService(deps) });
-}
-
-/** The insights service over the warehouse and the flags' history (also the production guardrail's judge). */
-export function createInsightsService(deps: InsightDeps): InsightsService {
-  return new InsightsService({
+/** Flag insights over the warehouse and the flags' history: metrics, toggle impact, auto-rollback, stale flags, health, heatmap, alerts. */
+export function createInsightFeature(deps: { sql: Sql; analytics: Analytics; flags: FlagService; notifyOrgAlertChannels: NotifyOrgAlertChannels; logger: Logger }): InsightFeature {
+  const insights = new InsightsService({
     sql: deps.sql,
     warehouse: new EvaluationWarehouse(deps.analytics),
-    changes: new FlagChangeHistory(deps.sql),
+    changes: new FlagChangeHistory(),
     flags: deps.flags,
     notifyOrgAlertChannels: deps.notifyOrgAlertChannels,
     logger: deps.logger,
   });
+  return { routes: { control: insightRoutes({ insights }) }, insights };
 }

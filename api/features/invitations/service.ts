@@ -6,7 +6,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { requireVerifiedEmail } from '../accounts/verified';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
-import type { MailQueue } from '../mail/mail-queue';
+import type { MailQueue } from '../../lib/mail/mail-queue';
 import type { MemberStore } from '../members/store';
 import type { MemberRecord } from '../members/types';
 import type { Caller } from '../projects/common';

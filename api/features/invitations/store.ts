@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from '../projects/common';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { InvitableRole, InvitationRecord, InvitationStatus } from './types';
 
 export class PendingInvitationExistsError extends Error {}
@@ -62,6 +62,9 @@ export class InvitationStore {
     return row ? toInvitation(row) : null;
   }
 
+  /** With forUpdate, the row stays locked until the transaction ends. */
+  findByTokenHash(tx: TransactionSql, tokenHash: string, opts: { forUpdate: true }): Promise<InvitationRecord | null>;
+  findByTokenHash(db: Queryable, tokenHash: string): Promise<InvitationRecord | null>;
   async findByTokenHash(db: Queryable, tokenHash: string, opts: { forUpdate?: boolean } = {}): Promise<InvitationRecord | null> {
     const [row] = opts.forUpdate
       ? await db<InvitationRow[]>`SELECT *, expires_at <= now() AS lapsed FROM invitations WHERE token_hash = ${tokenHash} FOR UPDATE`

@@ -1,6 +1,6 @@
 import type { ProjectRole } from '../../auth/principal';
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from '../projects/common';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { MemberRecord } from './types';
 
 export class AlreadyMemberError extends Error {}
@@ -36,6 +36,9 @@ export class MemberStore {
     return rows.map(toMember);
   }
 
+  /** With forUpdate, the row stays locked until the transaction ends. */
+  get(tx: TransactionSql, projectId: string, userId: string, opts: { forUpdate: true }): Promise<MemberRecord | null>;
+  get(db: Queryable, projectId: string, userId: string): Promise<MemberRecord | null>;
   async get(db: Queryable, projectId: string, userId: string, opts: { forUpdate?: boolean } = {}): Promise<MemberRecord | null> {
     const [row] = opts.forUpdate
       ? await db<MemberRow[]>`
@@ -83,8 +86,8 @@ export class MemberStore {
   }
 
   /** Serialises membership changes of one project, so two demotions cannot remove the last owner. */
-  async lockProject(db: Queryable, projectId: string): Promise<boolean> {
-    const rows = await db`SELECT 1 FROM projects WHERE id = ${projectId} FOR UPDATE`;
+  async lockProject(tx: TransactionSql, projectId: string): Promise<boolean> {
+    const rows = await tx`SELECT 1 FROM projects WHERE id = ${projectId} FOR UPDATE`;
     return rows.length > 0;
   }
 

@@ -6,7 +6,7 @@ import type { PersonalTokenPrincipal, UserRecord } from '../../auth/principal';
 import { badRequest, notFound } from '../../http/errors';
 import { newId, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
-import type { TransactionSql } from '../../infra/postgres';
+import type { Sql, TransactionSql } from '../../infra/postgres';
 import { text } from '../projects/common';
 import type { ConnectorScope, OAuthClientRow, OAuthStore } from './store';
 
@@ -73,6 +73,7 @@ const VERIFIER_PATTERN = /^[A-Za-z0-9._~-]{43,128}$/;
 const CHALLENGE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export interface OAuthServiceDeps {
+  sql: Sql;
   store: OAuthStore;
   logger: Logger;
 }
@@ -114,7 +115,7 @@ export class OAuthService {
     }
     const name = (metadata.client_name ?? '').trim().slice(0, 200) || 'Unnamed MCP client';
     const clientUri = metadata.client_uri && metadata.client_uri.length <= 2000 ? metadata.client_uri : null;
-    const row = await this.deps.store.insertClient({ id: newId('mcc'), name, redirectUris: metadata.redirect_uris, clientUri });
+    const row = await this.deps.store.insertClient(this.deps.sql, { id: newId('mcc'), name, redirectUris: metadata.redirect_uris, clientUri });
     return {
       client_id: row.id,
       client_id_issued_at: Math.floor(row.created_at.getTime() / 1000),
@@ -133,7 +134,7 @@ export class OAuthService {
    * throw UntrustedRedirectError (never redirect there); anything else wrong is a RedirectableError.
    */
   async checkAuthorization(request: AuthorizationRequest, resourceUrl: string): Promise<CheckedAuthorization> {
-    const client = await this.deps.store.findClient(request.client_id);
+    const client = await this.deps.store.findClient(this.deps.sql, request.client_id);
     if (!client) throw new UntrustedRedirectError('unknown client_id');
     if (!client.redirect_uris.includes(request.redirect_uri)) throw new UntrustedRedirectError('redirect_uri is not registered for this client');
     const back = (error: OAuthError) => new RedirectableError(error, request.redirect_uri, request.state);
@@ -148,7 +149,7 @@ export class OAuthService {
 
   /** GET /api/oauth/consent: what the consent page shows. */
   async describeConsent(user: UserRecord, checked: CheckedAuthorization) {
-    const projects = await this.deps.store.memberProjects(user.id);
+    const projects = await this.deps.store.memberProjects(this.deps.sql, user.id);
     return {
       client: { id: checked.client.id, name: checked.client.client_name, uri: checked.client.client_uri, redirectUri: checked.redirectUri },
       scopes: checked.scope === 'write' ? ['read', 'write'] : ['read'],
@@ -159,12 +160,12 @@ export class OAuthService {
   /** POST /api/oauth/consent: the client's redirect with a code (approve) or access_denied. */
   async decideConsent(user: UserRecord, checked: CheckedAuthorization, projectIds: string[], approve: boolean, issuer: string): Promise<string> {
     if (!approve) return redirectWith(checked.redirectUri, { error: 'access_denied', error_description: 'the user denied access', state: checked.state, iss: issuer });
-    const member = new Set((await this.deps.store.memberProjects(user.id)).map((p) => p.id));
+    const member = new Set((await this.deps.store.memberProjects(this.deps.sql, user.id)).map((p) => p.id));
     const chosen = [...new Set(projectIds)];
     const foreign = chosen.filter((id) => !member.has(id));
     if (foreign.length) throw badRequest('projectIds must be projects you are a member of', foreign.map((id) => ({ path: 'body.projectIds', message: `not a project of yours: ${id}` })));
     const code = randomBytes(32).toString('base64url');
-    await this.deps.store.insertCode({
+    await this.deps.store.insertCode(this.deps.sql, {
       code_hash: sha256Hex(code),
       client_id: checked.client.id,
       user_id: user.id,
@@ -195,13 +196,13 @@ export class OAuthService {
     if (!VERIFIER_PATTERN.test(request.code_verifier)) throw new InvalidGrantError('code_verifier must be 43 to 128 unreserved characters');
     const { code_verifier: verifier, redirect_uri: redirectUri, client_id: clientId } = request;
     // Consumed in its own statement: a failed exchange spends the code too (single use).
-    const code = await this.deps.store.consumeCode(this.deps.store.sql, sha256Hex(request.code));
+    const code = await this.deps.store.consumeCode(this.deps.sql, sha256Hex(request.code));
     if (!code) throw new InvalidGrantError('the authorization code is unknown or was already used');
     if (code.expires_at.getTime() <= Date.now()) throw new InvalidGrantError('the authorization code has expired');
     if (code.client_id !== clientId) throw new InvalidGrantError('the authorization code was issued to another client');
     if (code.redirect_uri !== redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request');
     if (s256(verifier) !== code.code_challenge) throw new InvalidGrantError('code_verifier does not match the code_challenge');
-    return this.deps.store.sql.begin(async (tx) => {
+    return this.deps.sql.begin(async (tx) => {
       const connectionId = newId('mcn');
       await this.deps.store.insertConnection(tx, { id: connectionId, userId: code.user_id, clientId, projectIds: code.project_ids, scope: code.scope });
       return this.issuePair(tx, connectionId, code.scope);
@@ -212,7 +213,7 @@ export class OAuthService {
   private async refresh(request: z.infer<typeof tokenRequestSchema>): Promise<OAuthTokens> {
     if (!request.refresh_token || !request.client_id) throw new InvalidRequestError('refresh_token and client_id are required');
     const { refresh_token: refreshToken, client_id: clientId } = request;
-    const outcome = await this.deps.store.sql.begin(async (tx) => {
+    const outcome = await this.deps.sql.begin(async (tx) => {
       const row = await this.deps.store.lockRefreshToken(tx, sha256Hex(refreshToken));
       if (!row || row.client_id !== clientId) return { error: new InvalidGrantError('the refresh token is unknown') };
       if (row.revoked_at) return { error: new InvalidGrantError('the connection was revoked') };
@@ -250,8 +251,8 @@ export class OAuthService {
   async revoke(raw: unknown): Promise<void> {
     const parsed = z.object({ token: text(200), client_id: text(128), token_type_hint: text(50).optional() }).safeParse(raw);
     if (!parsed.success) throw new InvalidRequestError('token and client_id are required');
-    const connection = await this.deps.store.connectionOfToken(sha256Hex(parsed.data.token));
-    if (connection && connection.client_id === parsed.data.client_id) await this.deps.store.revokeConnection(this.deps.store.sql, connection.id);
+    const connection = await this.deps.store.connectionOfToken(this.deps.sql, sha256Hex(parsed.data.token));
+    if (connection && connection.client_id === parsed.data.client_id) await this.deps.store.revokeConnection(this.deps.sql, connection.id);
   }
 
   /**
@@ -260,9 +261,9 @@ export class OAuthService {
    */
   async resolve(secret: string): Promise<PersonalTokenPrincipal | null> {
     if (!CONNECTOR_TOKEN_PATTERN.test(secret)) return null;
-    const found = await this.deps.store.findLiveAccessToken(sha256Hex(secret));
+    const found = await this.deps.store.findLiveAccessToken(this.deps.sql, sha256Hex(secret));
     if (!found) return null;
-    this.deps.store.touchConnection(found.connection.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record connection use'));
+    this.deps.store.touchConnection(this.deps.sql, found.connection.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record connection use'));
     return {
       type: 'personal_access_token',
       tokenId: found.tokenId,
@@ -274,7 +275,7 @@ export class OAuthService {
   }
 
   async listConnections(user: UserRecord) {
-    return (await this.deps.store.listConnections(user.id)).map((c) => ({
+    return (await this.deps.store.listConnections(this.deps.sql, user.id)).map((c) => ({
       id: c.id,
       client: { id: c.client_id, name: c.client_name },
       projectIds: c.project_ids,
@@ -285,7 +286,7 @@ export class OAuthService {
   }
 
   async revokeConnection(user: UserRecord, id: string): Promise<void> {
-    if (!(await this.deps.store.revokeConnection(this.deps.store.sql, id, user.id))) throw notFound('Connection');
+    if (!(await this.deps.store.revokeConnection(this.deps.sql, id, user.id))) throw notFound('Connection');
   }
 }
 

@@ -1,5 +1,5 @@
 import type { UserRecord } from '../../auth/principal';
-import type { Sql, TransactionSql } from '../../infra/postgres';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import { toUser } from '../accounts/store';
 
 export type ConnectorScope = 'read' | 'write';
@@ -45,39 +45,37 @@ export interface RefreshTokenRow {
 
 /** Postgres side of OAuth (migrations/0065_oauth_connections.sql); secrets arrive already hashed. */
 export class OAuthStore {
-  constructor(readonly sql: Sql) {}
-
-  async insertClient(client: { id: string; name: string; redirectUris: string[]; clientUri: string | null }): Promise<OAuthClientRow> {
-    const [row] = await this.sql<OAuthClientRow[]>`
+  async insertClient(db: Queryable, client: { id: string; name: string; redirectUris: string[]; clientUri: string | null }): Promise<OAuthClientRow> {
+    const [row] = await db<OAuthClientRow[]>`
       INSERT INTO oauth_clients (id, client_name, redirect_uris, client_uri)
       VALUES (${client.id}, ${client.name}, ${client.redirectUris}, ${client.clientUri})
       RETURNING *`;
     return row;
   }
 
-  async findClient(id: string): Promise<OAuthClientRow | null> {
-    const [row] = await this.sql<OAuthClientRow[]>`SELECT * FROM oauth_clients WHERE id = ${id}`;
+  async findClient(db: Queryable, id: string): Promise<OAuthClientRow | null> {
+    const [row] = await db<OAuthClientRow[]>`SELECT * FROM oauth_clients WHERE id = ${id}`;
     return row ?? null;
   }
 
   /** The user's projects with their role, for the consent choice and its check. */
-  async memberProjects(userId: string): Promise<{ id: string; name: string; role: string }[]> {
-    return this.sql<{ id: string; name: string; role: string }[]>`
+  async memberProjects(db: Queryable, userId: string): Promise<{ id: string; name: string; role: string }[]> {
+    return db<{ id: string; name: string; role: string }[]>`
       SELECT p.id, p.name, m.role FROM project_members m JOIN projects p ON p.id = m.project_id
       WHERE m.user_id = ${userId} ORDER BY p.name, p.id`;
   }
 
-  async insertCode(code: Omit<AuthorizationCodeRow, 'used_at'>): Promise<void> {
-    await this.sql`
+  async insertCode(db: Queryable, code: Omit<AuthorizationCodeRow, 'used_at'>): Promise<void> {
+    await db`
       INSERT INTO oauth_authorization_codes (code_hash, client_id, user_id, redirect_uri, code_challenge, project_ids, scope, resource, expires_at)
       VALUES (${code.code_hash}, ${code.client_id}, ${code.user_id}, ${code.redirect_uri}, ${code.code_challenge}, ${code.project_ids}, ${code.scope}, ${code.resource}, ${code.expires_at})`;
     // Codes live 60 s: old ones are dropped as new ones are made.
-    await this.sql`DELETE FROM oauth_authorization_codes WHERE expires_at < now() - interval '1 hour'`;
+    await db`DELETE FROM oauth_authorization_codes WHERE expires_at < now() - interval '1 hour'`;
   }
 
   /** Marks the code used: only the first caller gets the row (single use even under a race). */
-  async consumeCode(sql: Sql | TransactionSql, codeHash: string): Promise<AuthorizationCodeRow | null> {
-    const [row] = await sql<AuthorizationCodeRow[]>`
+  async consumeCode(db: Queryable, codeHash: string): Promise<AuthorizationCodeRow | null> {
+    const [row] = await db<AuthorizationCodeRow[]>`
       UPDATE oauth_authorization_codes SET used_at = now()
       WHERE code_hash = ${codeHash} AND used_at IS NULL RETURNING *`;
     return row ?? null;
@@ -117,31 +115,31 @@ export class OAuthStore {
     await tx`UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = ${tokenHash}`;
   }
 
-  async revokeConnection(sql: Sql | TransactionSql, connectionId: string, userId?: string): Promise<boolean> {
+  async revokeConnection(db: Queryable, connectionId: string, userId?: string): Promise<boolean> {
     const rows = userId
-      ? await sql`UPDATE oauth_connections SET revoked_at = now() WHERE id = ${connectionId} AND user_id = ${userId} AND revoked_at IS NULL RETURNING id`
-      : await sql`UPDATE oauth_connections SET revoked_at = now() WHERE id = ${connectionId} AND revoked_at IS NULL RETURNING id`;
+      ? await db`UPDATE oauth_connections SET revoked_at = now() WHERE id = ${connectionId} AND user_id = ${userId} AND revoked_at IS NULL RETURNING id`
+      : await db`UPDATE oauth_connections SET revoked_at = now() WHERE id = ${connectionId} AND revoked_at IS NULL RETURNING id`;
     return rows.length > 0;
   }
 
   /** The connection an access or refresh token (by hash) was issued under, with its client. */
-  async connectionOfToken(tokenHash: string): Promise<{ id: string; client_id: string } | null> {
-    const [row] = await this.sql<{ id: string; client_id: string }[]>`
+  async connectionOfToken(db: Queryable, tokenHash: string): Promise<{ id: string; client_id: string } | null> {
+    const [row] = await db<{ id: string; client_id: string }[]>`
       SELECT c.id, c.client_id FROM oauth_connections c
       WHERE c.id IN (SELECT connection_id FROM oauth_access_tokens WHERE token_hash = ${tokenHash}
                      UNION ALL SELECT connection_id FROM oauth_refresh_tokens WHERE token_hash = ${tokenHash})`;
     return row ?? null;
   }
 
-  async listConnections(userId: string): Promise<(ConnectionRow & { client_name: string })[]> {
-    return this.sql<(ConnectionRow & { client_name: string })[]>`
+  async listConnections(db: Queryable, userId: string): Promise<(ConnectionRow & { client_name: string })[]> {
+    return db<(ConnectionRow & { client_name: string })[]>`
       SELECT c.*, k.client_name FROM oauth_connections c JOIN oauth_clients k ON k.id = c.client_id
       WHERE c.user_id = ${userId} AND c.revoked_at IS NULL ORDER BY c.created_at DESC, c.id`;
   }
 
   /** A live access token with its connection and user; null when unknown, expired or revoked. */
-  async findLiveAccessToken(tokenHash: string): Promise<{ tokenId: string; connection: ConnectionRow; user: UserRecord } | null> {
-    const [row] = await this.sql<(ConnectionRow & { token_id: string; u_email: string; u_name: string; u_email_verified: boolean; u_created_at: Date })[]>`
+  async findLiveAccessToken(db: Queryable, tokenHash: string): Promise<{ tokenId: string; connection: ConnectionRow; user: UserRecord } | null> {
+    const [row] = await db<(ConnectionRow & { token_id: string; u_email: string; u_name: string; u_email_verified: boolean; u_created_at: Date })[]>`
       SELECT c.*, t.id AS token_id, u.email AS u_email, u.name AS u_name, u.email_verified AS u_email_verified, u.created_at AS u_created_at
       FROM oauth_access_tokens t
       JOIN oauth_connections c ON c.id = t.connection_id
@@ -153,8 +151,8 @@ export class OAuthStore {
   }
 
   /** Records use at most once a minute per connection. */
-  async touchConnection(id: string): Promise<void> {
-    await this.sql`
+  async touchConnection(db: Queryable, id: string): Promise<void> {
+    await db`
       UPDATE oauth_connections SET last_used_at = now()
       WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`;
   }

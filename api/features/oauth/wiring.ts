@@ -1,6 +1,6 @@
 import type { Authenticator } from '../../auth/authenticator';
 import type { RateLimiter } from '../../http/rate-limit';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { connectorTokenResolver, oauthRoutes } from './routes';
@@ -19,8 +19,8 @@ export interface OAuthFeatureDeps {
 }
 
 /** OAuth 2.1 for MCP clients (docs/mcp.md): its routes, and `mcp_` connector tokens in the authenticator. */
-export function createOAuthFeature(deps: OAuthFeatureDeps): { routes: AnyRoute[]; oauth: OAuthService } {
-  const oauth = new OAuthService({ store: new OAuthStore(deps.sql), logger: deps.logger });
+export function createOAuthFeature(deps: OAuthFeatureDeps): { routes: ListenerRoutes; oauth: OAuthService } {
+  const oauth = new OAuthService({ sql: deps.sql, store: new OAuthStore(), logger: deps.logger });
   deps.authenticator.addResolver(connectorTokenResolver(oauth));
-  return { oauth, routes: oauthRoutes({ oauth, rateLimiter: deps.rateLimiter, publicBaseUrl: deps.publicBaseUrl, registrationsPerWindow: REGISTRATIONS_PER_WINDOW }) };
+  return { oauth, routes: { control: oauthRoutes({ oauth, rateLimiter: deps.rateLimiter, publicBaseUrl: deps.publicBaseUrl, registrationsPerWindow: REGISTRATIONS_PER_WINDOW }) } };
 }

@@ -4,6 +4,7 @@ import type { PersonalTokenPrincipal, UserRecord } from '../../auth/principal';
 import { badRequest, conflict, HttpError, notFound } from '../../http/errors';
 import { newId, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
 import type { PersonalTokenStore } from './store';
 import {
   MAX_ACTIVE_TOKENS,
@@ -42,18 +43,18 @@ const DAY_MS = 24 * 3600_000;
  */
 export class PersonalTokenService {
   constructor(
-    private readonly deps: { store: PersonalTokenStore; cache: CredentialCache<CachedPersonalToken>; logger: Logger },
+    private readonly deps: { sql: Sql; store: PersonalTokenStore; cache: CredentialCache<CachedPersonalToken>; logger: Logger },
   ) {}
 
   async list(user: UserRecord): Promise<PersonalTokenRecord[]> {
     const now = Date.now();
-    return (await this.deps.store.listForUser(user.id)).map((row) => toPersonalTokenRecord(row, now));
+    return (await this.deps.store.listForUser(this.deps.sql, user.id)).map((row) => toPersonalTokenRecord(row, now));
   }
 
   async create(user: UserRecord, input: CreatePersonalTokenInput): Promise<{ token: PersonalTokenRecord; value: string }> {
     if (!user.emailVerified) throw emailNotVerified();
     const value = newSecret();
-    const row = await this.deps.store.sql.begin(async (tx) => {
+    const row = await this.deps.sql.begin(async (tx) => {
       await this.deps.store.lockUser(tx, user.id);
       if ((await this.deps.store.countActive(tx, user.id)) >= MAX_ACTIVE_TOKENS) return null;
       return this.deps.store.insert(tx, {
@@ -77,7 +78,7 @@ export class PersonalTokenService {
   async rotate(user: UserRecord, id: string, expiresInDays?: number): Promise<{ token: PersonalTokenRecord; value: string; rotatedFrom: string }> {
     if (!user.emailVerified) throw emailNotVerified();
     const value = newSecret();
-    const result = await this.deps.store.sql.begin(async (tx) => {
+    const result = await this.deps.sql.begin(async (tx) => {
       const old = await this.deps.store.lockLive(tx, user.id, id);
       if (!old) return { kind: 'missing' as const };
       if (old.expires_at.getTime() <= Date.now()) return { kind: 'expired' as const };
@@ -104,7 +105,7 @@ export class PersonalTokenService {
   }
 
   async revoke(user: UserRecord, id: string): Promise<void> {
-    const row: PersonalTokenRow | null = await this.deps.store.revoke(this.deps.store.sql, user.id, id);
+    const row: PersonalTokenRow | null = await this.deps.store.revoke(this.deps.sql, user.id, id);
     if (!row) throw notFound('Personal access token');
     await this.deps.cache.evict(row.secret_hash);
   }
@@ -115,7 +116,7 @@ export class PersonalTokenService {
     const hash = sha256Hex(secret);
     let entry = this.deps.cache.get(hash);
     if (!entry) {
-      const found = await this.deps.store.findLiveBySecretHash(hash);
+      const found = await this.deps.store.findLiveBySecretHash(this.deps.sql, hash);
       if (!found || !timingSafeEqual(Buffer.from(found.token.secret_hash), Buffer.from(hash))) return null;
       const { token, user } = found;
       entry = {
@@ -123,7 +124,7 @@ export class PersonalTokenService {
         expiresAtMs: token.expires_at.getTime(),
       };
       this.deps.cache.set(hash, entry);
-      this.deps.store.touch(token.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record personal token use'));
+      this.deps.store.touch(this.deps.sql, token.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record personal token use'));
     }
     if (entry.expiresAtMs <= Date.now()) return null;
     return entry.principal;

@@ -1,5 +1,5 @@
 import type { UserRecord } from '../../auth/principal';
-import type { Sql, TransactionSql } from '../../infra/postgres';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import { toUser } from '../accounts/store';
 import type { PersonalTokenRow } from './types';
 
@@ -18,8 +18,6 @@ export interface NewPersonalToken {
 
 /** Personal access tokens in Postgres. */
 export class PersonalTokenStore {
-  constructor(readonly sql: Sql) {}
-
   /** Serialises token creation per user, so the 20-token limit holds under concurrency. */
   async lockUser(tx: TransactionSql, userId: string): Promise<void> {
     await tx`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`;
@@ -40,8 +38,8 @@ export class PersonalTokenStore {
   }
 
   /** The user's tokens that are not revoked (expired ones included, marked as such). */
-  async listForUser(userId: string): Promise<PersonalTokenRow[]> {
-    return this.sql<PersonalTokenRow[]>`
+  async listForUser(db: Queryable, userId: string): Promise<PersonalTokenRow[]> {
+    return db<PersonalTokenRow[]>`
       SELECT * FROM personal_tokens WHERE user_id = ${userId} AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`;
   }
 
@@ -51,14 +49,14 @@ export class PersonalTokenStore {
     return row ?? null;
   }
 
-  async revoke(db: Sql | TransactionSql, userId: string, id: string): Promise<PersonalTokenRow | null> {
+  async revoke(db: Queryable, userId: string, id: string): Promise<PersonalTokenRow | null> {
     const [row] = await db<PersonalTokenRow[]>`
       UPDATE personal_tokens SET revoked_at = now() WHERE id = ${id} AND user_id = ${userId} AND revoked_at IS NULL RETURNING *`;
     return row ?? null;
   }
 
-  async findLiveBySecretHash(secretHash: string): Promise<{ token: PersonalTokenRow; user: UserRecord } | null> {
-    const [row] = await this.sql<(PersonalTokenRow & { u_email: string; u_name: string; u_email_verified: boolean; u_created_at: Date })[]>`
+  async findLiveBySecretHash(db: Queryable, secretHash: string): Promise<{ token: PersonalTokenRow; user: UserRecord } | null> {
+    const [row] = await db<(PersonalTokenRow & { u_email: string; u_name: string; u_email_verified: boolean; u_created_at: Date })[]>`
       SELECT t.*, u.email AS u_email, u.name AS u_name, u.email_verified AS u_email_verified, u.created_at AS u_created_at
       FROM personal_tokens t JOIN users u ON u.id = t.user_id
       WHERE t.secret_hash = ${secretHash} AND t.revoked_at IS NULL`;
@@ -68,8 +66,8 @@ export class PersonalTokenStore {
   }
 
   /** Records use at most once a minute per token. */
-  async touch(id: string): Promise<void> {
-    await this.sql`
+  async touch(db: Queryable, id: string): Promise<void> {
+    await db`
       UPDATE personal_tokens SET last_used_at = now()
       WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`;
   }

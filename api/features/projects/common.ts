@@ -1,4 +1,3 @@
-import type postgres from 'postgres';
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 
@@ -56,9 +55,6 @@ export function deriveSlug(name: string): string {
  */
 export const limitSchema = z.coerce.number().int().min(1).transform((n) => Math.min(n, 100)).default(50);
 export const offsetSchema = z.coerce.number().int().min(0).max(1_000_000).default(0);
-
-/** The pool or a transaction: store functions run in whichever the service hands them. */
-export type Queryable = postgres.ISql;
 
 /** What a mutation needs to know about its caller for the audit trail. */
 export interface Caller {

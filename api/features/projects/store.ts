@@ -1,6 +1,6 @@
 import type { OrgRole } from '../../auth/principal';
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from './common';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { ProjectPatch, ProjectRecord } from './types';
 
 export class ProjectSlugTakenError extends Error {
@@ -57,6 +57,9 @@ export class ProjectStore {
     }
   }
 
+  /** With forUpdate, the row stays locked until the transaction ends. */
+  findById(tx: TransactionSql, id: string, opts: { forUpdate: true }): Promise<ProjectRecord | null>;
+  findById(db: Queryable, id: string): Promise<ProjectRecord | null>;
   async findById(db: Queryable, id: string, opts: { forUpdate?: boolean } = {}): Promise<ProjectRecord | null> {
     const [row] = opts.forUpdate
       ? await db<ProjectRow[]>`SELECT * FROM projects WHERE id = ${id} FOR UPDATE`

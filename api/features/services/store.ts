@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../../http/errors';
-import type { Queryable } from '../projects/common';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { ServicePatch, ServiceRecord } from './types';
 
 export class ServiceSlugTakenError extends Error {
@@ -47,6 +47,9 @@ export class ServiceStore {
     }
   }
 
+  /** With forUpdate, the row stays locked until the transaction ends. */
+  findById(tx: TransactionSql, id: string, opts: { forUpdate: true }): Promise<ServiceRecord | null>;
+  findById(db: Queryable, id: string): Promise<ServiceRecord | null>;
   async findById(db: Queryable, id: string, opts: { forUpdate?: boolean } = {}): Promise<ServiceRecord | null> {
     const [row] = opts.forUpdate
       ? await db<ServiceRow[]>`SELECT * FROM services WHERE id = ${id} FOR UPDATE`

@@ -1,7 +1,7 @@
 import type { Analytics } from '../../../analytics/client';
 import type { AnalyticsSink } from '../../../analytics/rows';
 import type { Config } from '../../config';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { ContextEntry, ContextRing } from '../evaluation/contexts';
 import type { SnapshotStore } from '../evaluation/snapshots';
 import { ContextAttributeFilter } from './attributes';
@@ -20,7 +20,7 @@ export interface SimulateFeature {
   /** Give to the evaluation feature: told every context its ring takes, it feeds the recent-contexts warehouse. */
   recordContext(entry: ContextEntry): void;
   /** The route, over evaluation's snapshots and context ring. */
-  routes(evaluation: { snapshots: SnapshotStore; contexts: ContextRing }): AnyRoute[];
+  routes(evaluation: { snapshots: SnapshotStore; contexts: ContextRing }): ListenerRoutes;
 }
 
 /**
@@ -33,8 +33,8 @@ export function createSimulateFeature(deps: { config: Config; analytics: Analyti
   const recorder = new RecentContextRecorder({ sink: deps.sink, filter, intervalMs: RECORD_INTERVAL_MS, maxTracked: MAX_TRACKED_KEYS, maxPending: MAX_PENDING_CONTEXTS });
   return {
     recordContext: recorder.offer,
-    routes: (evaluation) =>
-      simulateRoutes({
+    routes: (evaluation) => ({
+      control: simulateRoutes({
         simulate: new SimulateService({
           snapshots: evaluation.snapshots,
           ring: evaluation.contexts,
@@ -43,5 +43,6 @@ export function createSimulateFeature(deps: { config: Config; analytics: Analyti
           workBudget: { conditions: config.EVAL_BUDGET_CONDITIONS, regexMs: config.EVAL_BUDGET_REGEX_MS },
         }),
       }),
+    }),
   };
 }

@@ -6,6 +6,7 @@ import type { Principal, ProjectTokenPrincipal, TokenScope, UserRecord } from '.
 import { forbidden, notFound, unauthorized } from '../../http/errors';
 import { boundedMemo, newId, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
+import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import type { JwtRevocationList, RevokedJti } from './revocation';
 import type { IssuedJwt, ProjectTokenStore } from './store';
@@ -23,6 +24,7 @@ interface Client {
 }
 
 export interface ProjectTokenServiceDeps {
+  sql: Sql;
   store: ProjectTokenStore;
   jwt: JwtCodec;
   revocations: JwtRevocationList;
@@ -55,11 +57,11 @@ export class ProjectTokenService {
   constructor(private readonly deps: ProjectTokenServiceDeps) {}
 
   async list(projectId: string): Promise<ProjectTokenRecord[]> {
-    return (await this.deps.store.listActive(projectId)).map(toTokenRecord);
+    return (await this.deps.store.listActive(this.deps.sql, projectId)).map(toTokenRecord);
   }
 
   async listCreatedBy(user: UserRecord): Promise<ProjectTokenRecord[]> {
-    return (await this.deps.store.listCreatedBy(user.id)).map(toTokenRecord);
+    return (await this.deps.store.listCreatedBy(this.deps.sql, user.id)).map(toTokenRecord);
   }
 
   async create(principal: Principal, projectId: string, input: CreateTokenInput, client: Client) {
@@ -72,7 +74,7 @@ export class ProjectTokenService {
 
     if (tokenType === 'opaque') {
       const value = OPAQUE_TOKEN_PREFIX + randomBytes(32).toString('hex');
-      const row = await this.deps.store.sql.begin(async (tx) => {
+      const row = await this.deps.sql.begin(async (tx) => {
         const created = await this.deps.store.insert(tx, {
           id, projectId, name: input.name, tokenType, secretHash: sha256Hex(value), scopes,
           expiresAt: input.expiresAt ? new Date(input.expiresAt) : null, createdBy,
@@ -84,7 +86,7 @@ export class ProjectTokenService {
     }
 
     const { pair, jwts, refreshExpiresAt } = await this.issuePair(id, projectId, scopes);
-    const row = await this.deps.store.sql.begin(async (tx) => {
+    const row = await this.deps.sql.begin(async (tx) => {
       const created = await this.deps.store.insert(tx, {
         id, projectId, name: input.name, tokenType, secretHash: null, scopes, expiresAt: refreshExpiresAt, createdBy,
       });
@@ -97,7 +99,7 @@ export class ProjectTokenService {
 
   async revoke(principal: Principal, projectId: string, tokenId: string, client: Client): Promise<void> {
     const actor = actorFromPrincipal(principal, client);
-    const result = await this.deps.store.sql.begin(async (tx) => {
+    const result = await this.deps.sql.begin(async (tx) => {
       const row = await this.deps.store.markRevoked(tx, projectId, tokenId, 'revoked');
       if (!row) return null;
       const jtis = row.token_type === 'jwt' ? await this.deps.store.revokeFamilyJwts(tx, tokenId) : [];
@@ -118,7 +120,7 @@ export class ProjectTokenService {
     if (!claims || claims.projectId !== projectId) throw unauthorized(REFRESH_REJECTED);
     const issued = await this.issuePair(claims.tokenId, projectId, claims.scopes);
 
-    const outcome = await this.deps.store.sql.begin(async (tx) => {
+    const outcome = await this.deps.sql.begin(async (tx) => {
       // Locking the family row serialises refreshes and revocations of one family.
       const family = await this.deps.store.lockForRefresh(tx, claims.tokenId, projectId);
       if (!family || family.revoked_at) return { kind: 'rejected' as const };
@@ -158,7 +160,7 @@ export class ProjectTokenService {
   }
 
   private async loadOpaque(hash: string): Promise<ProjectTokenPrincipal | null> {
-    const row = await this.deps.store.findActiveBySecretHash(hash);
+    const row = await this.deps.store.findActiveBySecretHash(this.deps.sql, hash);
     // The index found it by hash; compare again in constant time so no path compares secrets naively.
     if (!row?.secret_hash || !timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return null;
     const entry: CachedOpaqueToken = {
@@ -166,7 +168,7 @@ export class ProjectTokenService {
       expiresAtMs: row.expires_at?.getTime() ?? null,
     };
     this.deps.opaqueCache.set(hash, entry);
-    this.deps.store.touch(row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record token use'));
+    this.deps.store.touch(this.deps.sql, row.id).catch((error) => this.deps.logger.warn({ err: error }, 'could not record token use'));
     return unexpired(entry);
   }
 
@@ -177,7 +179,7 @@ export class ProjectTokenService {
     if (await this.deps.revocations.isRevoked(claims.jti)) return null;
     let family = this.deps.familyCache.get(claims.tokenId);
     if (!family) {
-      const row = await this.deps.store.findFamily(claims.tokenId);
+      const row = await this.deps.store.findFamily(this.deps.sql, claims.tokenId);
       // Gone with its project, or revoked: the jti check above normally answers first.
       if (!row || row.revoked_at) return null;
       family = { createdBy: row.created_by };

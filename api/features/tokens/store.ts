@@ -1,9 +1,7 @@
 import type { TokenScope } from '../../auth/principal';
-import type { Sql, TransactionSql } from '../../infra/postgres';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { RevokedJti } from './revocation';
 import type { ProjectTokenRow } from './types';
-
-type Db = Sql | TransactionSql;
 
 export interface IssuedJwt {
   jti: string;
@@ -13,10 +11,8 @@ export interface IssuedJwt {
 
 /** Project tokens and the JWTs issued for them, in Postgres. */
 export class ProjectTokenStore {
-  constructor(readonly sql: Sql) {}
-
   async insert(
-    db: Db,
+    db: Queryable,
     t: { id: string; projectId: string; name: string; tokenType: 'opaque' | 'jwt'; secretHash: string | null; scopes: TokenScope[]; expiresAt: Date | null; createdBy: string | null },
   ): Promise<ProjectTokenRow> {
     const [row] = await db<ProjectTokenRow[]>`
@@ -26,34 +22,34 @@ export class ProjectTokenStore {
     return row;
   }
 
-  async insertJwts(db: Db, tokenId: string, jwts: IssuedJwt[]): Promise<void> {
+  async insertJwts(db: Queryable, tokenId: string, jwts: IssuedJwt[]): Promise<void> {
     for (const j of jwts) {
       await db`INSERT INTO project_token_jwts (jti, token_id, kind, expires_at) VALUES (${j.jti}, ${tokenId}, ${j.kind}, ${j.expiresAt})`;
     }
   }
 
-  async listActive(projectId: string): Promise<ProjectTokenRow[]> {
-    return this.sql<ProjectTokenRow[]>`
+  async listActive(db: Queryable, projectId: string): Promise<ProjectTokenRow[]> {
+    return db<ProjectTokenRow[]>`
       SELECT * FROM project_tokens WHERE project_id = ${projectId} AND revoked_at IS NULL ORDER BY created_at DESC, id DESC`;
   }
 
   /** Live tokens a user created, limited to projects they are still a member of. */
-  async listCreatedBy(userId: string): Promise<ProjectTokenRow[]> {
-    return this.sql<ProjectTokenRow[]>`
+  async listCreatedBy(db: Queryable, userId: string): Promise<ProjectTokenRow[]> {
+    return db<ProjectTokenRow[]>`
       SELECT t.* FROM project_tokens t
       JOIN project_members m ON m.project_id = t.project_id AND m.user_id = ${userId}
       WHERE t.created_by = ${userId} AND t.revoked_at IS NULL
       ORDER BY t.created_at DESC, t.id DESC`;
   }
 
-  async findActiveBySecretHash(secretHash: string): Promise<ProjectTokenRow | null> {
-    const [row] = await this.sql<ProjectTokenRow[]>`
+  async findActiveBySecretHash(db: Queryable, secretHash: string): Promise<ProjectTokenRow | null> {
+    const [row] = await db<ProjectTokenRow[]>`
       SELECT * FROM project_tokens WHERE secret_hash = ${secretHash} AND revoked_at IS NULL`;
     return row ?? null;
   }
 
-  async findFamily(tokenId: string): Promise<Pick<ProjectTokenRow, 'id' | 'created_by' | 'revoked_at'> | null> {
-    const [row] = await this.sql<ProjectTokenRow[]>`SELECT id, created_by, revoked_at FROM project_tokens WHERE id = ${tokenId}`;
+  async findFamily(db: Queryable, tokenId: string): Promise<Pick<ProjectTokenRow, 'id' | 'created_by' | 'revoked_at'> | null> {
+    const [row] = await db<ProjectTokenRow[]>`SELECT id, created_by, revoked_at FROM project_tokens WHERE id = ${tokenId}`;
     return row ?? null;
   }
 
@@ -96,8 +92,8 @@ export class ProjectTokenStore {
   }
 
   /** Records use at most once a minute per token, so hot paths do not write on every request. */
-  async touch(tokenId: string): Promise<void> {
-    await this.sql`
+  async touch(db: Queryable, tokenId: string): Promise<void> {
+    await db`
       UPDATE project_tokens SET last_used_at = now()
       WHERE id = ${tokenId} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`;
   }

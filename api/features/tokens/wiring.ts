@@ -2,13 +2,10 @@ import type { Authenticator } from '../../auth/authenticator';
 import { CredentialCache } from '../../auth/credential-cache';
 import { JwtCodec } from '../../auth/jwt';
 import type { Config } from '../../config';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { personalTokenResolver, personalTokenRoutes } from '../personal-tokens/routes';
-import { PersonalTokenService, type CachedPersonalToken } from '../personal-tokens/service';
-import { PersonalTokenStore } from '../personal-tokens/store';
 import { jwtAccessTokenResolver, opaqueTokenResolver } from './resolvers';
 import { JwtRevocationList } from './revocation';
 import { TOKEN_REFRESH_PATH, tokenRoutes } from './routes';
@@ -17,31 +14,23 @@ import { ProjectTokenStore } from './store';
 
 /**
  * Resolved secrets are memoised per process this long at most; revocation also evicts them
- * everywhere through pub/sub, so this only bounds a lost message (docs/limits.md: about 10 s).
+ * everywhere through pub/sub, so this only bounds a lost message (docs/data-plane.md).
  */
 export const CREDENTIAL_CACHE_TTL_MS = 5_000;
+/** Entries each resolved-credential cache keeps per process. */
+export const CREDENTIAL_CACHE_MAX_ENTRIES = 10_000;
 const SWEEP_INTERVAL_MS = 3600_000;
 
-export interface CredentialFeatures {
-  routes: AnyRoute[];
-  projectTokens: ProjectTokenService;
-  personalTokens: PersonalTokenService;
+export interface TokenFeature {
+  routes: ListenerRoutes;
+  tokens: ProjectTokenService;
+  /** Signs and verifies JWT access tokens (the evaluation data plane verifies them too). */
   jwt: JwtCodec;
-  revocations: JwtRevocationList;
   stop(): Promise<void>;
 }
 
-/**
- * Wires project API tokens (opaque and JWT) and personal access tokens: their bearer
- * resolvers go onto the authenticator, their routes into the control plane.
- */
-export async function createCredentialFeatures(deps: {
-  config: Config;
-  sql: Sql;
-  cache: Cache;
-  logger: Logger;
-  authenticator: Authenticator;
-}): Promise<CredentialFeatures> {
+/** Project API tokens, opaque and JWT: their bearer resolvers go onto the authenticator, their routes into the control plane. */
+export async function createTokenFeature(deps: { config: Config; sql: Sql; cache: Cache; logger: Logger; authenticator: Authenticator }): Promise<TokenFeature> {
   const { config, sql, cache, logger, authenticator } = deps;
   const jwt = await JwtCodec.create(
     {
@@ -54,27 +43,16 @@ export async function createCredentialFeatures(deps: {
     },
     logger,
   );
-  const cacheOptions = { cache, ttlMs: CREDENTIAL_CACHE_TTL_MS, maxEntries: 10_000, logger };
+  const cacheOptions = { cache, ttlMs: CREDENTIAL_CACHE_TTL_MS, maxEntries: CREDENTIAL_CACHE_MAX_ENTRIES, logger };
   const opaqueCache = new CredentialCache<CachedOpaqueToken>({ ...cacheOptions, channel: 'auth:evict:project-token' });
   const familyCache = new CredentialCache<{ createdBy: string | null }>({ ...cacheOptions, channel: 'auth:evict:jwt-family' });
-  const personalCache = new CredentialCache<CachedPersonalToken>({ ...cacheOptions, channel: 'auth:evict:personal-token' });
-  const caches = [opaqueCache, familyCache, personalCache];
+  const caches = [opaqueCache, familyCache];
   await Promise.all(caches.map((c) => c.start()));
 
   const revocations = new JwtRevocationList({ sql, cache, logger });
-  const projectTokens = new ProjectTokenService({
-    store: new ProjectTokenStore(sql),
-    jwt,
-    revocations,
-    opaqueCache,
-    familyCache,
-    logger,
-  });
-  const personalTokens = new PersonalTokenService({ store: new PersonalTokenStore(sql), cache: personalCache, logger });
-
-  authenticator.addResolver(opaqueTokenResolver(projectTokens));
-  authenticator.addResolver(personalTokenResolver(personalTokens));
-  authenticator.addResolver(jwtAccessTokenResolver(projectTokens));
+  const tokens = new ProjectTokenService({ sql, store: new ProjectTokenStore(), jwt, revocations, opaqueCache, familyCache, logger });
+  authenticator.addResolver(opaqueTokenResolver(tokens));
+  authenticator.addResolver(jwtAccessTokenResolver(tokens));
   authenticator.addSelfAuthenticatedPath(TOKEN_REFRESH_PATH);
 
   const sweep = setInterval(() => {
@@ -83,11 +61,9 @@ export async function createCredentialFeatures(deps: {
   sweep.unref();
 
   return {
-    routes: [...tokenRoutes({ tokens: projectTokens, jwt }), ...personalTokenRoutes({ tokens: personalTokens })],
-    projectTokens,
-    personalTokens,
+    routes: { control: tokenRoutes({ tokens, jwt }) },
+    tokens,
     jwt,
-    revocations,
     async stop() {
       clearInterval(sweep);
       await Promise.all(caches.map((c) => c.stop()));

@@ -1,4 +1,4 @@
-import type { Queryable } from '../projects/common';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { Environment } from '../../domain/environments';
 import type { TriggerAction, TriggerRecord } from './types';
 
@@ -72,6 +72,9 @@ export class TriggerStore {
     return rows.map(toTrigger);
   }
 
+  /** With forUpdate, the row stays locked until the transaction ends. */
+  findById(tx: TransactionSql, id: string, opts: { forUpdate: true }): Promise<TriggerRecord | null>;
+  findById(db: Queryable, id: string): Promise<TriggerRecord | null>;
   async findById(db: Queryable, id: string, opts: { forUpdate?: boolean } = {}): Promise<TriggerRecord | null> {
     const [row] = opts.forUpdate
       ? await db<TriggerRow[]>`SELECT * FROM flag_triggers WHERE id = ${id} FOR UPDATE`

@@ -1,5 +1,5 @@
 import { RateLimiter } from '../../http/rate-limit';
-import type { AnyRoute } from '../../http/route';
+import type { ListenerRoutes } from '../../http/route';
 import type { Cache } from '../../infra/cache';
 import type { Sql } from '../../infra/postgres';
 import type { FlagService } from '../flags/service';
@@ -9,7 +9,7 @@ import { TriggerStore } from './store';
 import { TRIGGER_RATE_WINDOW_SECONDS } from './types';
 
 /** Flag triggers, applied through the one flag mutation path. */
-export function triggerFeatureRoutes(deps: { sql: Sql; cache: Cache; flags: FlagService; publicBaseUrl: string }): AnyRoute[] {
+export function createTriggerFeature(deps: { sql: Sql; cache: Cache; flags: FlagService; publicBaseUrl: string }): { routes: ListenerRoutes } {
   const triggers = new TriggerService({
     sql: deps.sql,
     store: new TriggerStore(),
@@ -18,5 +18,5 @@ export function triggerFeatureRoutes(deps: { sql: Sql; cache: Cache; flags: Flag
     limiter: new RateLimiter(deps.cache, TRIGGER_RATE_WINDOW_SECONDS),
     publicBaseUrl: deps.publicBaseUrl,
   });
-  return triggerRoutes({ triggers });
+  return { routes: { control: triggerRoutes({ triggers }) } };
 }

@@ -1,6 +1,6 @@
 import type { Environment } from '../../domain/environments';
 import type { FieldChange } from '../audit/writer';
-import type { Queryable } from '../projects/common';
+import type { Queryable } from '../../infra/postgres';
 import type { NotificationRecord, WatchTarget } from './types';
 
 interface NotificationRow {

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import type { Sql } from '../../infra/postgres';
+import type { Queryable, Sql } from '../../infra/postgres';
 import { signalWithStartWorkflow, type Temporal } from '../../infra/temporal';
 import {
   DELIVERIES_QUEUED_ARGS,
@@ -132,13 +132,11 @@ export function deliveryIdFor(target: DeliveryTarget, eventId: string): string {
 }
 
 export class DeliveryStore {
-  constructor(private readonly sql: Sql) {}
-
   /**
    * Inserts every delivery that does not exist yet, in one statement, and returns each one's
    * stored status: the new rows from the insert, the existing ones as they are (a re-dispatch).
    */
-  async createMany(items: { id: string; delivery: NewDelivery }[]): Promise<Pick<DeliveryRecord, 'id' | 'status' | 'maxAttempts'>[]> {
+  async createMany(db: Queryable, items: { id: string; delivery: NewDelivery }[]): Promise<Pick<DeliveryRecord, 'id' | 'status' | 'maxAttempts'>[]> {
     if (!items.length) return [];
     const rows = items.map(({ id, delivery: d }) => ({
       id,
@@ -153,28 +151,28 @@ export class DeliveryStore {
       max_attempts: d.maxAttempts ?? 4,
     }));
     // The outer SELECT sees the table as it was before the insert, so the two halves never overlap.
-    const stored = await this.sql<{ id: string; status: DeliveryStatus; max_attempts: number }[]>`
+    const stored = await db<{ id: string; status: DeliveryStatus; max_attempts: number }[]>`
       WITH inserted AS (
-        INSERT INTO outbound_deliveries ${this.sql(rows)}
+        INSERT INTO outbound_deliveries ${db(rows)}
         ON CONFLICT (id) DO NOTHING
         RETURNING id, status, max_attempts
       )
       SELECT id, status, max_attempts FROM inserted
       UNION ALL
-      SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${this.sql(rows.map((r) => r.id))}`;
+      SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${db(rows.map((r) => r.id))}`;
     // A row another transaction inserted after this statement's snapshot (the same event
     // dispatched twice at once) is neither inserted nor seen: a new statement sees it committed.
     const seen = new Set(stored.map((r) => r.id));
     const missing = rows.map((r) => r.id).filter((id) => !seen.has(id));
     if (missing.length) {
-      stored.push(...(await this.sql<{ id: string; status: DeliveryStatus; max_attempts: number }[]>`
-        SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${this.sql(missing)}`));
+      stored.push(...(await db<{ id: string; status: DeliveryStatus; max_attempts: number }[]>`
+        SELECT id, status, max_attempts FROM outbound_deliveries WHERE id IN ${db(missing)}`));
     }
     return stored.map((r) => ({ id: r.id, status: r.status, maxAttempts: r.max_attempts }));
   }
 
-  async get(id: string): Promise<DeliveryRecord | null> {
-    const [row] = await this.sql<DeliveryRow[]>`SELECT * FROM outbound_deliveries WHERE id = ${id}`;
+  async get(db: Queryable, id: string): Promise<DeliveryRecord | null> {
+    const [row] = await db<DeliveryRow[]>`SELECT * FROM outbound_deliveries WHERE id = ${id}`;
     return row ? toDelivery(row) : null;
   }
 
@@ -183,9 +181,9 @@ export class DeliveryStore {
    * the delivery. A delivery deleted meanwhile (its webhook was removed) or settled already (a
    * second run after a crash) is left alone.
    */
-  async recordAttempt(id: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
+  async recordAttempt(db: Queryable, id: string, attempt: number, result: AttemptResult, finalStatus: DeliveryStatus | null): Promise<void> {
     // One statement (one round trip, atomic): the row lock of `target` orders concurrent records.
-    await this.sql`
+    await db`
       WITH target AS (
         SELECT id FROM outbound_deliveries WHERE id = ${id} AND status = 'pending' FOR UPDATE
       ), stored AS (
@@ -207,29 +205,29 @@ export class DeliveryStore {
   }
 
   /** Deletes finished deliveries (and their attempts) completed before the cutoff. */
-  async pruneFinishedBefore(cutoff: Date): Promise<number> {
-    const deleted = await this.sql`DELETE FROM outbound_deliveries WHERE completed_at IS NOT NULL AND completed_at < ${cutoff}`;
+  async pruneFinishedBefore(db: Queryable, cutoff: Date): Promise<number> {
+    const deleted = await db`DELETE FROM outbound_deliveries WHERE completed_at IS NOT NULL AND completed_at < ${cutoff}`;
     return deleted.count;
   }
 
-  async attempts(ids: string[]): Promise<Map<string, DeliveryAttempt[]>> {
+  async attempts(db: Queryable, ids: string[]): Promise<Map<string, DeliveryAttempt[]>> {
     const byDelivery = new Map<string, DeliveryAttempt[]>(ids.map((id) => [id, []]));
     if (!ids.length) return byDelivery;
-    const rows = await this.sql<AttemptRow[]>`
-      SELECT * FROM outbound_delivery_attempts WHERE delivery_id IN ${this.sql(ids)} ORDER BY delivery_id, attempt`;
+    const rows = await db<AttemptRow[]>`
+      SELECT * FROM outbound_delivery_attempts WHERE delivery_id IN ${db(ids)} ORDER BY delivery_id, attempt`;
     for (const row of rows) byDelivery.get(row.delivery_id)?.push(toAttempt(row));
     return byDelivery;
   }
 
   /** Newest first; `before` is the id of the last delivery of the previous page. */
-  async listForWebhook(webhookId: string, opts: { limit: number; before?: string }): Promise<DeliveryRecord[]> {
-    const cursor = opts.before ? await this.get(opts.before) : null;
+  async listForWebhook(db: Queryable, webhookId: string, opts: { limit: number; before?: string }): Promise<DeliveryRecord[]> {
+    const cursor = opts.before ? await this.get(db, opts.before) : null;
     const rows = cursor
-      ? await this.sql<DeliveryRow[]>`
+      ? await db<DeliveryRow[]>`
           SELECT * FROM outbound_deliveries
           WHERE webhook_id = ${webhookId} AND (created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id})
           ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`
-      : await this.sql<DeliveryRow[]>`
+      : await db<DeliveryRow[]>`
           SELECT * FROM outbound_deliveries WHERE webhook_id = ${webhookId}
           ORDER BY created_at DESC, id DESC LIMIT ${opts.limit}`;
     return rows.map(toDelivery);
@@ -262,6 +260,7 @@ export class DeliveryQueue {
 
   constructor(
     private readonly temporal: Temporal,
+    private readonly sql: Sql,
     readonly store: DeliveryStore,
   ) {}
 
@@ -281,7 +280,7 @@ export class DeliveryQueue {
   async enqueueMany(ds: NewDelivery[]): Promise<{ deliveryId: string; queued: boolean }[]> {
     this.pruneNowAndThen();
     const items = ds.map((delivery) => ({ id: deliveryIdFor(delivery.target, delivery.eventId), delivery }));
-    const stored = new Map((await this.store.createMany(items)).map((r) => [r.id, r]));
+    const stored = new Map((await this.store.createMany(this.sql, items)).map((r) => [r.id, r]));
     const lanes = new Map<string, QueuedDelivery[]>();
     const results = items.map(({ id, delivery }) => {
       const record = stored.get(id);
@@ -310,7 +309,7 @@ export class DeliveryQueue {
     const now = Date.now();
     if (now - this.lastPrune < PRUNE_EVERY_MS) return;
     this.lastPrune = now;
-    this.store.pruneFinishedBefore(new Date(now - DELIVERY_RETENTION_DAYS * 86_400_000)).catch(() => {
+    this.store.pruneFinishedBefore(this.sql, new Date(now - DELIVERY_RETENTION_DAYS * 86_400_000)).catch(() => {
       this.lastPrune = 0; // try again with the next delivery
     });
   }
@@ -319,7 +318,7 @@ export class DeliveryQueue {
   async settle(deliveryId: string, timeoutMs: number): Promise<DeliveryRecord | null> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const record = await this.store.get(deliveryId);
+      const record = await this.store.get(this.sql, deliveryId);
       if (!record || record.status !== 'pending' || Date.now() >= deadline) return record;
       await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
     }

@@ -122,10 +122,10 @@ export class WebhookService {
 
   /** Recent deliveries, newest first, with every attempt: what a user needs to debug a receiver. */
   async deliveries(id: string, page: { limit: number; cursor?: string }) {
-    const rows = await this.deps.deliveries.listForWebhook(id, { limit: page.limit + 1, before: page.cursor });
+    const rows = await this.deps.deliveries.listForWebhook(this.deps.sql, id, { limit: page.limit + 1, before: page.cursor });
     const hasMore = rows.length > page.limit;
     const pageRows = rows.slice(0, page.limit);
-    const attempts = await this.deps.deliveries.attempts(pageRows.map((r) => r.id));
+    const attempts = await this.deps.deliveries.attempts(this.deps.sql, pageRows.map((r) => r.id));
     const deliveries: DeliveryView[] = pageRows.map((r) => ({
       id: r.id,
       event: r.event,

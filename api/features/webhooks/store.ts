@@ -1,4 +1,4 @@
-import type { Queryable } from '../projects/common';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { WebhookEvent, WebhookPatch, WebhookRecord, WebhookSigningTarget } from './types';
 
 interface WebhookRow {
@@ -36,6 +36,9 @@ export class WebhookStore {
     return toWebhook(row);
   }
 
+  /** With forUpdate, the row stays locked until the transaction ends. */
+  findById(tx: TransactionSql, id: string, opts: { forUpdate: true }): Promise<WebhookRecord | null>;
+  findById(db: Queryable, id: string): Promise<WebhookRecord | null>;
   async findById(db: Queryable, id: string, opts: { forUpdate?: boolean } = {}): Promise<WebhookRecord | null> {
     const [row] = opts.forUpdate
       ? await db<WebhookRow[]>`SELECT * FROM webhooks WHERE id = ${id} FOR UPDATE`

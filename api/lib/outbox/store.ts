@@ -1,6 +1,6 @@
-import type { Sql, TransactionSql } from '../../infra/postgres';
-import type { CohortChangeEvent } from '../cohorts/types';
-import type { FlagChangeEvent } from '../flags/types';
+import type { Queryable, TransactionSql } from '../../infra/postgres';
+import type { CohortChangeEvent } from '../../features/cohorts/types';
+import type { FlagChangeEvent } from '../../features/flags/types';
 
 /** A consumer's claimed pending row, as its relay works on it. */
 export interface OutboxRow {
@@ -80,11 +80,9 @@ export class OutboxWriter implements FlagEventOutbox {
  * transaction is held while a consumer runs.
  */
 export class OutboxStore {
-  constructor(private readonly sql: Sql) {}
-
   /** From now on every committed event gets a pending row for `consumer`. */
-  async register(consumer: string): Promise<void> {
-    await this.sql`INSERT INTO outbox_consumers (name) VALUES (${consumer}) ON CONFLICT (name) DO NOTHING`;
+  async register(db: Queryable, consumer: string): Promise<void> {
+    await db`INSERT INTO outbox_consumers (name) VALUES (${consumer}) ON CONFLICT (name) DO NOTHING`;
   }
 
   /**
@@ -93,8 +91,8 @@ export class OutboxStore {
    * earlier event pending for this consumer and held elsewhere (leased by another relay, or
    * waiting for a retry) is left for later, so the consumer sees each flag's events in order.
    */
-  async claim(consumer: string, owner: string, limit: number, leaseMs: number): Promise<OutboxRow[]> {
-    const rows = await this.sql<ClaimedRow[]>`
+  async claim(db: Queryable, consumer: string, owner: string, limit: number, leaseMs: number): Promise<OutboxRow[]> {
+    const rows = await db<ClaimedRow[]>`
       WITH candidates AS MATERIALIZED (
         SELECT seq, service_id, environment, flag_key FROM flag_outbox_pending
         WHERE consumer = ${consumer} AND available_at <= clock_timestamp()
@@ -123,31 +121,31 @@ export class OutboxStore {
   }
 
   /** The consumer handled these events: they are no longer its work. */
-  async markDone(consumer: string, seqs: number[]): Promise<void> {
+  async markDone(db: Queryable, consumer: string, seqs: number[]): Promise<void> {
     if (!seqs.length) return;
-    await this.sql`DELETE FROM flag_outbox_pending WHERE consumer = ${consumer} AND seq = ANY(${seqs}::bigint[])`;
+    await db`DELETE FROM flag_outbox_pending WHERE consumer = ${consumer} AND seq = ANY(${seqs}::bigint[])`;
   }
 
   /** Gives the event back to the consumer for a later attempt. */
-  async markFailed(consumer: string, seq: number, f: { error: string; retryInMs: number }): Promise<void> {
-    await this.sql`
+  async markFailed(db: Queryable, consumer: string, seq: number, f: { error: string; retryInMs: number }): Promise<void> {
+    await db`
       UPDATE flag_outbox_pending SET available_at = clock_timestamp() + ${f.retryInMs}::float8 * interval '1 millisecond',
         last_error = ${f.error.slice(0, 2000)}, claimed_by = NULL
       WHERE consumer = ${consumer} AND seq = ${seq}`;
   }
 
   /** Keeps `owner`'s lease on events it is still working on for another `leaseMs`. */
-  async extend(consumer: string, owner: string, seqs: number[], leaseMs: number): Promise<void> {
+  async extend(db: Queryable, consumer: string, owner: string, seqs: number[], leaseMs: number): Promise<void> {
     if (!seqs.length) return;
-    await this.sql`
+    await db`
       UPDATE flag_outbox_pending SET available_at = clock_timestamp() + ${leaseMs}::float8 * interval '1 millisecond'
       WHERE consumer = ${consumer} AND claimed_by = ${owner} AND seq = ANY(${seqs}::bigint[])`;
   }
 
   /** Gives back claimed events that were not attempted (an earlier event of their flag failed). */
-  async release(consumer: string, seqs: number[]): Promise<void> {
+  async release(db: Queryable, consumer: string, seqs: number[]): Promise<void> {
     if (!seqs.length) return;
-    await this.sql`
+    await db`
       UPDATE flag_outbox_pending SET available_at = clock_timestamp(), claimed_by = NULL, attempts = attempts - 1
       WHERE consumer = ${consumer} AND seq = ANY(${seqs}::bigint[])`;
   }
@@ -156,8 +154,8 @@ export class OutboxStore {
    * Drops events older than the retention that every consumer is past (below each one's lowest
    * pending seq), a bounded number per call.
    */
-  async prune(olderThanMs: number, limit = 5000): Promise<number> {
-    const rows = await this.sql`
+  async prune(db: Queryable, olderThanMs: number, limit = 5000): Promise<number> {
+    const rows = await db`
       WITH horizon AS (
         -- One index probe per consumer; no pending rows at all: NULL, everything is past.
         SELECT min((SELECT min(p.seq) FROM flag_outbox_pending p WHERE p.consumer = c.name)) AS seq FROM outbox_consumers c
@@ -171,8 +169,8 @@ export class OutboxStore {
   }
 
   /** Pending work per registered consumer (all relays), for health output. */
-  async stats(): Promise<{ consumer: string; pending: number; failing: number; oldestPendingAgeMs: number | null }[]> {
-    const rows = await this.sql<{ consumer: string; pending: number; failing: number; oldest_ms: number | null }[]>`
+  async stats(db: Queryable): Promise<{ consumer: string; pending: number; failing: number; oldestPendingAgeMs: number | null }[]> {
+    const rows = await db<{ consumer: string; pending: number; failing: number; oldest_ms: number | null }[]>`
       SELECT c.name AS consumer, count(p.seq)::int AS pending, count(p.last_error)::int AS failing,
              (EXTRACT(EPOCH FROM clock_timestamp() - min(p.created_at)) * 1000)::float8 AS oldest_ms
       FROM outbox_consumers c LEFT JOIN flag_outbox_pending p ON p.consumer = c.name

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
-import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../cohorts/types';
-import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../flags/types';
+import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../../features/cohorts/types';
+import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../../features/flags/types';
 import { BUS_CONSUMER, OutboxStore, type OutboxRow } from './store';
 
 /**
@@ -69,7 +69,7 @@ type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' 
  * through leases.
  */
 export class OutboxRelay {
-  private readonly store: OutboxStore;
+  private readonly store = new OutboxStore();
   private readonly consumers: OutboxConsumer[];
   private readonly owner: string;
   private readonly opts: LoopOptions;
@@ -77,7 +77,6 @@ export class OutboxRelay {
   private pruneTimer?: NodeJS.Timeout;
 
   constructor(private readonly deps: OutboxRelayOptions) {
-    this.store = new OutboxStore(deps.sql);
     this.owner = deps.owner ?? `relay-${randomUUID()}`;
     this.opts = {
       pollIntervalMs: deps.pollIntervalMs ?? 50,
@@ -106,10 +105,10 @@ export class OutboxRelay {
 
   start(): void {
     if (this.loops.length) return;
-    this.loops = this.consumers.map((consumer) => new ConsumerLoop(consumer, this.store, this.owner, this.opts, this.deps.logger));
+    this.loops = this.consumers.map((consumer) => new ConsumerLoop(consumer, this.deps.sql, this.store, this.owner, this.opts, this.deps.logger));
     for (const loop of this.loops) loop.start();
     this.pruneTimer = setInterval(() => {
-      this.store.prune(this.opts.retentionMs).catch((error) => this.deps.logger.warn({ err: error }, 'pruning the outbox failed'));
+      this.store.prune(this.deps.sql, this.opts.retentionMs).catch((error) => this.deps.logger.warn({ err: error }, 'pruning the outbox failed'));
     }, PRUNE_EVERY_MS);
     this.pruneTimer.unref();
   }
@@ -132,7 +131,7 @@ export class OutboxRelay {
 
   /** Pending work per consumer in the table (all relays), for health output. */
   backlog() {
-    return this.store.stats();
+    return this.store.stats(this.deps.sql);
   }
 }
 
@@ -147,6 +146,7 @@ class ConsumerLoop {
 
   constructor(
     readonly consumer: OutboxConsumer,
+    private readonly sql: Sql,
     private readonly store: OutboxStore,
     private readonly owner: string,
     private readonly opts: LoopOptions,
@@ -217,10 +217,10 @@ class ConsumerLoop {
   private async runOnce(): Promise<number> {
     const name = this.consumer.name;
     if (!this.registered) {
-      await this.store.register(name);
+      await this.store.register(this.sql, name);
       this.registered = true;
     }
-    const rows = await this.store.claim(name, this.owner, this.opts.batchSize, this.opts.leaseMs);
+    const rows = await this.store.claim(this.sql, name, this.owner, this.opts.batchSize, this.opts.leaseMs);
     if (!rows.length) return 0;
     const streams = new Map<string, OutboxRow[]>();
     for (const row of rows) {
@@ -237,7 +237,7 @@ class ConsumerLoop {
     const renewal = setInterval(() => {
       const settled = new Set([...done, ...failed.map((f) => f.row.seq), ...notAttempted]);
       const inHand = rows.map((r) => r.seq).filter((seq) => !settled.has(seq));
-      this.store.extend(name, this.owner, inHand, this.opts.leaseMs).catch((error) => this.logger.warn({ err: error, consumer: name }, 'renewing an outbox lease failed'));
+      this.store.extend(this.sql, name, this.owner, inHand, this.opts.leaseMs).catch((error) => this.logger.warn({ err: error, consumer: name }, 'renewing an outbox lease failed'));
     }, Math.max(100, Math.floor(this.opts.leaseMs / 3)));
     try {
       await this.handleStreams(streams, done, failed, notAttempted);
@@ -245,12 +245,12 @@ class ConsumerLoop {
       clearInterval(renewal);
     }
 
-    await this.store.markDone(name, done);
+    await this.store.markDone(this.sql, name, done);
     this.counters.handled += done.length;
-    await this.store.release(name, notAttempted);
+    await this.store.release(this.sql, name, notAttempted);
     for (const f of failed) {
       this.counters.failures++;
-      await this.store.markFailed(name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
+      await this.store.markFailed(this.sql, name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
     }
     return rows.length;
   }
