@@ -27,7 +27,7 @@ export const ExperimentInputSchema = z
     autoRolloutWinner: z.boolean().default(false).describe('Promote the winner to 100% and complete the experiment'),
     conversionEvent: EventName.refine((name) => !(RESERVED_OUTCOMES as readonly string[]).includes(name), 'error and latency are not conversions')
       .optional()
-      .describe('Outcome event (CONTRACT 8) counted as a conversion, read from the warehouse at every reallocation'),
+      .describe('Outcome event (docs/api-reference.md#outcome-events) counted as a conversion, read from the warehouse at every reallocation'),
     reallocationIntervalMinutes: z
       .number()
       .finite()

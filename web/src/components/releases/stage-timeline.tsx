@@ -6,7 +6,7 @@
  * change text, never the layout.
  */
 import { DECISION_LABEL, duration, interval, ms, msDelta, percent, rate, ratePoints, time } from './format';
-import { configOf, plannedStages, type CanaryGate, type CanaryRecord, type CanaryStage } from './types';
+import { plannedStages, type CanaryGate, type CanaryRecord, type CanaryStage } from './types';
 
 type StageState = 'passed' | 'forced' | 'failed' | 'running' | 'paused' | 'ended' | 'planned' | 'skipped';
 
@@ -33,7 +33,7 @@ function timelineOf(record: CanaryRecord): TimelineStage[] {
   const ended = record.status !== 'running' && record.status !== 'paused';
   const byIndex = new Map(record.completedStages.map((s) => [s.index, s]));
   const current = record.currentStage;
-  return plannedStages(configOf(record)).map((rolloutPercent, index) => {
+  return plannedStages(record.config).map((rolloutPercent, index) => {
     const done = byIndex.get(index);
     if (done) {
       const state: StageState = done.forcedBy ? 'forced' : done.gate?.decision === 'fail' ? 'failed' : done.gate?.decision === 'pass' || !done.gate ? 'passed' : 'ended';
@@ -51,7 +51,7 @@ function timelineOf(record: CanaryRecord): TimelineStage[] {
 }
 
 export function StageTimeline({ record }: { record: CanaryRecord }) {
-  const config = configOf(record);
+  const config = record.config;
   const stages = timelineOf(record);
   return (
     <ol className="rs-timeline" aria-label="Canary stages">

@@ -11,30 +11,8 @@ export type { Environment } from '../../api/environments';
 /** A pipeline still acting on the flag (it can be advanced or aborted). */
 export const isActive = (status: CanaryStatus) => status === 'running' || status === 'paused';
 
-type StartCanaryBody = NonNullable<paths['/api/flags/{key}/canary']['post']['requestBody']>['content']['application/json'];
-/**
- * The configuration a record carries: the start request's settings with the API's defaults filled
- * in. The record's schema leaves `config` open, so it is read through this type.
- */
-export type CanaryConfig = Required<
-  Pick<
-    StartCanaryBody,
-    | 'initialRolloutPercent'
-    | 'targetRolloutPercent'
-    | 'rampStepPercent'
-    | 'soakPeriodMinutes'
-    | 'errorRateGateDelta'
-    | 'latencyGateDeltaMs'
-    | 'autoRollbackOnBreach'
-    | 'minSamplesPerCohort'
-    | 'maxWaitMinutes'
-    | 'alpha'
-  >
->;
-
-export function configOf(record: CanaryRecord): CanaryConfig {
-  return record.config as unknown as CanaryConfig;
-}
+/** The configuration a record carries: the start request's settings with the API's defaults filled in. */
+export type CanaryConfig = CanaryRecord['config'];
 
 /** The stage percentages the pipeline plans (docs/canary.md: initial, then +step, the last exactly the target). */
 export function plannedStages(config: CanaryConfig): number[] {

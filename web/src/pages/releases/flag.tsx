@@ -13,7 +13,7 @@ import { GuardrailStatus } from '../../components/releases/guardrail-status';
 import { RollbackHistory } from '../../components/releases/rollback-history';
 import { StageTimeline } from '../../components/releases/stage-timeline';
 import { isEnvironment } from '../../api/environments';
-import { configOf, isActive, type CanaryRecord } from '../../components/releases/types';
+import { isActive, type CanaryRecord } from '../../components/releases/types';
 
 const POLL_MS = 2_000;
 
@@ -85,7 +85,7 @@ export default function FlagRelease() {
 }
 
 function CanarySummary({ record }: { record: CanaryRecord }) {
-  const config = configOf(record);
+  const config = record.config;
   const stage = record.currentStage;
   return (
     <>
