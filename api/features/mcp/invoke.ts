@@ -1,7 +1,7 @@
 import { enforceCredentialPolicy, type ProjectAccess } from '../../auth/access';
 import type { Principal } from '../../auth/principal';
 import { HttpError, payloadTooLarge } from '../../http/errors';
-import { BODY_LIMITS, HANDLED, Reply, validate, type AnyRoute, type RequestContext } from '../../http/route';
+import { bodyLimitOf, HANDLED, Reply, validate, type AnyRoute, type RequestContext } from '../../http/route';
 
 export interface RouteCall {
   params?: Record<string, string>;
@@ -37,11 +37,12 @@ export class RouteInvoker {
     const route = this.byKey.get(`${method} ${path}`);
     if (!route) throw new HttpError(404, `${method.toUpperCase()} ${path} is not served by this instance`);
     const principal: Principal = caller.principal;
+    // The credential policy of the tool's route; CSRF was the /mcp request's own check.
     enforceCredentialPolicy(route, principal, method.toUpperCase());
     const ctx: RequestContext<unknown, unknown, unknown> = { ...caller, params: {}, query: {}, body: undefined, granted: [] };
     if (route.beforeBody) await route.beforeBody(ctx);
     // The route's body limit holds for a tool's arguments too (the /mcp request has a larger one).
-    const limit = route.bodyLimit ?? BODY_LIMITS.default;
+    const limit = bodyLimitOf(route, principal.type === 'anonymous');
     if (input.body !== undefined && Buffer.byteLength(JSON.stringify(input.body)) > limit) throw payloadTooLarge(limit);
     const query = Object.fromEntries(Object.entries(input.query ?? {}).filter(([, v]) => v !== undefined));
     Object.assign(ctx, validate(route, { params: input.params ?? {}, query, body: input.body }));

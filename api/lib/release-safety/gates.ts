@@ -2,6 +2,7 @@ import { effectiveSampleSize, mixingRate, mixtureBoundary } from './stats/confid
 import { meanDifferenceBounds } from './stats/means';
 import { rateDifferenceBounds } from './stats/proportions';
 import { sampleRatioTest } from './stats/srm';
+import type { CanaryGate } from '../../domain/canary';
 
 /**
  * Canary gate (docs/canary.md): compares the treatment side of the canaried rule with its
@@ -45,34 +46,9 @@ export interface GateConfig {
   treatmentShare: number;
 }
 
-export interface CohortEvidence {
-  exposures: number;
-  errors: number;
-  errorRate: number;
-  latencyP50: number | null;
-  latencyP99: number | null;
-}
-
-export interface Interval {
-  estimate: number;
-  lower: number;
-  upper: number;
-}
-
-/** The gate's shape (docs/canary.md). */
-export interface GateResult {
-  decision: 'pass' | 'fail' | 'wait';
-  reason: string;
-  /** Names the tests used. */
-  test: string;
-  alpha: number;
-  treatment: CohortEvidence;
-  control: CohortEvidence;
-  errorRateDelta: Interval;
-  /** null bounds (and estimate) when either side has fewer than two latency samples. */
-  latencyDeltaMs: { estimate: number | null; lower: number | null; upper: number | null };
-  srm: { pValue: number; ok: boolean };
-}
+/** The gate's shape is the canary record's (api/domain/canary.ts, docs/canary.md). */
+export type GateResult = CanaryGate;
+type CohortEvidence = CanaryGate['treatment'];
 
 /** A chi-square p-value below this is a broken split. Strict because the test is repeated at every check. */
 export const SRM_P_VALUE = 0.001;
