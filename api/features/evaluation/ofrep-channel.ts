@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { JwtCodec } from '../../auth/jwt';
 import type { ProjectTokenPrincipal } from '../../auth/principal';
 import type { Logger } from '../../infra/logger';
-import type { Sql } from '../../infra/postgres';
+import type { Queryable, Sql } from '../../infra/postgres';
 import { EnvironmentSchema, type Environment } from '../../domain/environments';
 
 /**
@@ -101,11 +101,9 @@ export function issuerPrincipal(claims: ChannelClaims): ProjectTokenPrincipal {
 
 /** Which project API tokens are still valid (not revoked, not expired, their project not deleted). */
 export class IssuerStore {
-  constructor(private readonly sql: Sql) {}
-
-  async active(tokenIds: readonly string[]): Promise<Set<string>> {
+  async active(db: Queryable, tokenIds: readonly string[]): Promise<Set<string>> {
     if (tokenIds.length === 0) return new Set();
-    const rows = await this.sql<{ id: string }[]>`
+    const rows = await db<{ id: string }[]>`
       SELECT id FROM project_tokens
       WHERE id = ANY(${tokenIds as string[]}) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`;
     return new Set(rows.map((r) => r.id));
@@ -127,7 +125,7 @@ export class IssuerWatch {
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<void>;
 
-  constructor(private readonly deps: { store: IssuerStore; intervalMs: number; logger: Logger }) {}
+  constructor(private readonly deps: { sql: Sql; store: IssuerStore; intervalMs: number; logger: Logger }) {}
 
   start(): void {
     this.timer = setInterval(() => {
@@ -146,7 +144,7 @@ export class IssuerWatch {
   async isActive(tokenId: string): Promise<boolean> {
     const hit = this.known.get(tokenId);
     if (hit !== undefined && hit.until > Date.now()) return hit.active;
-    const active = (await this.deps.store.active([tokenId])).has(tokenId);
+    const active = (await this.deps.store.active(this.deps.sql, [tokenId])).has(tokenId);
     this.remember(tokenId, active);
     return active;
   }
@@ -170,7 +168,7 @@ export class IssuerWatch {
     const ids = [...this.streams.keys()];
     for (let i = 0; i < ids.length; i += SWEEP_BATCH) {
       const batch = ids.slice(i, i + SWEEP_BATCH);
-      const active = await this.deps.store.active(batch);
+      const active = await this.deps.store.active(this.deps.sql, batch);
       for (const id of batch) {
         this.remember(id, active.has(id));
         if (active.has(id)) continue;

@@ -108,7 +108,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   // OFREP event streams: channel tokens, the watch that ends a revoked token's streams (within a
   // credential-cache TTL, docs/limits.md), and bulk re-fetches waiting for an announced change.
   const channels = new ChannelTokens(deps.jwt, `${deps.jwt.audience}/ofrep-events`);
-  const issuers = new IssuerWatch({ store: new IssuerStore(deps.sql), intervalMs: CREDENTIAL_CACHE_TTL_MS, logger });
+  const issuers = new IssuerWatch({ sql: deps.sql, store: new IssuerStore(), intervalMs: CREDENTIAL_CACHE_TTL_MS, logger });
   const waiters = new FlagConfigWaiters(snapshots);
   await snapshots.start();
   limiter.start();
