@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { EnvironmentSchema } from '../../domain/environments';
 import { FLAG_TYPES, OPERATORS } from '../evaluation/engine';
-import type { FlagCreateInput, FlagPatch } from './types';
 import { FLAG_KEY_PATTERN, flagContentProblems, flagKeyProblem, LIMITS, RESERVED_FLAG_KEYS, zeroValue } from './validation';
 
 /**
@@ -79,7 +78,7 @@ export const FlagRecordSchema = z.object({
 export const FlagContentPatchSchema = FlagContentSchema.extend({ targeting: z.array(TargetingRuleInputSchema).max(LIMITS.rules) }).partial();
 
 /** The content of a new flag: what the create input gives, else these defaults (the key as name, the type's zero value). */
-export function newFlagContent(input: FlagCreateInput): Required<FlagPatch> {
+export function newFlagContent(input: z.infer<typeof FlagCreateSchema>): Required<z.infer<typeof FlagContentPatchSchema>> {
   const type = input.type ?? 'boolean';
   return {
     name: input.name ?? input.key,

@@ -1,6 +1,5 @@
 import type { FieldProblem } from '../../http/errors';
-import { MAX_MATCHES_PER_FLAG, validateCondition, valueMatchesType } from '../evaluation/engine';
-import type { FlagContent, FlagPatch, FlagType } from './types';
+import { MAX_MATCHES_PER_FLAG, validateCondition, valueMatchesType, type FlagType, type TargetingRule, type Variant } from '../evaluation/engine';
 
 /**
  * Write-time rules for flag content, shared by every writer (routes, bulk, import, triggers):
@@ -48,7 +47,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** What a flag of each type returns when no default is given. */
-export function zeroValue(type: FlagType): FlagContent['defaultValue'] {
+export function zeroValue(type: FlagType): boolean | string | number | Record<string, never> {
   switch (type) {
     case 'boolean':
       return false;
@@ -70,11 +69,21 @@ export function flagKeyProblem(key: string): string | null {
 }
 
 /**
+ * The content fields the cross-field rules read, in the engine's terms (the schemas in ./schema.ts
+ * derive from these rules, so this module does not import their types).
+ */
+export interface CheckedContent {
+  defaultValue?: unknown;
+  variants?: readonly Variant[];
+  targeting?: readonly (Omit<TargetingRule, 'id'> & { id?: string })[];
+}
+
+/**
  * Problems with (part of) a flag's content. Only the present fields are checked; value checks
  * need `type` and are skipped without it. Paths are relative to the flag (`variants.1.weight`),
  * prefixed with `pathPrefix`.
  */
-export function flagContentProblems(content: FlagPatch, type: FlagType | undefined, pathPrefix = ''): FieldProblem[] {
+export function flagContentProblems(content: CheckedContent, type: FlagType | undefined, pathPrefix = ''): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const add = (path: (string | number)[], message: string) => problems.push({ path: pathPrefix + path.join('.'), message });
   const checkValue = (path: (string | number)[], value: unknown) => {
