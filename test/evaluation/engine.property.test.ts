@@ -41,14 +41,17 @@ describe('bucketing', () => {
     expect(murmur3('a\ud800b')).toBe(murmur3('a\ufffdb'));
   });
 
-  it('is the documented formula, with values checked against Python mmh3', () => {
-    expect(bucket('my-flag', 'user-1', ROLLOUT_SALT)).toBe(57636);
-    expect(bucket('my-flag', 'user-1', VARIANT_SALT)).toBe(98057);
-    expect(bucket('my-flag', 'alice', ROLLOUT_SALT)).toBe(19575);
-    expect(bucket('my-flag', '😀x', VARIANT_SALT)).toBe(69263);
+  it("is the documented formula (flagd's fractional mapping), with values checked against Python mmh3", () => {
+    // Python: (mmh3.hash(f"{salt}:{flag}:{key}".encode(), 0, signed=False) * 100000) >> 32
+    expect(bucket('my-flag', 'user-1', ROLLOUT_SALT)).toBe(88358);
+    expect(bucket('my-flag', 'user-1', VARIANT_SALT)).toBe(58386);
+    expect(bucket('my-flag', 'alice', ROLLOUT_SALT)).toBe(26361);
+    expect(bucket('my-flag', '😀x', VARIANT_SALT)).toBe(54702);
     run(
       fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), fc.constantFrom(ROLLOUT_SALT, VARIANT_SALT), (flagKey, key, salt) => {
-        expect(bucket(flagKey, key, salt)).toBe(murmur3(`${salt}:${flagKey}:${key}`) % BUCKET_COUNT);
+        // The same mapping in integer arithmetic, as flagd computes it.
+        const expected = Number((BigInt(murmur3(`${salt}:${flagKey}:${key}`)) * BigInt(BUCKET_COUNT)) >> 32n);
+        expect(bucket(flagKey, key, salt)).toBe(expected);
       }),
     );
   });

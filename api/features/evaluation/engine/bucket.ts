@@ -2,14 +2,16 @@
  * Deterministic bucketing: the public definition of how a targeting key is placed.
  *
  *   bucket(flagKey, targetingKey, salt) =
- *     murmur3_x86_32(utf8(`${salt}:${flagKey}:${targetingKey}`), seed 0) mod 100000
+ *     (murmur3_x86_32(utf8(`${salt}:${flagKey}:${targetingKey}`), seed 0) * 100000) >> 32
  *
  * - murmur3_x86_32 is Austin Appleby's 32-bit MurmurHash3 (the one Unleash uses for its
  *   stickiness), read as an unsigned 32-bit integer. The string is UTF-8 encoded the way
  *   TextEncoder does it (a lone surrogate becomes U+FFFD), so any language can reproduce it,
- *   e.g. Python: `mmh3.hash(f"{salt}:{flag}:{key}".encode(), 0, signed=False) % 100000`.
- * - Buckets are integers in [0, 100000): a resolution of 0.001 percentage points. The
- *   modulo bias (2^32 is not a multiple of 100000) is below 0.003% and is ignored.
+ *   e.g. Python: `(mmh3.hash(f"{salt}:{flag}:{key}".encode(), 0, signed=False) * 100000) >> 32`.
+ * - Buckets are integers in [0, 100000): a resolution of 0.001 percentage points. The hash is
+ *   scaled onto them (multiply, keep the high 32 bits) rather than reduced modulo 100000: that
+ *   is flagd's `fractional` mapping, so a flagd provider evaluating a translated rollout, whose
+ *   weights are the percentages times 1000, places every key in the same bucket as we do.
  * - Two salts make the two decisions independent: ROLLOUT_SALT ('rollout') decides whether
  *   a key falls inside a rule's rollout, VARIANT_SALT ('variant') picks the weighted variant.
  *   Without it, the keys inside a 10% rollout would all get the first 10% of variant space.
@@ -104,7 +106,7 @@ export function bucketWithPrefix(prefix: BucketPrefix, targetingKey: string): nu
     const code = targetingKey.charCodeAt(i);
     if (code >= 0x80) {
       const state = absorb(prefix, targetingKey);
-      return finishHash(state.hash, state.pendingBytes, state.pendingCount, state.byteLength) % BUCKET_COUNT;
+      return scaled(finishHash(state.hash, state.pendingBytes, state.pendingCount, state.byteLength));
     }
     pendingBytes |= code << (pendingCount << 3);
     if (++pendingCount === 4) {
@@ -113,7 +115,14 @@ export function bucketWithPrefix(prefix: BucketPrefix, targetingKey: string): nu
       pendingCount = 0;
     }
   }
-  return finishHash(hash, pendingBytes, pendingCount, prefix.byteLength + length) % BUCKET_COUNT;
+  return scaled(finishHash(hash, pendingBytes, pendingCount, prefix.byteLength + length));
+}
+
+const TWO_TO_32 = 2 ** 32;
+
+/** An unsigned 32-bit hash onto [0, BUCKET_COUNT): (hash * BUCKET_COUNT) >> 32, exact in a double (below 2^53). */
+function scaled(hash: number): number {
+  return Math.floor((hash * BUCKET_COUNT) / TWO_TO_32);
 }
 
 /** The bucket in [0, 100000) of a targeting key for a flag and salt. */
