@@ -161,6 +161,43 @@ describe('a bound token on the data plane', () => {
     expect(foreign.body).toMatchObject(refused);
   });
 
+  it('evaluates over Connect JSON without serviceId or environment, and is refused for another environment', async () => {
+    const one = await app.request('POST', '/api/connect/evaluate', { body: { flagKey: prodKey }, token: value, listener: 'data' });
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ flagKey: prodKey, value: 'prod-value' });
+    const bulk = await app.request('POST', '/api/connect/bulk-evaluate', { body: {}, token: value, listener: 'data' });
+    expect(bulk.status).toBe(200);
+    expect(Object.keys(bulk.body.flags)).toContain(prodKey);
+    const otherEnv = await app.request('POST', '/api/connect/evaluate', { body: { flagKey: devKey, environment: 'development' }, token: value, listener: 'data' });
+    expect(otherEnv.status).toBe(404);
+  });
+
+  it('works as a JWT too, its scope surviving a refresh', async () => {
+    const created = await fx.owner.request('POST', tokensPath(), { name: name(), scopes: ['read'], scope: { serviceId: fx.serviceId, environment: 'production' } });
+    expect(created.status).toBe(201);
+    const first = await app.request('POST', '/api/flags/evaluate', { body: { flagKey: prodKey }, token: created.body.accessToken, listener: 'data' });
+    expect(first.body).toMatchObject({ value: 'prod-value' });
+    const refreshed = await app.request('POST', `${tokensPath()}/refresh`, { token: created.body.refreshToken });
+    expect(refreshed.status).toBe(200);
+    const second = await app.request('POST', '/api/flags/evaluate', { body: { flagKey: prodKey }, token: refreshed.body.accessToken, listener: 'data' });
+    expect(second.body).toMatchObject({ value: 'prod-value' });
+    const otherService = await app.request('POST', '/api/flags/evaluate', {
+      body: { flagKey: devKey, serviceId: secondServiceId },
+      token: refreshed.body.accessToken,
+      listener: 'data',
+    });
+    expect(otherService.status).toBe(404);
+  });
+
+  it('sends outcome events only for its own service', async () => {
+    const events = [{ event: 'signup', targetingKey: 'u1' }];
+    const own = await app.request('POST', '/api/analytics/track', { listener: 'data', token: value, body: { serviceId: fx.serviceId, environment: 'production', events } });
+    expect(own.status).toBeLessThan(300);
+    const another = await app.request('POST', '/api/analytics/track', { listener: 'data', token: value, body: { serviceId: secondServiceId, environment: 'production', events } });
+    expect(another.status).toBe(404);
+    expect(another.body).toMatchObject({ message: 'Service not found' });
+  });
+
   it("cannot read another project's service", async () => {
     const res = await app.request('POST', '/api/flags/evaluate', { body: { flagKey: devKey, serviceId: other.serviceId }, token: value, listener: 'data' });
     expect(res.status).toBe(404);
