@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import { EvaluationService } from '../../api/gen/flags/v1/evaluation_pb';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
 
@@ -170,6 +173,28 @@ describe('a bound token on the data plane', () => {
     expect(Object.keys(bulk.body.flags)).toContain(prodKey);
     const otherEnv = await app.request('POST', '/api/connect/evaluate', { body: { flagKey: devKey, environment: 'development' }, token: value, listener: 'data' });
     expect(otherEnv.status).toBe(404);
+  });
+
+  it.each(['connect', 'grpc-web'])('resolves over %s RPC with an empty service_id and environment', async (protocol) => {
+    const base = app.urls.data;
+    const transport =
+      protocol === 'grpc-web'
+        ? createGrpcWebTransport({ baseUrl: `${base}/api/grpc-web`, httpVersion: '1.1' })
+        : createConnectTransport({ baseUrl: `${base}/api/connect`, httpVersion: '1.1' });
+    const client = createClient(EvaluationService, transport);
+    const headers = { headers: { Authorization: `Bearer ${value}` } };
+    const res = await client.resolveString({ flagKey: prodKey, context: {} }, headers);
+    expect(res).toMatchObject({ value: 'prod-value' });
+    const refused = await client.resolveString({ flagKey: devKey, serviceId: secondServiceId, context: {} }, headers).then(
+      () => undefined,
+      (e) => e,
+    );
+    expect(ConnectError.from(refused).code).toBe(Code.NotFound);
+    const otherEnv = await client.resolveString({ flagKey: devKey, environment: 'development', context: {} }, headers).then(
+      () => undefined,
+      (e) => e,
+    );
+    expect(ConnectError.from(otherEnv).code).toBe(Code.NotFound);
   });
 
   it('works as a JWT too, its scope surviving a refresh', async () => {
