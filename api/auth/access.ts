@@ -74,6 +74,9 @@ export function enforceCredentialPolicy(policy: CredentialPolicy, p: Principal, 
       if (p.type !== 'session') throw forbidden('personal tokens cannot do this');
       break;
   }
+  // A bound project token reads its service and environment on evaluation and SDK routes only
+  // (docs/api-reference.md#project-api-tokens).
+  if (p.type === 'project_api_token' && p.scope && !policy.sdk && policy.auth !== 'public') throw forbidden(BOUND_TOKEN_SDK_ONLY);
   if (p.type === 'personal_access_token') {
     if (policy.noPersonalTokens) throw forbidden('personal tokens cannot do this');
     // Connector tokens reach the consented projects only, not what spans the user's account
@@ -85,6 +88,7 @@ export function enforceCredentialPolicy(policy: CredentialPolicy, p: Principal, 
 }
 
 const READ_ONLY = 'personal access token is read-only';
+const BOUND_TOKEN_SDK_ONLY = 'a project API token bound to a service and environment may only call evaluation and SDK routes';
 const NO_ADMIN_TIER = 'personal access token lacks the admin tier';
 
 export interface ProjectGrant {

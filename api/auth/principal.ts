@@ -32,6 +32,16 @@ export interface ProjectTokenPrincipal {
   scopes: TokenScope[];
   /** The user who created the token; audit entries name them with the token. */
   createdBy: string | null;
+  /**
+   * Set for a bound token (docs/api-reference.md#project-api-tokens): it reads only this service and
+   * environment, on evaluation and SDK routes only. Null (or absent) for an unbound token.
+   */
+  scope?: TokenBinding | null;
+}
+
+export interface TokenBinding {
+  serviceId: string;
+  environment: 'development' | 'staging' | 'production';
 }
 
 export interface PersonalTokenPrincipal {
@@ -71,7 +81,9 @@ export function describeCredential(p: Principal): Record<string, unknown> {
       if (p.connection) return { type: 'connector_token', id: p.connection.id, scope: p.tier, projectIds: p.connection.projectIds };
       return { type: 'personal_access_token', id: p.tokenId, tier: p.tier, allowOwnerActions: p.allowOwnerActions };
     case 'project_api_token':
-      return { type: 'project_api_token', id: p.tokenId, tokenType: p.tokenType, scopes: p.scopes, projectId: p.projectId };
+      return p.scope
+        ? { type: 'project_api_token', id: p.tokenId, tokenType: p.tokenType, scopes: p.scopes, projectId: p.projectId, scope: p.scope }
+        : { type: 'project_api_token', id: p.tokenId, tokenType: p.tokenType, scopes: p.scopes, projectId: p.projectId };
     default:
       return { type: 'anonymous' };
   }

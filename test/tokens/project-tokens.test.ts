@@ -34,6 +34,7 @@ describe('opaque project tokens', () => {
       createdAt: expect.any(String),
       createdBy: owner.id,
       lastUsedAt: null,
+      scope: null,
     });
 
     const [row] = await app.platform.db.sql`SELECT * FROM project_tokens WHERE id = ${res.body.token.id}`;
@@ -268,6 +269,7 @@ describe('JWT project tokens', () => {
       expiresAt: res.body.refreshTokenExpiresAt,
       createdAt: expect.any(String),
       createdBy: owner.id,
+      scope: null,
     });
     const header = decodeJwtPart(res.body.accessToken, 0);
     expect(header).toEqual({ alg: 'EdDSA', kid: expect.any(String), typ: 'JWT' });

@@ -136,6 +136,8 @@ export interface SdkIngestDeps {
  */
 async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceId: string): Promise<ProjectGrant[]> {
   if (principal.type === 'anonymous') throw unauthorized();
+  // A bound project token reaches only its own service (docs/api-reference.md#project-api-tokens).
+  if (principal.type === 'project_api_token' && principal.scope && principal.scope.serviceId !== serviceId) throw notFound('Service');
   const site = (await deps.sites.resolve([serviceId])).get(serviceId);
   if (!site) throw notFound('Service');
   const role = principal.type === 'project_api_token' ? null : await deps.roleOf(principal.user.id, site.projectId);

@@ -1,5 +1,6 @@
 import { decide, refusal, type Denial } from '../../auth/access';
 import type { Principal, ProjectRole } from '../../auth/principal';
+import type { Environment } from '../../domain/environments';
 import { notFound, personalTokenRefused, unauthorized, type HttpError } from '../../http/errors';
 import type { ServiceSnapshot, SnapshotStore, Visibility } from './snapshots';
 
@@ -93,6 +94,7 @@ export class EvaluationAccess {
   /** Authorizes `principal` for a service; throws for unknown services and personal tokens. */
   async grant(principal: Principal, serviceId: string): Promise<ServiceGrant> {
     if (principal.type === 'personal_access_token') throw personalTokenRefused();
+    if (principal.type === 'project_api_token' && principal.scope && principal.scope.serviceId !== serviceId) throw DENIALS.hidden();
     let service = this.deps.snapshots.get(serviceId);
     const cacheHit = service !== undefined;
     if (service === undefined) service = (await this.deps.snapshots.resolve(serviceId)) ?? undefined;
@@ -110,6 +112,7 @@ export class EvaluationAccess {
   /** Synchronous fast path: the grant when it needs no I/O (known service, not a session), else undefined. */
   grantNow(principal: Principal, serviceId: string): ServiceGrant | undefined {
     if (principal.type === 'session' || principal.type === 'personal_access_token') return undefined;
+    if (principal.type === 'project_api_token' && principal.scope && principal.scope.serviceId !== serviceId) throw DENIALS.hidden();
     const service = this.deps.snapshots.get(serviceId);
     if (service === undefined) return undefined;
     if (this.deps.demo.isDemo(serviceId)) return { service, visibility: 'all', demo: true, denial: hiddenFlag, cacheHit: true, reader: readsWithToken(principal, service) };
@@ -126,6 +129,29 @@ export class EvaluationAccess {
     this.memberships.set(key, { role, until: now + MEMBERSHIP_TTL_MS });
     return role;
   }
+}
+
+/**
+ * The service a request targets: the one it names, or for a bound project token
+ * (docs/api-reference.md#project-api-tokens) its own when the request names none. A bound token
+ * naming another service is refused like a token of another project (404 Service not found).
+ * Unbound callers get `named` back as is, with no allocation.
+ */
+export function targetService(principal: Principal, named: string | undefined): string | undefined {
+  if (principal.type !== 'project_api_token' || !principal.scope) return named;
+  if (named !== undefined && named !== '' && named !== principal.scope.serviceId) throw DENIALS.hidden();
+  return principal.scope.serviceId;
+}
+
+/**
+ * The environment a request targets, like targetService: a bound token's own when the request
+ * names none, refused (404 Service not found) when it names another. Undefined means the route's
+ * default.
+ */
+export function targetEnvironment(principal: Principal, named: Environment | undefined): Environment | undefined {
+  if (principal.type !== 'project_api_token' || !principal.scope) return named;
+  if (named !== undefined && named !== principal.scope.environment) throw DENIALS.hidden();
+  return principal.scope.environment;
 }
 
 /** The grant on a service that is not a demo: everything with flags:read, else public flags only. */

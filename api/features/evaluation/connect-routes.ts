@@ -8,11 +8,12 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { EnvironmentSchema } from '../../domain/environments';
-import { badRequest } from '../../http/errors';
+import { badRequest, validationFailed } from '../../http/errors';
 import { ipBucket } from '../../http/client-ip';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import type { Logger } from '../../infra/logger';
 import { EvaluationService as EvaluationServiceDesc, type AnyFlag } from '../../gen/flags/v1/evaluation_pb';
+import { targetEnvironment, targetService } from './access';
 import { anyFlag, evaluationServiceImpl, rpcCallValues, type RpcDeps } from './connect-rpc';
 import type { EvaluationResult } from './engine/index';
 import type { EvaluationSource } from './recorder';
@@ -116,7 +117,7 @@ export function connectRoutes(deps: ConnectDeps): AnyRoute[] {
 const ConnectEvaluateBody = z
   .object({
     flagKey: z.string().min(1).max(256),
-    serviceId: z.string().min(1).max(128),
+    serviceId: z.string().min(1).max(128).optional().describe('Required, except with a bound project API token, whose own service it defaults to'),
     environment: EnvironmentSchema.optional(),
     context: ContextSchema.optional(),
     defaultValue: z.unknown().optional(),
@@ -125,7 +126,7 @@ const ConnectEvaluateBody = z
 
 const ConnectBulkBody = z
   .object({
-    serviceId: z.string().min(1).max(128),
+    serviceId: z.string().min(1).max(128).optional().describe('Required, except with a bound project API token, whose own service it defaults to'),
     environment: EnvironmentSchema.optional(),
     context: ContextSchema.optional(),
     flagKeys: z.array(z.string().min(1).max(256)).max(100).optional().describe('Only these flags; absent means every flag the caller may see'),
@@ -173,8 +174,8 @@ export function connectJsonRoutes(deps: { evaluation: EvaluationService }): AnyR
         checkVersion(ctx);
         const startedAt = performance.now();
         const body = ctx.body;
-        const environment = body.environment ?? DEFAULT_ENVIRONMENT;
-        const grant = await evaluation.grant(ctx.principal, body.serviceId);
+        const environment = targetEnvironment(ctx.principal, body.environment) ?? DEFAULT_ENVIRONMENT;
+        const grant = await evaluation.grant(ctx.principal, requiredService(ctx.principal, body.serviceId));
         evaluation.checkVisible(grant, environment, [body.flagKey]);
         spendOrThrow(evaluation, ctx, grant);
         const [r] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), {
@@ -207,8 +208,8 @@ export function connectJsonRoutes(deps: { evaluation: EvaluationService }): AnyR
         checkVersion(ctx);
         const startedAt = performance.now();
         const body = ctx.body;
-        const environment = body.environment ?? DEFAULT_ENVIRONMENT;
-        const grant = await evaluation.grant(ctx.principal, body.serviceId);
+        const environment = targetEnvironment(ctx.principal, body.environment) ?? DEFAULT_ENVIRONMENT;
+        const grant = await evaluation.grant(ctx.principal, requiredService(ctx.principal, body.serviceId));
         const call = { source: 'connect' as const, startedAt, bodyBytes: Number(ctx.req.headers['content-length'] ?? 0) };
         let results: EvaluationResult[];
         if (body.flagKeys && body.flagKeys.length > 0) {
@@ -243,4 +244,11 @@ function anyFlagJson(m: Omit<AnyFlag, '$typeName' | '$unknown'>): Record<string,
   if (m.errorMessage) out.errorMessage = m.errorMessage;
   if (m.type) out.type = m.type;
   return out;
+}
+
+/** The body's service, or a bound project token's own (docs/api-reference.md#project-api-tokens). */
+function requiredService(principal: Principal, named: string | undefined): string {
+  const serviceId = targetService(principal, named);
+  if (serviceId === undefined) throw validationFailed([{ path: 'body.serviceId', message: 'Required' }]);
+  return serviceId;
 }

@@ -7,7 +7,7 @@ import { ANONYMOUS, type Principal } from '../../auth/principal';
 import { HttpError, badRequest, personalTokenRefused, tooManyRequests, type ErrorCode } from '../../http/errors';
 import type { Environment } from '../../domain/environments';
 import type { AnyFlag, EvaluationService as EvaluationServiceDesc } from '../../gen/flags/v1/evaluation_pb';
-import type { ServiceGrant } from './access';
+import { targetEnvironment, targetService, type ServiceGrant } from './access';
 import type { EvaluationContext, EvaluationResult, FlagType } from './engine/index';
 import type { EvaluationSource } from './recorder';
 import { BATCH_LIMIT } from './schemas';
@@ -99,9 +99,11 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
     const startedAt = performance.now();
     const principal = ctx.values.get(kPrincipal);
     if (principal.type === 'personal_access_token') throw personalTokenRefused();
-    if (serviceId === '') throw badRequest('service_id is required');
-    const env = environmentOf(environment);
-    const grant = await evaluation.grant(principal, serviceId);
+    // A bound project token reads its own service and environment (docs/api-reference.md#project-api-tokens).
+    const service = targetService(principal, serviceId);
+    if (service === undefined || service === '') throw badRequest('service_id is required');
+    const env = targetEnvironment(principal, environment === '' ? undefined : environmentOf(environment)) ?? DEFAULT_ENVIRONMENT;
+    const grant = await evaluation.grant(principal, service);
     return { grant, environment: env, source: ctx.values.get(kSource), startedAt };
   }
 
@@ -205,7 +207,7 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
     async *eventStream(req, ctx) {
       let t: Target;
       try {
-        t = await target(ctx, req.serviceId, req.environment === '' ? DEFAULT_ENVIRONMENT : req.environment);
+        t = await target(ctx, req.serviceId, req.environment);
       } catch (error) {
         throw toConnectError(error);
       }

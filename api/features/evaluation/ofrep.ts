@@ -5,7 +5,7 @@ import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, type ErrorCode } from '../../http/errors';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
 import type { Environment } from '../../domain/environments';
-import type { ServiceGrant } from './access';
+import { targetEnvironment, targetService, type ServiceGrant } from './access';
 import { perInternedResult, type ErrorCode as EngineErrorCode, type EvaluationContext, type EvaluationResult, type Reason } from './engine/index';
 import { EVALUATION_POLICY, defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { channelWindow, type ChannelClaims, type ChannelTokens } from './ofrep-channel';
@@ -93,7 +93,7 @@ function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown):
     throw badRequest('The flag key in the path is not valid percent-encoding');
   }
   ex.param = key;
-  const target = ofrepTarget(ex.req.headers);
+  const target = ofrepTarget(ex.principal, ex.req.headers);
   if (target instanceof HttpError) throw target;
   const { context } = ofrepBody(raw);
   const grant = evaluation.grantNow(ex.principal, target.serviceId);
@@ -120,7 +120,7 @@ function answerOne(evaluation: EvaluationService, ex: Exchange, target: OfrepTar
 
 /** POST /api/ofrep/v1/evaluate/flags: every flag the caller may see, 304 when its ETag still matches. */
 function evaluateAll(deps: OfrepDeps, ex: Exchange, raw: unknown): Promise<void> | undefined {
-  const target = ofrepTarget(ex.req.headers);
+  const target = ofrepTarget(ex.principal, ex.req.headers);
   if (target instanceof HttpError) throw target;
   const { context } = ofrepBody(raw);
   const announced = announcedConfig(ex.query);
@@ -254,12 +254,13 @@ interface OfrepTarget {
   environment: Environment;
 }
 
-function ofrepTarget(headers: Record<string, string | string[] | undefined>): OfrepTarget | HttpError {
-  const serviceId = single(headers['x-service-id']);
+/** The headers' service and environment; a bound project token's own where they name none (targetService). */
+function ofrepTarget(principal: Principal, headers: Record<string, string | string[] | undefined>): OfrepTarget | HttpError {
+  const serviceId = targetService(principal, single(headers['x-service-id']));
   if (!serviceId) return new HttpError(400, 'The X-Service-Id header is required');
   const env = single(headers['x-environment']);
   if (env !== undefined && !isEnvironment(env)) return new HttpError(400, 'X-Environment must be development, staging or production');
-  return { serviceId, environment: (env as Environment | undefined) ?? DEFAULT_ENVIRONMENT };
+  return { serviceId, environment: targetEnvironment(principal, env as Environment | undefined) ?? DEFAULT_ENVIRONMENT };
 }
 
 function single(v: string | string[] | undefined): string | undefined {

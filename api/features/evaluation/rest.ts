@@ -3,7 +3,7 @@ import { z, type ZodType, type ZodTypeDef } from 'zod';
 import { HttpError, validationFailed } from '../../http/errors';
 import { BODY_LIMITS } from '../../http/route';
 import type { Environment } from '../../domain/environments';
-import type { ServiceGrant } from './access';
+import { targetEnvironment, targetService, type ServiceGrant } from './access';
 import { perInternedResult, type EvaluationResult } from './engine/index';
 import { EVALUATION_POLICY, defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { BATCH_LIMIT, BatchBody, DEMO_BATCH_LIMIT, DebugQuery, EvaluateBody, EvaluationResultSchema, contextOf, quickBatchBody, validateBody } from './schemas';
@@ -48,7 +48,7 @@ export function restEvaluateRoute(evaluation: EvaluationService): LeanRoute {
  * first, zod for anything unusual and its exact 400), then the caller's grant on the service,
  * at hand or loaded first, then the route's answer.
  */
-function evaluateWith<B extends { serviceId: string }>(
+function evaluateWith<B extends { serviceId?: string }>(
   evaluation: EvaluationService,
   ex: Exchange,
   raw: unknown,
@@ -64,17 +64,19 @@ function evaluateWith<B extends { serviceId: string }>(
     body = checked;
   }
   const t2 = performance.now();
-  const grant = evaluation.grantNow(ex.principal, body.serviceId);
+  const serviceId = targetService(ex.principal, body.serviceId);
+  if (serviceId === undefined) throw validationFailed([{ path: 'body.serviceId', message: 'Required' }]);
+  const grant = evaluation.grantNow(ex.principal, serviceId);
   if (grant === undefined) {
     const valid = body;
-    return evaluation.grant(ex.principal, body.serviceId).then((g) => answer(evaluation, ex, valid, g, t1, t2));
+    return evaluation.grant(ex.principal, serviceId).then((g) => answer(evaluation, ex, valid, g, t1, t2));
   }
   answer(evaluation, ex, body, grant, t1, t2);
   return undefined;
 }
 
 function answerOne(evaluation: EvaluationService, ex: Exchange, body: EvaluateBody, grant: ServiceGrant, t1: number, t2: number): void {
-  const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+  const environment: Environment = targetEnvironment(ex.principal, body.environment) ?? DEFAULT_ENVIRONMENT;
   evaluation.checkVisible(grant, environment, [body.flagKey]);
   const t3 = performance.now();
   ex.limit(evaluation.consumeServiceBudget(grant), 'service');
@@ -105,7 +107,7 @@ function quickEvaluateBody(raw: unknown): EvaluateBody | undefined {
   for (const key in raw) if (!EVALUATE_FIELDS.has(key)) return undefined;
   const { flagKey, serviceId, environment } = raw as Record<string, unknown>;
   if (typeof flagKey !== 'string' || flagKey.length < 1 || flagKey.length > 256) return undefined;
-  if (typeof serviceId !== 'string' || serviceId.length < 1 || serviceId.length > 128) return undefined;
+  if (serviceId !== undefined && (typeof serviceId !== 'string' || serviceId.length < 1 || serviceId.length > 128)) return undefined;
   if (environment !== undefined && !isEnvironment(environment)) return undefined;
   return raw as EvaluateBody;
 }
@@ -127,7 +129,7 @@ export function restBatchRoute(evaluation: EvaluationService): LeanRoute {
 }
 
 function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBody, grant: ServiceGrant, t1: number, t2: number): void {
-  const environment: Environment = body.environment ?? DEFAULT_ENVIRONMENT;
+  const environment: Environment = targetEnvironment(ex.principal, body.environment) ?? DEFAULT_ENVIRONMENT;
   const max = grant.demo ? DEMO_BATCH_LIMIT : BATCH_LIMIT;
   if (body.flags.length > max) {
     const message = `at most ${max} flags per batch${grant.demo ? '' : ` (${DEMO_BATCH_LIMIT} on a demo service)`}`;

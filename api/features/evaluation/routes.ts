@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { needsPermission } from '../../auth/access';
-import { notFound } from '../../http/errors';
+import { notFound, validationFailed } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { EnvironmentSchema } from '../../domain/environments';
+import { targetEnvironment, targetService } from './access';
 import type { ContextRing } from './contexts';
 import type { EvaluationLog } from './evaluation-log';
 import { OFREP_POLLING_INTERVAL_MS, etagMatches } from './ofrep';
@@ -32,14 +33,20 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
       auth: 'public',
       sdk: true,
       access: { capability: 'flags:read', per: 'flag' },
-      query: z.object({ serviceId: z.string().min(1).max(128), environment: EnvironmentSchema.optional() }),
+      query: z.object({
+        serviceId: z.string().min(1).max(128).optional().describe('Required, except with a bound project API token, whose own service it defaults to'),
+        environment: EnvironmentSchema.optional(),
+      }),
       response: SdkConfigSchema,
       async handler(ctx) {
-        const environment = ctx.query.environment ?? DEFAULT_ENVIRONMENT;
-        const grant = await evaluation.grant(ctx.principal, ctx.query.serviceId);
+        // A bound project token reads its own service and environment (docs/api-reference.md#project-api-tokens).
+        const serviceId = targetService(ctx.principal, ctx.query.serviceId);
+        if (serviceId === undefined) throw validationFailed([{ path: 'query.serviceId', message: 'Required' }]);
+        const environment = targetEnvironment(ctx.principal, ctx.query.environment) ?? DEFAULT_ENVIRONMENT;
+        const grant = await evaluation.grant(ctx.principal, serviceId);
         const snapshot = grant.service.environments[environment];
         const base = deps.publicDataUrl ?? `${ctx.req.protocol}://${ctx.req.get('host')}`;
-        const qs = `serviceId=${encodeURIComponent(ctx.query.serviceId)}&environment=${environment}`;
+        const qs = `serviceId=${encodeURIComponent(serviceId)}&environment=${environment}`;
         const flagsEtag = snapshot.etag(grant.visibility);
         ctx.res.setHeader('ETag', flagsEtag);
         ctx.res.setHeader('Cache-Control', 'private, no-cache');
@@ -50,7 +57,7 @@ export function evaluationRoutes(deps: EvaluationRouteDeps): AnyRoute[] {
         let flagCount = 0;
         for (const _flag of snapshot.visible(grant.visibility)) flagCount++;
         return {
-          serviceId: ctx.query.serviceId,
+          serviceId,
           environment,
           dataUrl: base,
           streamUrl: `${base}/api/flags/stream?${qs}`,

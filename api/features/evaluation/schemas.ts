@@ -20,8 +20,13 @@ export function contextOf(value: unknown): EvaluationContext {
 }
 
 const FlagKey = z.string().min(1).max(256);
-const ServiceId = z.string().min(1).max(128);
-const DefaultedEnvironment = EnvironmentSchema.describe('Defaults to development when absent');
+const ServiceId = z
+  .string()
+  .min(1)
+  .max(128)
+  .optional()
+  .describe('Required, except with a bound project API token, whose own service it defaults to (docs/api-reference.md#project-api-tokens)');
+const DefaultedEnvironment = EnvironmentSchema.describe("Defaults to development when absent (a bound project API token: to the token's own)");
 
 export const EvaluateBody = z
   .object({
@@ -65,7 +70,7 @@ export function quickBatchBody(raw: unknown): BatchBody | undefined {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
   for (const key in raw) if (!BATCH_FIELDS.has(key)) return undefined;
   const { serviceId, environment, flags } = raw as Record<string, unknown>;
-  if (typeof serviceId !== 'string' || serviceId.length < 1 || serviceId.length > 128) return undefined;
+  if (serviceId !== undefined && (typeof serviceId !== 'string' || serviceId.length < 1 || serviceId.length > 128)) return undefined;
   if (environment !== undefined && !(ENVIRONMENTS as readonly unknown[]).includes(environment)) return undefined;
   if (!Array.isArray(flags) || flags.length < 1 || flags.length > DEMO_BATCH_LIMIT) return undefined;
   for (const item of flags) {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { clientIp, ipBucket } from '../../http/client-ip';
-import { HttpError, serviceUnavailable } from '../../http/errors';
+import { HttpError, serviceUnavailable, validationFailed } from '../../http/errors';
 import { EnvironmentSchema } from '../../domain/environments';
-import type { ServiceGrant } from './access';
+import { targetEnvironment, targetService, type ServiceGrant } from './access';
 import { defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { validateQuery } from './schemas';
 import type { EvaluationService } from './service';
@@ -27,8 +27,8 @@ export interface SseDeps {
 }
 
 export const StreamQuery = z.object({
-  serviceId: z.string().min(1).max(128),
-  environment: EnvironmentSchema.optional().describe('Every environment when absent'),
+  serviceId: z.string().min(1).max(128).optional().describe("Required, except with a bound project API token, whose own service it defaults to"),
+  environment: EnvironmentSchema.optional().describe("Every environment when absent (a bound project API token: the token's own)"),
   clientId: z.string().max(128).optional(),
   lastEventId: z.string().max(256).optional().describe('Alternative to the Last-Event-ID header'),
 });
@@ -66,8 +66,12 @@ export function sseRoutes(deps: SseDeps): LeanRoute[] {
 function openStream(deps: SseDeps, ex: Exchange): Promise<void> | undefined {
   const query = validateQuery(StreamQuery, Object.fromEntries(new URLSearchParams(ex.query)));
   if (query instanceof HttpError) throw query;
-  const grant = deps.evaluation.grantNow(ex.principal, query.serviceId);
-  if (grant === undefined) return deps.evaluation.grant(ex.principal, query.serviceId).then((g) => open(deps, ex, query, g));
+  // A bound project token streams its own service and environment (docs/api-reference.md#project-api-tokens).
+  const serviceId = targetService(ex.principal, query.serviceId);
+  if (serviceId === undefined) throw validationFailed([{ path: 'query.serviceId', message: 'Required' }]);
+  query.environment = targetEnvironment(ex.principal, query.environment);
+  const grant = deps.evaluation.grantNow(ex.principal, serviceId);
+  if (grant === undefined) return deps.evaluation.grant(ex.principal, serviceId).then((g) => open(deps, ex, query, g));
   open(deps, ex, query, grant);
   return undefined;
 }

@@ -2,15 +2,21 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { CredentialCache } from '../../auth/credential-cache';
 import { ACCESS_TOKEN_TTL_SECONDS, REFRESH_TOKEN_TTL_SECONDS, type JwtCodec } from '../../auth/jwt';
 import { opaquePermissionsToScopes } from '../../auth/permissions';
-import type { Principal, ProjectTokenPrincipal, TokenScope, UserRecord } from '../../auth/principal';
-import { forbidden, notFound, unauthorized } from '../../http/errors';
+import type { Principal, ProjectTokenPrincipal, TokenBinding, TokenScope, UserRecord } from '../../auth/principal';
+import { forbidden, notFound, unauthorized, validationFailed } from '../../http/errors';
 import { boundedMemo, newId, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import type { JwtRevocationList, RevokedJti } from './revocation';
 import type { IssuedJwt, ProjectTokenStore } from './store';
-import { OPAQUE_TOKEN_PATTERN, OPAQUE_TOKEN_PREFIX, toTokenRecord, type CreateTokenInput, type ProjectTokenRecord, type TokenPair } from './types';
+import { OPAQUE_TOKEN_PATTERN, OPAQUE_TOKEN_PREFIX, bindingOf, toTokenRecord, type CreateTokenInput, type ProjectTokenRecord, type TokenPair } from './types';
+
+/** What the JWT family memo holds per token id. */
+export interface JwtFamily {
+  createdBy: string | null;
+  scope: TokenBinding | null;
+}
 
 /** What the opaque-token memo holds per secret hash. */
 export interface CachedOpaqueToken {
@@ -30,7 +36,7 @@ export interface ProjectTokenServiceDeps {
   revocations: JwtRevocationList;
   opaqueCache: CredentialCache<CachedOpaqueToken>;
   /** token id -> creator, for JWT principals (claims carry no user). Invalidated on revoke. */
-  familyCache: CredentialCache<{ createdBy: string | null }>;
+  familyCache: CredentialCache<JwtFamily>;
   logger: Logger;
 }
 
@@ -68,6 +74,8 @@ export class ProjectTokenService {
     const tokenType = input.tokenType ?? (input.scopes ? 'jwt' : 'opaque');
     const scopes: TokenScope[] = tokenType === 'jwt' ? input.scopes! : opaquePermissionsToScopes(input.permissions ?? {});
     requireNoEscalation(principal, scopes);
+    const scope: TokenBinding | null = input.scope ?? null;
+    if (scope) await this.requireOwnService(projectId, scope.serviceId);
     const createdBy = principal.type === 'project_api_token' ? principal.createdBy : principal.type === 'anonymous' ? null : principal.user.id;
     const actor = actorFromPrincipal(principal, client);
     const id = newId('tok');
@@ -77,7 +85,7 @@ export class ProjectTokenService {
       const row = await this.deps.sql.begin(async (tx) => {
         const created = await this.deps.store.insert(tx, {
           id, projectId, name: input.name, tokenType, secretHash: sha256Hex(value), scopes,
-          expiresAt: input.expiresAt ? new Date(input.expiresAt) : null, createdBy,
+          expiresAt: input.expiresAt ? new Date(input.expiresAt) : null, createdBy, scope,
         });
         await auditToken(tx, actor, 'token.create', created);
         return created;
@@ -88,13 +96,19 @@ export class ProjectTokenService {
     const { pair, jwts, refreshExpiresAt } = await this.issuePair(id, projectId, scopes);
     const row = await this.deps.sql.begin(async (tx) => {
       const created = await this.deps.store.insert(tx, {
-        id, projectId, name: input.name, tokenType, secretHash: null, scopes, expiresAt: refreshExpiresAt, createdBy,
+        id, projectId, name: input.name, tokenType, secretHash: null, scopes, expiresAt: refreshExpiresAt, createdBy, scope,
       });
       await this.deps.store.insertJwts(tx, id, jwts);
       await auditToken(tx, actor, 'token.create', created);
       return created;
     });
     return { token: toTokenRecord(row), ...pair };
+  }
+
+  /** A bound token names a service of its own project (docs/api-reference.md#project-api-tokens). */
+  private async requireOwnService(projectId: string, serviceId: string): Promise<void> {
+    const owner = await this.deps.store.serviceProject(this.deps.sql, serviceId);
+    if (owner !== projectId) throw validationFailed([{ path: 'body.scope.serviceId', message: 'no such service in this project' }]);
   }
 
   async revoke(principal: Principal, projectId: string, tokenId: string, client: Client): Promise<void> {
@@ -164,7 +178,7 @@ export class ProjectTokenService {
     // The index found it by hash; compare again in constant time so no path compares secrets naively.
     if (!row?.secret_hash || !timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return null;
     const entry: CachedOpaqueToken = {
-      principal: { type: 'project_api_token', tokenId: row.id, tokenType: 'opaque', projectId: row.project_id, scopes: row.scopes, createdBy: row.created_by },
+      principal: { type: 'project_api_token', tokenId: row.id, tokenType: 'opaque', projectId: row.project_id, scopes: row.scopes, createdBy: row.created_by, scope: bindingOf(row) },
       expiresAtMs: row.expires_at?.getTime() ?? null,
     };
     this.deps.opaqueCache.set(hash, entry);
@@ -182,10 +196,10 @@ export class ProjectTokenService {
       const row = await this.deps.store.findFamily(this.deps.sql, claims.tokenId);
       // Gone with its project, or revoked: the jti check above normally answers first.
       if (!row || row.revoked_at) return null;
-      family = { createdBy: row.created_by };
+      family = { createdBy: row.created_by, scope: bindingOf(row) };
       this.deps.familyCache.set(claims.tokenId, family);
     }
-    return { type: 'project_api_token', tokenId: claims.tokenId, tokenType: 'jwt', projectId: claims.projectId, scopes: claims.scopes, createdBy: family.createdBy };
+    return { type: 'project_api_token', tokenId: claims.tokenId, tokenType: 'jwt', projectId: claims.projectId, scopes: claims.scopes, createdBy: family.createdBy, scope: family.scope };
   }
 
   private async afterRevoke(secretHash: string | null, tokenId: string, jtis: RevokedJti[]) {

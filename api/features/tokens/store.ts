@@ -1,4 +1,4 @@
-import type { TokenScope } from '../../auth/principal';
+import type { TokenBinding, TokenScope } from '../../auth/principal';
 import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { RevokedJti } from './revocation';
 import type { ProjectTokenRow } from './types';
@@ -13,11 +13,12 @@ export interface IssuedJwt {
 export class ProjectTokenStore {
   async insert(
     db: Queryable,
-    t: { id: string; projectId: string; name: string; tokenType: 'opaque' | 'jwt'; secretHash: string | null; scopes: TokenScope[]; expiresAt: Date | null; createdBy: string | null },
+    t: { id: string; projectId: string; name: string; tokenType: 'opaque' | 'jwt'; secretHash: string | null; scopes: TokenScope[]; expiresAt: Date | null; createdBy: string | null; scope: TokenBinding | null },
   ): Promise<ProjectTokenRow> {
     const [row] = await db<ProjectTokenRow[]>`
-      INSERT INTO project_tokens (id, project_id, name, token_type, secret_hash, scopes, expires_at, created_by)
-      VALUES (${t.id}, ${t.projectId}, ${t.name}, ${t.tokenType}, ${t.secretHash}, ${db.json(t.scopes)}, ${t.expiresAt}, ${t.createdBy})
+      INSERT INTO project_tokens (id, project_id, name, token_type, secret_hash, scopes, expires_at, created_by, scope_service_id, scope_environment)
+      VALUES (${t.id}, ${t.projectId}, ${t.name}, ${t.tokenType}, ${t.secretHash}, ${db.json(t.scopes)}, ${t.expiresAt}, ${t.createdBy},
+        ${t.scope?.serviceId ?? null}, ${t.scope?.environment ?? null})
       RETURNING *`;
     return row;
   }
@@ -26,6 +27,12 @@ export class ProjectTokenStore {
     for (const j of jwts) {
       await db`INSERT INTO project_token_jwts (jti, token_id, kind, expires_at) VALUES (${j.jti}, ${tokenId}, ${j.kind}, ${j.expiresAt})`;
     }
+  }
+
+  /** The project a service belongs to, or null when there is no such service. */
+  async serviceProject(db: Queryable, serviceId: string): Promise<string | null> {
+    const [row] = await db<{ project_id: string }[]>`SELECT project_id FROM services WHERE id = ${serviceId}`;
+    return row?.project_id ?? null;
   }
 
   async listActive(db: Queryable, projectId: string): Promise<ProjectTokenRow[]> {
@@ -48,8 +55,12 @@ export class ProjectTokenStore {
     return row ?? null;
   }
 
-  async findFamily(db: Queryable, tokenId: string): Promise<Pick<ProjectTokenRow, 'id' | 'created_by' | 'revoked_at'> | null> {
-    const [row] = await db<ProjectTokenRow[]>`SELECT id, created_by, revoked_at FROM project_tokens WHERE id = ${tokenId}`;
+  async findFamily(
+    db: Queryable,
+    tokenId: string,
+  ): Promise<Pick<ProjectTokenRow, 'id' | 'created_by' | 'revoked_at' | 'scope_service_id' | 'scope_environment'> | null> {
+    const [row] = await db<ProjectTokenRow[]>`
+      SELECT id, created_by, revoked_at, scope_service_id, scope_environment FROM project_tokens WHERE id = ${tokenId}`;
     return row ?? null;
   }
 

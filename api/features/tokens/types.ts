@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TOKEN_SCOPES } from '../../auth/jwt';
+import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import type { TokenScope } from '../../auth/principal';
 
 /** `fgr_` + 64 lowercase hex (32 random bytes), like personal tokens. */
@@ -18,9 +19,17 @@ export interface ProjectTokenRow {
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  scope_service_id: string | null;
+  scope_environment: Environment | null;
 }
 
 const Permissions = z.object({ read: z.boolean(), write: z.boolean(), delete: z.boolean() });
+
+/** A bound token's service and environment (docs/api-reference.md#project-api-tokens). */
+export const TokenBindingSchema = z
+  .object({ serviceId: z.string().min(1).max(128), environment: EnvironmentSchema })
+  .strict()
+  .describe('Bound token: reads only this service and environment, on evaluation and SDK routes');
 
 /** Token records (docs/api-reference.md#project-api-tokens); never the secret or its hash. */
 export const ProjectTokenSchema = z.object({
@@ -34,6 +43,7 @@ export const ProjectTokenSchema = z.object({
   createdAt: z.string(),
   createdBy: z.string().nullable(),
   lastUsedAt: z.string().nullable().optional().describe('opaque tokens, to the minute'),
+  scope: TokenBindingSchema.nullable(),
 });
 export type ProjectTokenRecord = z.infer<typeof ProjectTokenSchema>;
 
@@ -45,6 +55,8 @@ export const TokenPairSchema = z.object({
 });
 export type TokenPair = z.infer<typeof TokenPairSchema>;
 
+const BOUND_READ_ONLY = 'a token bound to a service and environment is read-only: grant read only';
+
 export const CreateTokenBody = z
   .object({
     name: z.string().trim().min(1).max(100),
@@ -52,6 +64,7 @@ export const CreateTokenBody = z
     permissions: Permissions.partial().strict().optional(),
     expiresAt: z.string().datetime({ offset: true }).optional(),
     scopes: z.array(z.enum(TOKEN_SCOPES)).min(1).max(TOKEN_SCOPES.length).optional(),
+    scope: TokenBindingSchema.optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -61,12 +74,14 @@ export const CreateTokenBody = z
       else if (new Set(b.scopes).size !== b.scopes.length) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'scopes must not repeat' });
       if (b.permissions) ctx.addIssue({ code: 'custom', path: ['permissions'], message: 'JWT tokens take `scopes`, not `permissions`' });
       if (b.expiresAt) ctx.addIssue({ code: 'custom', path: ['expiresAt'], message: 'JWT tokens have fixed lifetimes (access 24 h, refresh 30 d)' });
+      if (b.scope && b.scopes && (b.scopes.length !== 1 || b.scopes[0] !== 'read')) ctx.addIssue({ code: 'custom', path: ['scopes'], message: BOUND_READ_ONLY });
       return;
     }
     if (b.scopes) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'opaque tokens take `permissions`, not `scopes`' });
     if (!b.permissions || !(b.permissions.read || b.permissions.write || b.permissions.delete)) {
       ctx.addIssue({ code: 'custom', path: ['permissions'], message: 'grant at least one of read, write, delete' });
     }
+    if (b.scope && b.permissions && (b.permissions.write || b.permissions.delete)) ctx.addIssue({ code: 'custom', path: ['permissions'], message: BOUND_READ_ONLY });
     if (b.expiresAt && Date.parse(b.expiresAt) <= Date.now()) ctx.addIssue({ code: 'custom', path: ['expiresAt'], message: 'must be in the future' });
   });
 export type CreateTokenInput = z.infer<typeof CreateTokenBody>;
@@ -80,6 +95,7 @@ export function toTokenRecord(row: ProjectTokenRow): ProjectTokenRecord {
     expiresAt: row.expires_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
     createdBy: row.created_by,
+    scope: bindingOf(row),
   };
   if (row.token_type === 'jwt') return { ...base, scopes: row.scopes };
   return {
@@ -87,4 +103,9 @@ export function toTokenRecord(row: ProjectTokenRow): ProjectTokenRecord {
     permissions: { read: row.scopes.includes('read'), write: row.scopes.includes('write'), delete: row.scopes.includes('delete') },
     lastUsedAt: row.last_used_at?.toISOString() ?? null,
   };
+}
+
+/** The binding stored on a token row, or null for an unbound token. */
+export function bindingOf(row: Pick<ProjectTokenRow, 'scope_service_id' | 'scope_environment'>): { serviceId: string; environment: Environment } | null {
+  return row.scope_service_id !== null && row.scope_environment !== null ? { serviceId: row.scope_service_id, environment: row.scope_environment } : null;
 }

@@ -9,7 +9,7 @@ import type { Sql } from '../../infra/postgres';
 import { jwtAccessTokenResolver, opaqueTokenResolver } from './resolvers';
 import { JwtRevocationList } from './revocation';
 import { TOKEN_REFRESH_PATH, tokenRoutes } from './routes';
-import { ProjectTokenService, type CachedOpaqueToken } from './service';
+import { ProjectTokenService, type CachedOpaqueToken, type JwtFamily } from './service';
 import { ProjectTokenStore } from './store';
 
 /**
@@ -45,7 +45,7 @@ export async function createTokenFeature(deps: { config: Config; sql: Sql; cache
   );
   const cacheOptions = { cache, ttlMs: CREDENTIAL_CACHE_TTL_MS, maxEntries: CREDENTIAL_CACHE_MAX_ENTRIES, logger };
   const opaqueCache = new CredentialCache<CachedOpaqueToken>({ ...cacheOptions, channel: 'auth:evict:project-token' });
-  const familyCache = new CredentialCache<{ createdBy: string | null }>({ ...cacheOptions, channel: 'auth:evict:jwt-family' });
+  const familyCache = new CredentialCache<JwtFamily>({ ...cacheOptions, channel: 'auth:evict:jwt-family' });
   const caches = [opaqueCache, familyCache];
   await Promise.all(caches.map((c) => c.start()));
 

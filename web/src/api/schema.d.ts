@@ -7176,7 +7176,8 @@ export interface operations {
                     environment?: "development" | "staging" | "production";
                     /** @description Only these flags; absent means every flag the caller may see */
                     flagKeys?: string[];
-                    serviceId: string;
+                    /** @description Required, except with a bound project API token, whose own service it defaults to */
+                    serviceId?: string;
                 };
             };
         };
@@ -7390,7 +7391,8 @@ export interface operations {
                     /** @enum {string} */
                     environment?: "development" | "staging" | "production";
                     flagKey: string;
-                    serviceId: string;
+                    /** @description Required, except with a bound project API token, whose own service it defaults to */
+                    serviceId?: string;
                 };
             };
         };
@@ -7790,13 +7792,14 @@ export interface operations {
     };
     getConnectStream: {
         parameters: {
-            query: {
+            query?: {
                 clientId?: string;
-                /** @description Every environment when absent */
+                /** @description Every environment when absent (a bound project API token: the token's own) */
                 environment?: "development" | "staging" | "production";
                 /** @description Alternative to the Last-Event-ID header */
                 lastEventId?: string;
-                serviceId: string;
+                /** @description Required, except with a bound project API token, whose own service it defaults to */
+                serviceId?: string;
             };
             header?: never;
             path?: never;
@@ -18000,12 +18003,13 @@ export interface operations {
                     /** @description Returned with reason ERROR when the flag does not exist */
                     defaultValue?: unknown;
                     /**
-                     * @description Defaults to development when absent
+                     * @description Defaults to development when absent (a bound project API token: to the token's own)
                      * @enum {string}
                      */
                     environment?: "development" | "staging" | "production";
                     flagKey: string;
-                    serviceId: string;
+                    /** @description Required, except with a bound project API token, whose own service it defaults to (docs/api-reference.md#project-api-tokens) */
+                    serviceId?: string;
                 };
             };
         };
@@ -18230,7 +18234,7 @@ export interface operations {
                     /** @description Evaluation context: an object with targetingKey (string) plus any attributes; anything else evaluates to ERROR / INVALID_CONTEXT */
                     context?: unknown;
                     /**
-                     * @description Defaults to development when absent
+                     * @description Defaults to development when absent (a bound project API token: to the token's own)
                      * @enum {string}
                      */
                     environment?: "development" | "staging" | "production";
@@ -18240,7 +18244,8 @@ export interface operations {
                         flagKey?: string;
                         key?: string;
                     }[];
-                    serviceId: string;
+                    /** @description Required, except with a bound project API token, whose own service it defaults to (docs/api-reference.md#project-api-tokens) */
+                    serviceId?: string;
                 };
             };
         };
@@ -18962,12 +18967,13 @@ export interface operations {
     };
     getFlagsStream: {
         parameters: {
-            query: {
-                /** @description Every environment when absent */
+            query?: {
+                /** @description Every environment when absent (a bound project API token: the token's own) */
                 environment?: "development" | "staging" | "production";
                 /** @description Alternative to the Last-Event-ID header */
                 lastEventId?: string;
-                serviceId: string;
+                /** @description Required, except with a bound project API token, whose own service it defaults to */
+                serviceId?: string;
             };
             header?: never;
             path?: never;
@@ -29359,6 +29365,12 @@ export interface operations {
                                 write: boolean;
                             };
                             projectId: string;
+                            /** @description Bound token: reads only this service and environment, on evaluation and SDK routes */
+                            scope: {
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                serviceId: string;
+                            } | null;
                             /** @description JWT tokens */
                             scopes?: ("read" | "write" | "delete" | "manage_settings" | "manage_members")[];
                             /** @enum {string} */
@@ -29565,6 +29577,12 @@ export interface operations {
                         read?: boolean;
                         write?: boolean;
                     };
+                    /** @description Bound token: reads only this service and environment, on evaluation and SDK routes */
+                    scope?: {
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        serviceId: string;
+                    };
                     scopes?: ("read" | "write" | "delete" | "manage_settings" | "manage_members")[];
                     /**
                      * @description inferred: `scopes` makes a JWT, `permissions` an opaque token
@@ -29602,6 +29620,12 @@ export interface operations {
                                 write: boolean;
                             };
                             projectId: string;
+                            /** @description Bound token: reads only this service and environment, on evaluation and SDK routes */
+                            scope: {
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                serviceId: string;
+                            } | null;
                             /** @description JWT tokens */
                             scopes?: ("read" | "write" | "delete" | "manage_settings" | "manage_members")[];
                             /** @enum {string} */
@@ -30411,9 +30435,10 @@ export interface operations {
     };
     getSdkConfig: {
         parameters: {
-            query: {
+            query?: {
                 environment?: "development" | "staging" | "production";
-                serviceId: string;
+                /** @description Required, except with a bound project API token, whose own service it defaults to */
+                serviceId?: string;
             };
             header?: never;
             path?: never;
@@ -33573,6 +33598,12 @@ export interface operations {
                                 write: boolean;
                             };
                             projectId: string;
+                            /** @description Bound token: reads only this service and environment, on evaluation and SDK routes */
+                            scope: {
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                serviceId: string;
+                            } | null;
                             /** @description JWT tokens */
                             scopes?: ("read" | "write" | "delete" | "manage_settings" | "manage_members")[];
                             /** @enum {string} */
