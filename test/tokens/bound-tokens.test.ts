@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import { hashTargetingKey } from '../../api/features/evaluation/recorder';
 import { EvaluationService } from '../../api/gen/flags/v1/evaluation_pb';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
@@ -221,6 +222,24 @@ describe('a bound token on the data plane', () => {
     const another = await app.request('POST', '/api/analytics/track', { listener: 'data', token: value, body: { serviceId: secondServiceId, environment: 'production', events } });
     expect(another.status).toBe(404);
     expect(another.body).toMatchObject({ message: 'Service not found' });
+  });
+
+  it('records outcome events under its own environment when none is named, and refuses another environment', async () => {
+    const targetingKey = `env-${randomBytes(3).toString('hex')}`;
+    const events = [{ event: 'bound-env', targetingKey }];
+    const unnamed = await app.request('POST', '/api/analytics/track', { listener: 'data', token: value, body: { serviceId: fx.serviceId, events } });
+    expect(unnamed.status).toBe(202);
+    const otherEnvironment = await app.request('POST', '/api/analytics/track', { listener: 'data', token: value, body: { serviceId: fx.serviceId, environment: 'development', events } });
+    expect(otherEnvironment.status).toBe(404);
+    const telemetry = await app.request('POST', '/api/analytics/sdk-telemetry', { listener: 'data', token: value, body: { serviceId: fx.serviceId, environment: 'staging' } });
+    expect(telemetry.status).toBe(404);
+    await app.platform.analyticsWriter.flush();
+    const stored = await app.platform.analytics.client.query({
+      query: 'SELECT environment FROM outcome_events WHERE service_id = {s:String} AND targeting_key_hash = {u:String}',
+      query_params: { s: fx.serviceId, u: hashTargetingKey(targetingKey) },
+      format: 'JSONEachRow',
+    });
+    expect(await stored.json()).toEqual([{ environment: 'production' }]);
   });
 
   it("cannot read another project's service", async () => {

@@ -4,6 +4,7 @@ import { decide, refusal, type ProjectGrant } from '../../auth/access';
 import type { Principal, ProjectRole } from '../../auth/principal';
 import { notFound, unauthorized } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute } from '../../http/route';
+import { targetEnvironment } from '../evaluation/access';
 import { hashTargetingKey } from '../evaluation/recorder';
 import { DEFAULT_ENVIRONMENT } from '../evaluation/service';
 import { EnvironmentSchema, type Environment } from '../../domain/environments';
@@ -17,7 +18,7 @@ export const TRACK_MAX_EVENTS = 1_000;
 /** SDK telemetry bounds (docs/analytics-ingestion.md). */
 export const TELEMETRY_LIMITS = { summaries: 1_000, webVitals: 500, errors: 100, message: 2_048, stack: 16_384, url: 2_048 } as const;
 
-const Environment = EnvironmentSchema.default(DEFAULT_ENVIRONMENT).describe('Defaults to development, as on evaluation');
+const Environment = EnvironmentSchema.optional().describe("Defaults to development as on evaluation, or to a bound token's environment");
 
 const TrackEvent = z
   .object({
@@ -146,6 +147,11 @@ async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceI
   return [{ projectId: site.projectId, orgId: site.orgId, role }];
 }
 
+/** The environment events are recorded under: the named one, else a bound token's, else development. */
+function environmentOf(principal: Principal, named: Environment | undefined): Environment {
+  return targetEnvironment(principal, named) ?? DEFAULT_ENVIRONMENT;
+}
+
 /**
  * SDK ingestion (both listeners; docs/api-reference.md#outcome-events,
  * docs/analytics-ingestion.md): outcome events and telemetry. Callers authenticate like evaluation:
@@ -154,7 +160,11 @@ async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceI
  */
 export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
   const { sink } = deps;
-  const readsService = (principal: Principal, serviceId: string) => serviceReader(deps, principal, serviceId);
+  const readsService = (principal: Principal, serviceId: string, environment: Environment | undefined) => {
+    // A bound token's events belong to its own environment: naming another is refused like another service.
+    targetEnvironment(principal, environment);
+    return serviceReader(deps, principal, serviceId);
+  };
   return [
     defineRoute({
       method: 'post',
@@ -163,13 +173,14 @@ export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
       tags: ['analytics'],
       auth: 'authenticated',
       sdk: true,
-      access: { capability: 'flags:read', check: (principal, ctx) => readsService(principal, ctx.body.serviceId) },
+      access: { capability: 'flags:read', check: (principal, ctx) => readsService(principal, ctx.body.serviceId, ctx.body.environment) },
       status: 202,
       bodyLimit: BODY_LIMITS.default,
       body: TrackBody,
       response: TrackResponse,
       handler(ctx) {
-        const { serviceId, environment, events } = ctx.body;
+        const { serviceId, events } = ctx.body;
+        const environment = environmentOf(ctx.principal, ctx.body.environment);
         const projectId = ctx.granted[0].projectId;
         const now = Date.now();
         const rows: PendingRow[] = [];
@@ -205,12 +216,13 @@ export function sdkIngestRoutes(deps: SdkIngestDeps): AnyRoute[] {
       tags: ['analytics'],
       auth: 'authenticated',
       sdk: true,
-      access: { capability: 'flags:read', check: (principal, ctx) => readsService(principal, ctx.body.serviceId) },
+      access: { capability: 'flags:read', check: (principal, ctx) => readsService(principal, ctx.body.serviceId, ctx.body.environment) },
       bodyLimit: BODY_LIMITS.default,
       body: TelemetryBody,
       response: TelemetryResponse,
       handler(ctx) {
-        const { serviceId, environment, summaries, webVitals, errors, diagnostics } = ctx.body;
+        const { serviceId, summaries, webVitals, errors, diagnostics } = ctx.body;
+        const environment = environmentOf(ctx.principal, ctx.body.environment);
         const projectId = ctx.granted[0].projectId;
         const now = Date.now();
         const tenant = { projectId, serviceId, environment };

@@ -5217,8 +5217,7 @@ export interface operations {
                         trackedFlagsCount: number;
                     };
                     /**
-                     * @description Defaults to development, as on evaluation
-                     * @default development
+                     * @description Defaults to development as on evaluation, or to a bound token's environment
                      * @enum {string}
                      */
                     environment?: "development" | "staging" | "production";
@@ -5473,8 +5472,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Defaults to development, as on evaluation
-                     * @default development
+                     * @description Defaults to development as on evaluation, or to a bound token's environment
                      * @enum {string}
                      */
                     environment?: "development" | "staging" | "production";
