@@ -1,8 +1,9 @@
 /**
  * Advance, force and abort a running or paused canary. Force and abort change the flag for real
  * users without a gate, so each asks for a confirmation first (abort with its reason, which the
- * audit keeps). Buttons disable and say what is happening at once; the API answers after the
- * workflow acted (up to ~10 s), then the new record replaces the old. The outcome stays shown
+ * audit keeps). Buttons disable and say what is happening at once; the API answers with the
+ * workflow's own result once it acted (docs/canary.md: workflow updates), then the new record
+ * replaces the old. The outcome stays shown
  * after the pipeline ended (the buttons go, the feedback does not).
  */
 import { useEffect, useId, useRef, useState } from 'react';
