@@ -1,3 +1,5 @@
+import type { TokenBinding } from '../domain/token-binding';
+
 /** Who is calling. Resolved once per request by the authenticator, then read everywhere. */
 
 export interface UserRecord {
@@ -37,11 +39,6 @@ export interface ProjectTokenPrincipal {
    * environment, on evaluation and SDK routes only. Null (or absent) for an unbound token.
    */
   scope?: TokenBinding | null;
-}
-
-export interface TokenBinding {
-  serviceId: string;
-  environment: 'development' | 'staging' | 'production';
 }
 
 export interface PersonalTokenPrincipal {

@@ -1,4 +1,5 @@
-import type { TokenBinding, TokenScope } from '../../auth/principal';
+import type { TokenScope } from '../../auth/principal';
+import type { TokenBinding } from '../../domain/token-binding';
 import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { RevokedJti } from './revocation';
 import type { ProjectTokenRow } from './types';

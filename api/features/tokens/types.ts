@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TOKEN_SCOPES } from '../../auth/jwt';
-import { EnvironmentSchema, type Environment } from '../../domain/environments';
+import type { Environment } from '../../domain/environments';
+import { TokenBindingSchema } from '../../domain/token-binding';
 import type { TokenScope } from '../../auth/principal';
 
 /** `fgr_` + 64 lowercase hex (32 random bytes), like personal tokens. */
@@ -24,12 +25,6 @@ export interface ProjectTokenRow {
 }
 
 const Permissions = z.object({ read: z.boolean(), write: z.boolean(), delete: z.boolean() });
-
-/** A bound token's service and environment (docs/api-reference.md#project-api-tokens). */
-export const TokenBindingSchema = z
-  .object({ serviceId: z.string().min(1).max(128), environment: EnvironmentSchema })
-  .strict()
-  .describe('Bound token: reads only this service and environment, on evaluation and SDK routes');
 
 /** Token records (docs/api-reference.md#project-api-tokens); never the secret or its hash. */
 export const ProjectTokenSchema = z.object({
