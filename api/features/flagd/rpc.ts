@@ -50,7 +50,7 @@ function reasonOf(r: EvaluationResult): string {
   return r.disabled ? 'DISABLED' : OFREP_REASONS[r.reason as keyof typeof OFREP_REASONS];
 }
 
-/** Our variant name, else the translation's: `rule:<ruleId>`, `disabled` or `default` (docs/flagd.md). */
+/** Our variant name, else the translation's: `rule:<ruleId>`, `disabled` or `default` (docs/local-evaluation.md#values-variants-and-reasons). */
 function variantOf(r: EvaluationResult): string {
   if (r.variant !== undefined) return r.variant;
   if (r.ruleId !== undefined) return `rule:${r.ruleId}`;
