@@ -1,3 +1,4 @@
+import http2 from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
@@ -102,6 +103,26 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
       await stream.done;
       await toggle(offKey, false);
     }
+  });
+});
+
+describe('both ports', () => {
+  it.each(['flagd', 'flagdSync'] as const)('answer HTTP/2 keepalive pings in cleartext (%s)', async (port) => {
+    const session = http2.connect(app.urls[port]!);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        session.once('connect', () => resolve());
+        session.once('error', reject);
+      });
+      const rtt = await new Promise<number>((resolve, reject) => session.ping((error, duration) => (error ? reject(error) : resolve(duration))));
+      expect(rtt).toBeGreaterThanOrEqual(0);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('answer an unknown path 404 over HTTP/1.1', async () => {
+    expect((await fetch(`${app.urls.flagd}/nothing/here`)).status).toBe(404);
   });
 });
 
