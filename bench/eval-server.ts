@@ -76,6 +76,8 @@ async function main() {
     PORT: '0',
     DATA_PORT: '0',
     INGEST_PORT: '0',
+    FLAGD_PORT: '0',
+    FLAGD_SYNC_PORT: '0',
     ROLES: process.env.BENCH_SERVER_ROLES ?? 'control,data',
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
