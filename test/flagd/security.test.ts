@@ -156,6 +156,18 @@ describe('limits and shutdown', () => {
     expect(Date.now() - openedAt).toBeLessThan(15_000);
   });
 
+  it('closes an HTTP/1.1 connection whose headers never finish', async () => {
+    const { port } = new URL(limited.urls.flagd!);
+    const openedAt = Date.now();
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write('POST /flagd.evaluation.v1.Service/ResolveAll HTTP/1.1\r\nHost: x\r\n'));
+    socket.on('error', () => undefined);
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk));
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(answer).toMatch(/^HTTP\/1.1 408/);
+    expect(Date.now() - openedAt).toBeLessThan(15_000);
+  });
+
   it('caps open streams per IP and ends open streams UNAVAILABLE at shutdown', async () => {
     const token2 = (await boundToken(lfx)).value;
     const aborts = [new AbortController(), new AbortController(), new AbortController()];

@@ -50,7 +50,16 @@ export async function startFlagdListener(handler: FlagdHandler, options: FlagdLi
     h2.on('secureConnection', track);
     server = h2;
   } else {
-    h1 = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: options.headersTimeoutMs, requestTimeout: 0 }, handler);
+    h1 = http.createServer(
+      {
+        maxHeaderSize: 16 * 1024,
+        headersTimeout: options.headersTimeoutMs,
+        requestTimeout: 0,
+        // Node checks the header timeout on this interval; keep it well under the timeout.
+        connectionsCheckingInterval: Math.min(5_000, Math.ceil(options.headersTimeoutMs / 4)),
+      },
+      handler,
+    );
     // It never listens itself: 'listening' starts its check of header timeouts on the sockets it is handed.
     h1.emit('listening');
     h2 = http2.createServer(h2options, handler);
