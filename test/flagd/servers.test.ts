@@ -72,7 +72,7 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
     expect(res.body.evaluations.find((e: { source: string }) => e.source === 'flagd')).toMatchObject({ flagKey: stringKey, environment: 'development', value: 'blue' });
   });
 
-  it.each(['grpc', 'connect-h2c'] as const)('streams provider_ready, configuration_change naming the flag, and keep_alive over %s', async (protocol) => {
+  it.each(PROTOCOLS)('streams provider_ready, configuration_change naming the flag, and keep_alive over %s', async (protocol) => {
     const abort = new AbortController();
     const stream = follow(evaluationV1(app, protocol).eventStream({}, { ...selector(token), signal: abort.signal }));
     try {
