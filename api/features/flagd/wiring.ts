@@ -53,6 +53,7 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
     streamLimits: deps.evaluation.streamLimits,
     limits: { perIp: config.RATE_LIMIT_PER_IP, perToken: config.RATE_LIMIT_PER_TOKEN },
     keepAliveMs: config.STREAM_HEARTBEAT_MS,
+    logger,
   });
   const tls = config.FLAGD_TLS_CERT && config.FLAGD_TLS_KEY ? { cert: fs.readFileSync(config.FLAGD_TLS_CERT, 'utf8'), key: fs.readFileSync(config.FLAGD_TLS_KEY, 'utf8') } : undefined;
 
