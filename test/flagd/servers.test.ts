@@ -43,6 +43,30 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
     expect(two).toMatchObject({ value: 'blue', reason: 'STATIC', variant: 'default' });
   });
 
+  it('names the variant of a rule, a weighted variant and the default as the sync document does', async () => {
+    const ruled = await createFlag(fx.owner, fx.serviceId, {
+      type: 'string',
+      enabled: true,
+      defaultValue: 'plain',
+      targeting: [{ id: 'staff', conditions: [{ property: 'email', operator: 'ends_with', value: '@staff.example.com' }], value: 'staff-value' }],
+      variants: [
+        { name: 'red', value: 'R', weight: 50 },
+        { name: 'green', value: 'G', weight: 50 },
+      ],
+    });
+    await untilEvaluated(app, { flagKey: ruled.key, serviceId: fx.serviceId, context: { targetingKey: 'warm' } }, (r) => r.reason === 'VARIANT', { token: fx.readToken });
+    const v1 = evaluationV1(app, 'grpc');
+    const rule = await v1.resolveString({ flagKey: ruled.key, context: { targetingKey: 'u1', email: 'ann@staff.example.com' } }, selector(token));
+    expect(rule).toMatchObject({ value: 'staff-value', reason: 'TARGETING_MATCH', variant: 'rule:staff' });
+    const split = await v1.resolveString({ flagKey: ruled.key, context: { targetingKey: 'u1' } }, selector(token));
+    expect(split.reason).toBe('SPLIT');
+    expect(['red', 'green']).toContain(split.variant);
+    expect(split.value).toBe(split.variant === 'red' ? 'R' : 'G');
+    const noKey = await failure(v1.resolveString({ flagKey: ruled.key, context: {} }, selector(token)));
+    expect(ConnectError.from(noKey).code).toBe(Code.InvalidArgument);
+    expect(ConnectError.from(noKey).rawMessage).toMatch(/TARGETING_KEY_MISSING/);
+  });
+
   it('answers ResolveAll with every flag of the set, typed', async () => {
     const all = await evaluationV1(app, 'grpc').resolveAll({ context: {} }, selector(token));
     expect(all.flags[stringKey]).toMatchObject({ reason: 'STATIC', variant: 'default', value: { case: 'stringValue', value: 'blue' } });
@@ -151,6 +175,35 @@ describe('flagd.sync on FLAGD_SYNC_PORT', () => {
       const updated = await eventually(async () => stream.messages.map((m) => JSON.parse(m.flagConfiguration)).find((d) => d.flags[objectKey].variants.default.limit === 4));
       expect(updated.flags[stringKey]).toBeDefined();
       expect(stream.ended).toBeUndefined();
+    } finally {
+      abort.abort();
+      await stream.done;
+    }
+  });
+
+  it('sends the document again after a change of a cohort a flag of the set names', async () => {
+    const cohort = await fx.owner.request('POST', `/api/projects/${fx.projectId}/cohorts`, {
+      name: `Staff ${stringKey}`,
+      rules: [{ id: 'staff', conditions: [{ property: 'email', operator: 'ends_with', value: '@staff.example.com' }] }],
+    });
+    expect(cohort.status).toBe(201);
+    const flag = await createFlag(fx.owner, fx.serviceId, {
+      type: 'boolean',
+      enabled: true,
+      defaultValue: false,
+      targeting: [{ id: 'staff', conditions: [{ property: 'targetingKey', operator: 'in_cohort', value: cohort.body.id }], value: true }],
+    });
+    const abort = new AbortController();
+    const stream = follow(syncClient(app).syncFlags({ selector: token }, { signal: abort.signal }));
+    try {
+      await eventually(async () => stream.messages.some((m) => JSON.parse(m.flagConfiguration).flags[flag.key] !== undefined));
+      const before = stream.messages.length;
+      const changed = await fx.owner.request('PATCH', `/api/projects/${fx.projectId}/cohorts/${cohort.body.id}`, {
+        rules: [{ id: 'staff', conditions: [{ property: 'email', operator: 'ends_with', value: '@example.com' }] }],
+      });
+      expect(changed.status).toBe(200);
+      await eventually(async () => stream.messages.length > before);
+      expect(JSON.parse(stream.messages[stream.messages.length - 1].flagConfiguration).flags[flag.key]).toBeDefined();
     } finally {
       abort.abort();
       await stream.done;
