@@ -18,7 +18,7 @@ const toggle = (key: string, enabled: boolean) => fx.owner.request('POST', `/api
 const patch = (key: string, body: Record<string, unknown>) => fx.owner.request('PATCH', `/api/flags/${key}?serviceId=${fx.serviceId}&environment=development`, body);
 
 beforeAll(async () => {
-  app = await startTestApp({ STREAM_HEARTBEAT_MS: '300' });
+  app = await startTestApp({ STREAM_HEARTBEAT_MS: '300', ADMIN_EMAILS: 'flagd-ops@example.com' });
   fx = await createFixture(app);
   token = (await boundToken(fx)).value;
   stringKey = (await createFlag(fx.owner, fx.serviceId, { type: 'string', enabled: true, defaultValue: 'blue' })).key;
@@ -204,6 +204,22 @@ describe('flagd.sync on FLAGD_SYNC_PORT', () => {
       expect(changed.status).toBe(200);
       await eventually(async () => stream.messages.length > before);
       expect(JSON.parse(stream.messages[stream.messages.length - 1].flagConfiguration).flags[flag.key]).toBeDefined();
+    } finally {
+      abort.abort();
+      await stream.done;
+    }
+  });
+
+  it('counts open streams in /api/health/evaluation', async () => {
+    const ops = await app.signup({ email: 'flagd-ops@example.com', verified: true });
+    const abort = new AbortController();
+    const stream = follow(syncClient(app).syncFlags({ selector: token }, { signal: abort.signal }));
+    try {
+      await eventually(async () => stream.messages.length > 0);
+      const res = await ops.request('GET', '/api/health/evaluation', undefined, { listener: 'data' });
+      expect(res.status).toBe(200);
+      expect(res.body.checks.flagdStreams).toMatchObject({ working: true, open: expect.any(Number) });
+      expect(res.body.checks.flagdStreams.open).toBeGreaterThanOrEqual(1);
     } finally {
       abort.abort();
       await stream.done;
