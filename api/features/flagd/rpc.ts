@@ -146,7 +146,10 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     start: (registration: StreamRegistration, onEnd: (undo: () => void) => void) => void,
   ): AsyncGenerator<T> {
     if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
-    const admission = streamLimits.acquire({ ip: ctx.values.get(kConnection).ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? '' });
+    const { ip } = ctx.values.get(kConnection);
+    // A stream waiting for its credential follows no service yet: only the per-IP cap holds it,
+    // so waiting streams from some addresses cannot take the slots of everyone else's.
+    const admission = streamLimits.acquire({ ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? `unbound:${ip}` });
     if (!admission.ok) {
       ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
       throw new ConnectError(admission.error.message, Code.ResourceExhausted);
