@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
+import { freePort } from '../../api/infra/temporal';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
 import { boundToken } from './support';
@@ -12,14 +12,6 @@ import { boundToken } from './support';
 const FLAGD_BIN = process.env.FLAGD_BIN ?? '/tmp/peers/flagd-bin';
 const maybe = fs.existsSync(FLAGD_BIN) ? describe : describe.skip;
 
-/** A port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 maybe('a real flagd syncing from FLAGD_SYNC_PORT', () => {
   let app: TestApp;

@@ -1,6 +1,6 @@
-import net from 'node:net';
 import { FlagdProvider } from '@openfeature/flagd-provider';
 import { OpenFeature } from '@openfeature/server-sdk';
+import { freePort } from '../../api/infra/temporal';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
 import { boundToken } from './support';
@@ -8,13 +8,6 @@ import { boundToken } from './support';
 // An in-process provider keeps serving its last flag set while the data plane is down, and
 // resumes the sync stream when it returns (docs/local-evaluation.md).
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 let first: TestApp | undefined;
 let second: TestApp | undefined;
