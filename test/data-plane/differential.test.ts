@@ -350,6 +350,11 @@ it('the JS flagd provider in in-process mode agrees with REST on every case', as
 
 it('the JS flagd provider in RPC mode agrees with REST on every case, untranslatable flags included', async () => {
   const rpcDisagreement = (c: ProviderColumnCase, got: ProviderAnswer) => {
+    // flagd's ResolveObject answers a Struct, which cannot hold an array: a type mismatch there,
+    // as flagd answers it, so the caller's default, never another value.
+    if (c.type === 'object' && Array.isArray(c.ours.value)) {
+      return got.reason === 'ERROR' && JSON.stringify(got.value) === JSON.stringify(c.defaultValue) ? '' : `an array over ResolveObject: want ERROR with the default, got ${JSON.stringify(got)}`;
+    }
     const why = disagreement(c.ours, c, got);
     if (why || c.ours.reason === 'ERROR') return why;
     const reason = c.ours.disabled ? 'DISABLED' : OFREP_REASON[c.ours.reason];
