@@ -82,7 +82,10 @@ afterAll(async () => {
         body: JSON.stringify({ context }),
       });
     // Ready once the first document has arrived: the first case's flag is known.
-    await eventually(async () => (await flagdOfrep(relayed[0].flag.key, relayed[0].context).catch(() => undefined))?.status !== 404 || undefined, 30_000).catch(
+    await eventually(async () => {
+      const res = await flagdOfrep(relayed[0].flag.key, relayed[0].context);
+      return res.status !== 404;
+    }, 30_000).catch(
       (error: Error) => {
         throw new Error(`${error.message}\nflagd's log:\n${flagdLog}`);
       },
