@@ -44,6 +44,19 @@ const envSchema = z.object({
     .default(ROLES.join(','))
     .transform((s) => s.split(',').map((r) => r.trim()).filter(Boolean))
     .pipe(z.array(z.enum(ROLES)).min(1)),
+  /**
+   * flagd's protocols on the data plane (docs/local-evaluation.md#ports): FLAGD_PORT serves
+   * flagd.evaluation v1 and v2 (gRPC and Connect), FLAGD_SYNC_PORT flagd.sync.v1 (gRPC); 0 picks
+   * a free port. FLAGD_ENABLED=false opens neither. FLAGD_TLS_CERT and FLAGD_TLS_KEY are PEM file
+   * paths; with both set the two ports speak TLS (HTTP/2 and HTTP/1.1 by ALPN).
+   */
+  FLAGD_ENABLED: booleanFlag.default('true'),
+  FLAGD_PORT: port.default(8013),
+  FLAGD_SYNC_PORT: port.default(8015),
+  FLAGD_TLS_CERT: z.string().optional(),
+  FLAGD_TLS_KEY: z.string().optional(),
+  /** How often the token of every open flagd stream is verified again (a revoked token's streams end within it). */
+  FLAGD_CREDENTIAL_RECHECK_MS: positiveInt.default(2_000),
   DATA_DIR: z.string().min(1).default('./data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   APP_COMMIT: z.string().default('unknown'),
@@ -273,8 +286,10 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     // Replicas must share one signing key; a per-process generated key would split them.
     if (!parsed.JWT_PRIVATE_KEY) problems.push('JWT_PRIVATE_KEY: required when NODE_ENV=production (an Ed25519 PKCS#8 PEM, e.g. `openssl genpkey -algorithm ed25519`)');
   }
-  const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT].filter((p) => p !== 0);
-  if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT: must differ');
+  const flagdPorts = parsed.FLAGD_ENABLED ? [parsed.FLAGD_PORT, parsed.FLAGD_SYNC_PORT] : [];
+  const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT, ...flagdPorts].filter((p) => p !== 0);
+  if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT, FLAGD_PORT, FLAGD_SYNC_PORT: must differ');
+  if (Boolean(parsed.FLAGD_TLS_CERT) !== Boolean(parsed.FLAGD_TLS_KEY)) problems.push('FLAGD_TLS_CERT, FLAGD_TLS_KEY: set both or neither');
   if (problems.length) throw new ConfigError(problems);
 
   // Not NODE_ENV: a deployment that forgets it must not expose the mailbox or reach private hosts.

@@ -21,6 +21,7 @@ import { createDemoFeature } from './features/demo/wiring';
 import type { DemoServiceRegistry } from './features/demo/registry';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
 import { createExperimentFeature } from './features/experiments/wiring';
+import { createFlagdFeature, type FlagdFeature, type FlagdListeners } from './features/flagd/wiring';
 import { createExplainFeature } from './features/explain/wiring';
 import { createFlagFeature } from './features/flags/wiring';
 import type { FlagService } from './features/flags/service';
@@ -100,6 +101,8 @@ export interface Platform {
   analyticsWriter: AnalyticsWriter;
   /** Evaluation data plane (snapshots, streams, evaluation events); absent on worker/ingest-only processes. */
   evaluation?: EvaluationFeature;
+  /** flagd's protocols (docs/local-evaluation.md): on data-plane processes with FLAGD_ENABLED. */
+  flagd?: FlagdFeature;
   /** Handlers that see a listener's requests before Express (the evaluation lean path); false = not mine. */
   front: Partial<Record<'control' | 'data' | 'ingest', FrontHandler>>;
   /** The web console (dist/web) on the control plane; absent when it is not built or not a control process. */
@@ -210,6 +213,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       onShutdown(() => evaluation.stop());
       drainHooks.push(() => evaluation.drain());
     }
+    const flagd = evaluation && config.ROLES.includes('data') && config.FLAGD_ENABLED ? createFlagdFeature({ config, logger, authenticator, evaluation }) : undefined;
+    // Before the evaluation feature's drain: flagd streams end UNAVAILABLE, not with the hub.
+    if (flagd) drainHooks.unshift(() => flagd.drain());
     // Explain and simulate read the evaluation feature's snapshots, so they exist wherever it does.
     const explain = evaluation && createExplainFeature({ snapshots: evaluation.snapshots });
     const analyticsFeature = createAnalyticsFeature({ config, sql, cache, analytics, writer: analyticsWriter, access: projectAccess, authenticator, outbound, deliveries: webhooks.deliveries, logger });
@@ -293,6 +299,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       outbound,
       routes: { control, data, ingest },
       evaluation,
+      flagd,
       front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
       // The web console (web/README.md): its CSP lets it reach the public data plane.
       consoleSite: config.ROLES.includes('control')
@@ -318,7 +325,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
 }
 
 export interface RunningListeners {
-  urls: Partial<Record<'control' | 'data' | 'ingest', string>>;
+  /** flagd and flagdSync: FLAGD_PORT and FLAGD_SYNC_PORT (with the port bound when 0 was asked). */
+  urls: Partial<Record<'control' | 'data' | 'ingest' | 'flagd' | 'flagdSync', string>>;
   worker?: WorkerHandle;
   /** Stop accepting, let in-flight requests finish (bounded), then close the platform. */
   stop(): Promise<void>;
@@ -331,6 +339,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
   const servers: http.Server[] = [];
   const urls: RunningListeners['urls'] = {};
   let worker: WorkerHandle | undefined;
+  let flagd: FlagdListeners | undefined;
   try {
     for (const name of ['control', 'data', 'ingest'] as const) {
       if (!roles.includes(name)) continue;
@@ -361,6 +370,11 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
       urls[name] = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
       logger.info({ listener: name, url: urls[name] }, 'listening');
     }
+    if (platform.flagd && roles.includes('data')) {
+      flagd = await platform.flagd.listen();
+      urls.flagd = flagd.evaluationUrl;
+      urls.flagdSync = flagd.syncUrl;
+    }
     if (roles.includes('worker')) {
       // Loaded only here: the worker SDK and its native core cost a process that runs no worker
       // (a lone data plane) about 35 MB RSS (bench:memory).
@@ -376,6 +390,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
     }
   } catch (error) {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+    await flagd?.close(0);
     await worker?.stop();
     throw error;
   }
@@ -385,7 +400,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
     worker,
     async stop() {
       await platform.beforeDrain();
-      await Promise.all(servers.map((s) => drain(s, config.SHUTDOWN_GRACE_MS)));
+      await Promise.all([...servers.map((s) => drain(s, config.SHUTDOWN_GRACE_MS)), flagd?.close(config.SHUTDOWN_GRACE_MS)]);
       await worker?.stop();
       await platform.close();
     },

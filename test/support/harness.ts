@@ -31,7 +31,8 @@ export interface RequestOptions {
 export interface TestApp {
   platform: Platform;
   running: RunningListeners;
-  urls: { control: string; data: string; ingest: string };
+  /** flagd and flagdSync: the flagd listeners (FLAGD_PORT, FLAGD_SYNC_PORT), absent with FLAGD_ENABLED=false. */
+  urls: { control: string; data: string; ingest: string; flagd?: string; flagdSync?: string };
   databaseUrl: string;
   request<T = any>(method: string, urlPath: string, opts?: RequestOptions): Promise<TestResponse<T>>;
   signup(opts?: { name?: string; email?: string; verified?: boolean }): Promise<TestUser>;
@@ -96,6 +97,8 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     NODE_ENV: 'test',
     PORT: '0',
     DATA_PORT: '0',
+    FLAGD_PORT: '0',
+    FLAGD_SYNC_PORT: '0',
     INGEST_PORT: '0',
     DATA_DIR: dataDir,
     DATABASE_URL: databaseUrl,

@@ -39,7 +39,7 @@ export interface ConnectDeps extends RpcDeps {
  * answered INTERNAL with the REST envelope's generic message: Connect would otherwise pass
  * nothing to the logs, and no backend text may reach the caller. Streams are covered too.
  */
-function hideInternalErrors(logger: Logger): Interceptor {
+export function hideInternalErrors(logger: Logger): Interceptor {
   const hide = (error: unknown, rpc: string): ConnectError => {
     if (error instanceof ConnectError) return error;
     logger.error({ err: error, rpc }, 'rpc failed');

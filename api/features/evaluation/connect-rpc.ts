@@ -65,7 +65,8 @@ const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
   rate_limited: Code.ResourceExhausted,
 };
 
-function toConnectError(error: unknown): unknown {
+/** An HttpError as the Connect error of its code; anything else unchanged. */
+export function toConnectError(error: unknown): unknown {
   if (!(error instanceof HttpError)) return error;
   return new ConnectError(error.message, CONNECT_CODES[error.code] ?? Code.Internal);
 }

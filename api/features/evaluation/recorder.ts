@@ -2,7 +2,7 @@ import { TableWriter, tsv, tsvTime, type TableFormat, type TableWriterOptions, t
 import { boundedMemo, sha256Hex } from '../../infra/ids';
 import { perInternedResult, type EvaluationResult, type RolloutSide } from './engine/index';
 
-export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web';
+export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web' | 'flagd';
 
 /** One evaluation_events row: a flag's result, served `evaluations` times alike (1 when not given). */
 export interface EvaluationEvent {

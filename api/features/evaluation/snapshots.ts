@@ -38,13 +38,16 @@ export class EnvironmentSnapshot {
   private allView: VisibleView = {};
   private publicView: VisibleView = {};
   private lastModifiedText: { ms: number; text: string } | undefined;
+  /** Values derived from the whole flag set (e.g. the flagd sync document), dropped on every change. */
+  private derivedValues = new Map<DerivedKey<unknown>, unknown>();
   /** Time (ms) of the newest change applied here, from Postgres, so replicas that applied the same changes agree: OFREP's lastModified. */
   lastModified = 0;
 
   constructor(
     readonly serviceId: string,
     readonly environment: Environment,
-    private readonly cohorts: ReadonlyMap<string, CohortRecord> = NO_COHORTS,
+    /** The project's cohorts, which this environment's flags compile against. */
+    readonly cohorts: ReadonlyMap<string, CohortRecord> = NO_COHORTS,
   ) {}
 
   get(key: string): SnapshotFlag | undefined {
@@ -118,6 +121,17 @@ export class EnvironmentSnapshot {
     return view.flags;
   }
 
+  /**
+   * A value built from the whole flag set, built once per change and shared by every reader
+   * (a cohort change that alters a flag is a change of that flag, so it drops these too).
+   */
+  derived<T>(key: DerivedKey<T>, build: (snapshot: EnvironmentSnapshot) => T): T {
+    if (this.derivedValues.has(key)) return this.derivedValues.get(key) as T;
+    const value = build(this);
+    this.derivedValues.set(key, value);
+    return value;
+  }
+
   private view(visibility: Visibility): VisibleView {
     return visibility === 'all' ? this.allView : this.publicView;
   }
@@ -125,11 +139,19 @@ export class EnvironmentSnapshot {
   private account(entry: SnapshotFlag, sign: 1 | -1) {
     this.allView = {};
     this.publicView = {};
+    if (this.derivedValues.size > 0) this.derivedValues = new Map();
     const a = murmur3(entry.stamp, 1);
     const b = murmur3(entry.stamp, 2);
     this.all = { a: (this.all.a + sign * a) >>> 0, b: (this.all.b + sign * b) >>> 0, n: this.all.n + sign };
     if (entry.record.isPublic) this.pub = { a: (this.pub.a + sign * a) >>> 0, b: (this.pub.b + sign * b) >>> 0, n: this.pub.n + sign };
   }
+}
+
+/** Names one kind of value derived from a flag set (EnvironmentSnapshot.derived); compared by identity. */
+export interface DerivedKey<T> {
+  readonly description: string;
+  /** Only carries T. */
+  readonly _type?: T;
 }
 
 interface VisibleView {

@@ -60,6 +60,12 @@ export interface EvaluationFeature {
   /** The lean hot path, put in front of Express on the control and data listeners. */
   front: FrontHandler;
   snapshots: SnapshotStore;
+  /** Evaluation over the snapshots, for other protocols' adapters (flagd's). */
+  evaluation: EvaluationService;
+  /** The hot-path rate-limit counters (per IP, per token, per service), shared by every adapter. */
+  limiter: LocalRateLimiter;
+  /** Open-stream caps of this process, shared by every streaming protocol. */
+  streamLimits: StreamLimits;
   /**
    * The context ring (docs/data-plane.md#context-ring-get-apicontexts-control-plane); simulate
    * replays it.
@@ -149,6 +155,9 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     routes: { data: shared, control },
     front,
     snapshots,
+    evaluation,
+    limiter,
+    streamLimits,
     contexts,
     demo,
     recorder,

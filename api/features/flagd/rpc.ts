@@ -1,0 +1,292 @@
+import { performance } from 'node:perf_hooks';
+import type { JsonObject } from '@bufbuild/protobuf';
+import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type HandlerContext } from '@connectrpc/connect';
+import { ANONYMOUS } from '../../auth/principal';
+import { PER_IP, PER_TOKEN, rateLimitMessage, type RateDecision } from '../../http/rate-limit';
+import { toConnectError } from '../evaluation/connect-rpc';
+import type { EvaluationContext, EvaluationResult, FlagType } from '../evaluation/engine/index';
+import type { LocalRateLimiter } from '../evaluation/local-rate-limiter';
+import { OFREP_REASONS } from '../evaluation/ofrep';
+import type { EvaluationService } from '../evaluation/service';
+import type { StreamLimits } from '../evaluation/stream-limits';
+import { credentialOf, type FlagdCredentials, type FlagSet } from './credentials';
+import type { FlagSetFeed } from './feed';
+import { Mailbox, type FlagdStreams } from './streams';
+import { DEFAULT_VARIANT, DISABLED_VARIANT } from './translate';
+
+/**
+ * The flagd services (docs/local-evaluation.md): flagd.sync.v1.FlagSyncService and
+ * flagd.evaluation v1/v2, over the evaluation data plane's snapshots, evaluation service, rate
+ * limits and stream caps.
+ */
+
+/** Where a call came from: the client address (per-IP limits) and its HTTP/2 session, if any. */
+export interface FlagdConnection {
+  ip: string;
+  /** One per client connection over HTTP/2: a provider's calls share it. */
+  session: object | undefined;
+}
+
+const kConnection = createContextKey<FlagdConnection>({ ip: 'unknown', session: undefined }, { description: 'flagd connection' });
+
+export function connectionValues(connection: FlagdConnection): ContextValues {
+  return createContextValues().set(kConnection, connection);
+}
+
+export interface FlagdRpcDeps {
+  credentials: FlagdCredentials;
+  evaluation: EvaluationService;
+  feed: FlagSetFeed;
+  streams: FlagdStreams;
+  limiter: LocalRateLimiter;
+  streamLimits: StreamLimits;
+  limits: { perIp: number; perToken: number };
+  /** How often an EventStream sends keep_alive. */
+  keepAliveMs: number;
+}
+
+/** The reason of a successful result, as OFREP answers it (docs/evaluation.md#reasons). */
+function reasonOf(r: EvaluationResult): string {
+  return r.disabled ? 'DISABLED' : OFREP_REASONS[r.reason as keyof typeof OFREP_REASONS];
+}
+
+/** Our variant name, else the translation's: `rule:<ruleId>`, `disabled` or `default` (docs/local-evaluation.md#values-variants-and-reasons). */
+function variantOf(r: EvaluationResult): string {
+  if (r.variant !== undefined) return r.variant;
+  if (r.ruleId !== undefined) return `rule:${r.ruleId}`;
+  return r.disabled ? DISABLED_VARIANT : DEFAULT_VARIANT;
+}
+
+/** flagd's status codes for evaluation errors (what its providers map back to OpenFeature errors). */
+const ERROR_STATUS: Record<string, Code> = {
+  FLAG_NOT_FOUND: Code.NotFound,
+  TYPE_MISMATCH: Code.InvalidArgument,
+  PARSE_ERROR: Code.DataLoss,
+  TARGETING_KEY_MISSING: Code.InvalidArgument,
+  INVALID_CONTEXT: Code.InvalidArgument,
+  GENERAL: Code.Unknown,
+};
+
+function evaluationError(r: EvaluationResult): ConnectError {
+  const code = r.errorCode ?? 'GENERAL';
+  return new ConnectError(`${code}: ${r.errorMessage ?? 'evaluation failed'}`, ERROR_STATUS[code] ?? Code.Unknown);
+}
+
+const isPlainObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function typeMismatch(r: EvaluationResult, wanted: string): ConnectError {
+  return new ConnectError(`TYPE_MISMATCH: flag "${r.flagKey}" is not ${wanted}`, Code.InvalidArgument);
+}
+
+/** Streams waiting for their connection's credential (the RPC-mode EventStream of providers that send none). */
+type UnboundStreams = Set<(flagSet: FlagSet) => void>;
+
+export function flagdRpc(deps: FlagdRpcDeps) {
+  const { credentials, evaluation, feed, streams, limiter, streamLimits, limits } = deps;
+  const waiting = new WeakMap<object, UnboundStreams>();
+
+  function spend(decision: RateDecision, what: string): void {
+    if (!decision.allowed) throw new ConnectError(rateLimitMessage(decision.limit, limiter.windowSeconds, what), Code.ResourceExhausted);
+  }
+
+  /** Per-IP budget, then the credential, then its per-token and per-service budgets. */
+  async function admit(ctx: HandlerContext, requestSelector: string, token = credentialOf(ctx.requestHeader, requestSelector)): Promise<FlagSet> {
+    const connection = ctx.values.get(kConnection);
+    spend(limiter.consume(PER_IP.bucket(connection.ip), limits.perIp), PER_IP.what);
+    try {
+      const flagSet = await credentials.verify(token);
+      spend(limiter.consume(PER_TOKEN.bucket(flagSet.principal)!, limits.perToken), PER_TOKEN.what);
+      const service = evaluation.consumeServiceBudget(flagSet.grant);
+      if (service !== undefined) spend(service, 'service');
+      return flagSet;
+    } catch (error) {
+      throw toConnectError(error);
+    }
+  }
+
+  /** A verified call binds its connection's waiting EventStreams to its flag set. */
+  function bindWaiting(ctx: HandlerContext, flagSet: FlagSet): void {
+    const session = ctx.values.get(kConnection).session;
+    const unbound = session === undefined ? undefined : waiting.get(session);
+    if (unbound === undefined) return;
+    waiting.delete(session!);
+    for (const bind of unbound) bind(flagSet);
+  }
+
+  async function resolve(ctx: HandlerContext, req: { flagKey: string; context?: JsonObject }, expectedType: FlagType): Promise<EvaluationResult> {
+    const startedAt = performance.now();
+    if (req.flagKey === '') throw new ConnectError('flag_key is required', Code.InvalidArgument);
+    const flagSet = await admit(ctx, '');
+    bindWaiting(ctx, flagSet);
+    const [result] = evaluation.evaluateKeys(
+      flagSet.grant,
+      flagSet.environment,
+      [{ flagKey: req.flagKey }],
+      (req.context ?? {}) as EvaluationContext,
+      { source: 'flagd', startedAt, bodyBytes: 0 },
+      expectedType,
+    );
+    if (result.reason === 'ERROR') throw evaluationError(result);
+    return result;
+  }
+
+  const answer = <T>(r: EvaluationResult, value: T) => ({ value, reason: reasonOf(r), variant: variantOf(r), metadata: {} });
+
+  /** A stream's slot under the open-stream caps, released when it ends. */
+  function slot(ctx: HandlerContext, flagSet: FlagSet | undefined) {
+    const admission = streamLimits.acquire({
+      ip: ctx.values.get(kConnection).ip,
+      principal: flagSet?.principal ?? ANONYMOUS,
+      serviceId: flagSet?.serviceId ?? '',
+    });
+    if (!admission.ok) {
+      ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
+      throw new ConnectError(admission.error.message, Code.ResourceExhausted);
+    }
+    return admission.release;
+  }
+
+  /** Runs a stream's mailbox until it fails or its client leaves; `cleanup` runs once either way. */
+  async function* run<T>(ctx: HandlerContext, mailbox: Mailbox<T>, cleanup: () => void): AsyncGenerator<T> {
+    const onAbort = () => mailbox.fail(new ConnectError('The client went away', Code.Canceled));
+    ctx.signal.addEventListener('abort', onAbort);
+    try {
+      yield* mailbox.messages();
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort);
+      cleanup();
+    }
+  }
+
+  const sync = {
+    async *syncFlags(req: { selector: string }, ctx: HandlerContext) {
+      const flagSet = await admit(ctx, req.selector);
+      if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
+      const release = slot(ctx, flagSet);
+      const mailbox = new Mailbox<{ flagConfiguration: string }>(true);
+      const { serviceId, environment } = flagSet;
+      const send = () => mailbox.put({ flagConfiguration: feed.document(serviceId, environment) });
+      const unsubscribe = feed.subscribe(serviceId, environment, send);
+      const registration = streams.add(mailbox, flagSet.token);
+      send();
+      yield* run(ctx, mailbox, () => {
+        unsubscribe();
+        registration.remove();
+        release();
+      });
+    },
+    async fetchAllFlags(req: { selector: string }, ctx: HandlerContext) {
+      const flagSet = await admit(ctx, req.selector);
+      return { flagConfiguration: feed.document(flagSet.serviceId, flagSet.environment) };
+    },
+    async getMetadata(_req: unknown, ctx: HandlerContext) {
+      // Providers ask without a selector; one that sends a credential must send a valid one.
+      const token = credentialOf(ctx.requestHeader);
+      if (token !== undefined) await admit(ctx, '', token);
+      return { metadata: {} };
+    },
+  };
+
+  const evaluationImpl = {
+    async resolveBoolean(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
+      const r = await resolve(ctx, req, 'boolean');
+      if (typeof r.value !== 'boolean') throw typeMismatch(r, 'a boolean');
+      return answer(r, r.value);
+    },
+    async resolveString(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
+      const r = await resolve(ctx, req, 'string');
+      if (typeof r.value !== 'string') throw typeMismatch(r, 'a string');
+      return answer(r, r.value);
+    },
+    async resolveFloat(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
+      const r = await resolve(ctx, req, 'number');
+      if (typeof r.value !== 'number') throw typeMismatch(r, 'a number');
+      return answer(r, r.value);
+    },
+    async resolveInt(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
+      const r = await resolve(ctx, req, 'number');
+      if (typeof r.value !== 'number' || !Number.isSafeInteger(r.value)) throw typeMismatch(r, 'an integer');
+      return answer(r, BigInt(r.value));
+    },
+    async resolveObject(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
+      const r = await resolve(ctx, req, 'object');
+      if (!isPlainObject(r.value)) throw typeMismatch(r, 'an object');
+      return answer(r, r.value);
+    },
+    /** Every flag of the set; flags whose evaluation fails are left out, as flagd does. */
+    async resolveAll(req: { context?: JsonObject }, ctx: HandlerContext) {
+      const startedAt = performance.now();
+      const flagSet = await admit(ctx, '');
+      bindWaiting(ctx, flagSet);
+      const results = evaluation.evaluateVisible(flagSet.grant, flagSet.environment, (req.context ?? {}) as EvaluationContext, { source: 'flagd', startedAt, bodyBytes: 0 });
+      const flags: Record<string, { reason: string; variant: string; metadata: JsonObject; value: AnyValue }> = {};
+      for (const r of results) {
+        const value = anyValue(r.value);
+        if (r.reason !== 'ERROR' && value !== undefined) flags[r.flagKey] = { reason: reasonOf(r), variant: variantOf(r), metadata: {}, value };
+      }
+      return { flags, metadata: {} };
+    },
+    /**
+     * provider_ready, then configuration_change naming the changed flags, and keep_alive. A call
+     * without a credential (the JS provider sends none on this stream) waits, hearing only
+     * keep_alive, until a verified call on the same HTTP/2 connection names its flag set.
+     */
+    async *eventStream(_req: unknown, ctx: HandlerContext) {
+      const token = credentialOf(ctx.requestHeader);
+      const flagSet = token === undefined ? undefined : await admit(ctx, '', token);
+      if (token === undefined) spend(limiter.consume(PER_IP.bucket(ctx.values.get(kConnection).ip), limits.perIp), PER_IP.what);
+      if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
+      const release = slot(ctx, flagSet);
+      const mailbox = new Mailbox<{ type: string; data: JsonObject }>(false);
+      const registration = streams.add(mailbox, flagSet?.token);
+      let unsubscribe = () => {};
+      const follow = (set: FlagSet) => {
+        registration.setToken(set.token);
+        unsubscribe = feed.subscribe(set.serviceId, set.environment, (keys) => {
+          mailbox.put({ type: 'configuration_change', data: { flags: Object.fromEntries(keys.map((key) => [key, {}])) } });
+        });
+      };
+      const session = ctx.values.get(kConnection).session;
+      const unbound = flagSet === undefined && session !== undefined ? waitFor(session, follow) : undefined;
+      if (flagSet !== undefined) follow(flagSet);
+      const keepAlive = setInterval(() => mailbox.put({ type: 'keep_alive', data: {} }), deps.keepAliveMs);
+      mailbox.put({ type: 'provider_ready', data: {} });
+      yield* run(ctx, mailbox, () => {
+        clearInterval(keepAlive);
+        unbound?.();
+        unsubscribe();
+        registration.remove();
+        release();
+      });
+    },
+  };
+
+  /** Registers a stream waiting for its connection's credential; returns how to stop waiting. */
+  function waitFor(session: object, bind: (flagSet: FlagSet) => void): () => void {
+    let set = waiting.get(session);
+    if (set === undefined) {
+      set = new Set();
+      waiting.set(session, set);
+    }
+    const entry = set;
+    entry.add(bind);
+    return () => entry.delete(bind);
+  }
+
+  return { sync, evaluation: evaluationImpl };
+}
+
+type AnyValue =
+  | { case: 'boolValue'; value: boolean }
+  | { case: 'stringValue'; value: string }
+  | { case: 'doubleValue'; value: number }
+  | { case: 'objectValue'; value: JsonObject };
+
+/** A value as ResolveAll's oneof; undefined for what it cannot carry (arrays, null). */
+function anyValue(v: unknown): AnyValue | undefined {
+  if (typeof v === 'boolean') return { case: 'boolValue', value: v };
+  if (typeof v === 'string') return { case: 'stringValue', value: v };
+  if (typeof v === 'number') return { case: 'doubleValue', value: v };
+  if (isPlainObject(v)) return { case: 'objectValue', value: v };
+  return undefined;
+}
