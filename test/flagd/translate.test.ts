@@ -282,7 +282,7 @@ describe('untranslatable targeting', () => {
     ['exists', { property: '$flagd.flagKey', operator: 'exists', value: true }],
   ] as const)('%s: an issue with the path, and ERROR with the caller default from every provider', (operator, extra) => {
     const flag = { ...rule([extra as Condition]), version: 4 };
-    expect(locatedInProcessIssues(flag, NO_COHORTS)).toEqual([{ ruleId: 'r1', operator, path: 'targeting[0].conditions[1].operator', message: expect.any(String) }]);
+    expect(locatedInProcessIssues(flag, NO_COHORTS)).toEqual([{ ruleId: 'r1', operator, path: 'targeting.0.conditions.1.operator', message: expect.any(String) }]);
     const document = toFlagdDocument([flag], NO_COHORTS);
     expect(document.flags.untranslatable.metadata).toEqual({ flagKey: 'untranslatable', version: 4, type: 'boolean', inProcess: 'unsupported' });
     const core = flagdCoreFor(document);
@@ -307,7 +307,7 @@ describe('untranslatable targeting', () => {
 
   it('refuses array values of object flags: flagd holds objects only', () => {
     const flag = { ...base, type: 'object' as const, defaultValue: {}, targeting: [{ id: 'list', conditions: [], value: [1, 2] }], version: 1 };
-    expect(locatedInProcessIssues(flag, NO_COHORTS)).toEqual([{ ruleId: 'list', operator: null, path: 'targeting[0].value', message: expect.any(String) }]);
+    expect(locatedInProcessIssues(flag, NO_COHORTS)).toEqual([{ ruleId: 'list', operator: null, path: 'targeting.0.value', message: expect.any(String) }]);
   });
 
   it('names every operator in the docs table', () => {

@@ -13,6 +13,8 @@ import {
 } from '../evaluation/engine/index';
 import { toComparableNumber } from '../evaluation/engine/comparison';
 import { valueMatchesType } from '../evaluation/engine/value-types';
+import type { z } from 'zod';
+import type { InProcessIssueSchema } from '../flags/schema';
 import { canonicalJson, zeroValue } from '../flags/validation';
 
 /**
@@ -46,16 +48,12 @@ export interface FlagdDocument {
 export type TranslatableFlag = FlagDefinition & { version: number };
 
 /**
- * Why a flag cannot be evaluated exactly in-process: one entry per offending condition, or
- * per variant whose name flagd cannot keep apart from another (`ruleId` and `operator` null).
+ * Why a flag cannot be evaluated exactly in-process: one entry per offending condition, or per
+ * value flagd cannot hold (`operator` null; `ruleId` null for the default and the variants).
  */
-export interface InProcessIssue {
-  ruleId: string | null;
-  operator: string | null;
-  message: string;
-}
+export type InProcessIssue = z.infer<typeof InProcessIssueSchema>;
 
-/** An issue with where it is in the flag, as a write error's path (`targeting[0].conditions[1].operator`). */
+/** An issue with where it is in the flag, as a write error's path (`targeting.0.conditions.1.operator`). */
 export interface LocatedInProcessIssue extends InProcessIssue {
   path: string;
 }
@@ -206,7 +204,8 @@ function translateCondition(condition: Condition, cohortLogic: (id: string) => C
 interface CohortTranslation {
   /** The cohort's membership test; undefined when a condition has no flagd equivalent. */
   logic: Logic | undefined;
-  problems: string[];
+  /** Each condition without a flagd equivalent, with its path in the cohort (`rules.0.conditions.1.operator`). */
+  problems: { path: string; message: string }[];
 }
 
 const cohortTranslations = new WeakMap<CohortDefinition, CohortTranslation>();
@@ -216,20 +215,21 @@ function translateCohort(definition: CohortDefinition): CohortTranslation {
   if (kept !== undefined) return kept;
   const compiled = compileCohort(definition);
   const usable = new Set(compiled.ruleIds);
-  const problems: string[] = [];
+  const problems: CohortTranslation['problems'] = [];
   const rules: Logic[] = [];
-  for (const rule of definition.rules) {
+  definition.rules.forEach((rule, ruleIndex) => {
     // Rules that cannot compile never match (compile.ts): leaving them out is exact.
-    if (!usable.has(rule.id)) continue;
+    if (!usable.has(rule.id)) return;
     const parts: Logic[] = [];
-    for (const condition of rule.conditions) {
+    rule.conditions.forEach((condition, conditionIndex) => {
       const translated = translateCondition(condition, () => impossible('cohorts do not nest'));
-      if ('problem' in translated) problems.push(`cohort ${JSON.stringify(definition.id)}, rule ${JSON.stringify(rule.id)}: ${translated.problem}`);
+      if ('problem' in translated) problems.push({ path: `rules.${ruleIndex}.conditions.${conditionIndex}.operator`, message: translated.problem });
       else parts.push(translated.logic);
-    }
+    });
     rules.push(allOf(parts));
-  }
-  if (JSON.stringify(definition.id) !== `"${definition.id}"`) problems.push(`cohort id ${JSON.stringify(definition.id)} cannot be referenced in flagd`);
+  });
+  // flagd-core finds a $ref by its text: an id JSON would escape is never found.
+  if (JSON.stringify(definition.id) !== `"${definition.id}"`) problems.push({ path: 'id', message: `cohort id ${JSON.stringify(definition.id)} cannot be referenced in flagd` });
   const made: CohortTranslation = { logic: problems.length > 0 ? undefined : anyOf(rules), problems };
   cohortTranslations.set(definition, made);
   return made;
@@ -314,7 +314,9 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
     // An unknown cohort never holds (compile.ts).
     if (definition === undefined) return { logic: false };
     const cohort = translateCohort(definition);
-    if (cohort.logic === undefined) return impossible(cohort.problems.join('; '));
+    if (cohort.logic === undefined) {
+      return impossible(cohort.problems.map((problem) => `cohort ${JSON.stringify(id)} ${problem.path}: ${problem.message}`).join('; '));
+    }
     if (cohort.logic === true || cohort.logic === false) return { logic: cohort.logic };
     const name = COHORT_EVALUATOR_PREFIX + id;
     evaluators.set(name, cohort.logic);
@@ -325,17 +327,17 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
    * The variant that serves `value`, or a name no variant has when its type is not the flag's
    * (we answer TYPE_MISMATCH: ERROR with the caller's default).
    */
-  const served = (name: string, value: unknown, path: string, ruleId: string | null): string => {
+  const served = (name: string, value: unknown, paths: { value: string; name: string }, ruleId: string | null): string => {
     if (!valueMatchesType(compiled.type, value)) return TYPE_MISMATCH_VARIANT;
     if (Array.isArray(value)) {
-      issues.push({ ruleId, operator: null, path, message: "flagd's object flags hold JSON objects: an array value cannot be served in-process" });
+      issues.push({ ruleId, operator: null, path: paths.value, message: "flagd's object flags hold JSON objects: an array value cannot be served in-process" });
     } else if (ERROR_VARIANTS.has(name) || !variants.define(name, value)) {
-      issues.push({ ruleId, operator: null, path, message: `variant name ${JSON.stringify(name)} is used by the flagd translation for another value` });
+      issues.push({ ruleId, operator: null, path: paths.name, message: `variant name ${JSON.stringify(name)} is used by the flagd translation for another value` });
     }
     return name;
   };
 
-  const defaultServed = served(compiled.enabled ? DEFAULT_VARIANT : DISABLED_VARIANT, compiled.defaultValue, 'defaultValue', null);
+  const defaultServed = served(compiled.enabled ? DEFAULT_VARIANT : DISABLED_VARIANT, compiled.defaultValue, { value: 'defaultValue', name: 'defaultValue' }, null);
 
   const branches: Logic[] = [];
   const targeting = Array.isArray(flag.targeting) ? flag.targeting : [];
@@ -347,7 +349,7 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
     conditions.forEach((condition, conditionIndex) => {
       const translated = translateCondition(condition, cohortLogic);
       if ('problem' in translated) {
-        issues.push({ ruleId: rule.id, operator: condition.operator, path: `targeting[${ruleIndex}].conditions[${conditionIndex}].operator`, message: translated.problem });
+        issues.push({ ruleId: rule.id, operator: condition.operator, path: `targeting.${ruleIndex}.conditions.${conditionIndex}.operator`, message: translated.problem });
       } else parts.push(translated.logic);
     });
     if (rule.rolloutThreshold <= 0) return;
@@ -357,14 +359,14 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
         '===': [fractional(ROLLOUT_SALT, flag.key, [['in', rule.rolloutThreshold], ['out', BUCKET_COUNT - rule.rolloutThreshold]]), 'in'],
       });
     }
-    branches.push(allOf(parts), served(RULE_VARIANT_PREFIX + rule.id, rule.value, `targeting[${ruleIndex}].value`, rule.id));
+    branches.push(allOf(parts), served(RULE_VARIANT_PREFIX + rule.id, rule.value, { value: `targeting.${ruleIndex}.value`, name: `targeting.${ruleIndex}.id` }, rule.id));
   });
 
   let last: Logic = defaultServed;
   if (compiled.variants.length > 0) {
     const boundaries = variantBoundaries(compiled);
     const buckets = compiled.variants.map((variant, index): [string, number] => [
-      served(variant.name, variant.value, `variants[${index}].name`, null),
+      served(variant.name, variant.value, { value: `variants.${index}.value`, name: `variants.${index}.name` }, null),
       boundaries[index + 1] - boundaries[index],
     ]);
     // flagd's fractional takes two buckets at least; one variant holds every bucket anyway.
@@ -399,6 +401,11 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
 function constantFlag(variant: string, variants: Record<string, unknown>, metadata: FlagdFlag['metadata']): FlagdFlag {
   if (Object.hasOwn(variants, variant)) return { state: 'ENABLED', variants, defaultVariant: variant, metadata };
   return { state: 'ENABLED', variants, targeting: { if: [true, variant, variant] }, metadata };
+}
+
+/** Why flags naming the cohort cannot be evaluated exactly in-process (empty when they can), with each problem's path in the cohort. */
+export function cohortInProcessProblems(definition: CohortDefinition): { path: string; message: string }[] {
+  return translateCohort(definition).problems;
 }
 
 /** Why the flag cannot be evaluated exactly in-process (empty when it can), with each issue's path in the flag. */
