@@ -28,6 +28,7 @@ import {
 import { FlagContentPatchSchema } from '../../api/features/flags/schema';
 import { flagContentProblems } from '../../api/features/flags/validation';
 import cases from '../evaluation/cases.json';
+import { APPROXIMATIONS } from './approximations';
 
 const SEED = 20261126;
 const NO_COHORTS: ReadonlyMap<string, CohortDefinition> = new Map();
@@ -86,18 +87,6 @@ const evaluationCases = (cases as unknown as EvaluationCase[]).filter(
     entry.flag !== null && typeof entry.context === 'object' && entry.context !== null && !Array.isArray(entry.context),
 );
 
-/** Cases where flagd answers differently by design: docs/flagd.md#operators lists each approximation. */
-const APPROXIMATIONS: Record<string, string> = {
-  'gt: numeric string attribute': 'numeric strings do not compare in-process',
-  'gt: decimal string attribute': 'numeric strings do not compare in-process',
-  'gt: exponent string attribute': 'numeric strings do not compare in-process',
-  'gte: equal numeric string': 'numeric strings do not compare in-process',
-  'lt: negative string': 'numeric strings do not compare in-process',
-  'lte: smaller numeric string': 'numeric strings do not compare in-process',
-  'semver_eq: blanks are invalid': 'flagd trims blanks around a version',
-  'semver_gt: numbers beyond 2^53 compare exactly': 'flagd-core refuses version numbers beyond 2^53',
-  'lookup: exact dotted key wins': 'flagd always reads a dotted name as a path',
-};
 
 describe('translated cases (test/evaluation/cases.json) on flagd-core', () => {
   const translatable = evaluationCases.filter((entry) => inProcessIssues({ ...entry.flag, version: 1 }, NO_COHORTS).length === 0);
