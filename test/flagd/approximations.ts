@@ -14,3 +14,14 @@ export const APPROXIMATIONS: Record<string, string> = {
   'semver_gt: numbers beyond 2^53 compare exactly': 'flagd-core refuses version numbers beyond 2^53',
   'lookup: exact dotted key wins': 'flagd always reads a dotted name as a path',
 };
+
+/**
+ * Where the Python provider alone answers differently from us and from the other providers, and
+ * why (docs/flagd.md#providers): its JsonLogic compares booleans and numbers loosely, and its
+ * float resolution reads a boolean as a number.
+ */
+export const PYTHON_DIFFERENCES: Record<string, string> = {
+  'equals: zero is not false': "Python's === takes False and 0 as equal",
+  'equals: one is not true': "Python's === takes True and 1 as equal",
+  'expected type number for a boolean flag': "the Python provider's float resolution answers a boolean as 1.0 or 0.0",
+};
