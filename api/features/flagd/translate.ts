@@ -387,8 +387,11 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
       metadata: { ...metadata, inProcess: 'unsupported' },
     });
   }
-  // A disabled flag answers its default (flagd's own DISABLED state would answer the caller's).
-  if (!compiled.enabled) return made(constantFlag(defaultServed, variants.values, metadata));
+  if (!compiled.enabled) {
+    // A disabled flag answers its default (flagd's own DISABLED state would answer the caller's): its rules need no variants.
+    evaluators.clear();
+    return made(constantFlag(defaultServed, defaultServed === TYPE_MISMATCH_VARIANT ? {} : { [defaultServed]: compiled.defaultValue }, metadata));
+  }
   const translated: FlagdFlag = { state: 'ENABLED', variants: variants.values, metadata };
   if (defaultServed !== TYPE_MISMATCH_VARIANT) translated.defaultVariant = defaultServed;
   // Nothing to decide: flagd serves defaultVariant without targeting.
