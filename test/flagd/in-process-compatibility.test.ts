@@ -72,6 +72,9 @@ describe('inProcessCompatible and inProcessIssues on flag reads', () => {
     expect(patched.body).toMatchObject({ inProcessCompatible: true, inProcessIssues: [] });
     const toggled = await fx.owner.request('POST', `/api/flags/${regex.key}/toggle${qs({ serviceId: fx.serviceId })}`, {});
     expect(toggled.body).toMatchObject({ enabled: true, inProcessCompatible: true });
+
+    const bulk = await fx.owner.request('POST', '/api/flags/bulk', { flags: [{ key: uniqueKey('inproc'), serviceId: fx.serviceId, environment: 'development', targeting: untranslatable }] });
+    expect(bulk.body.results[0]).toMatchObject({ status: 'success', flag: { inProcessCompatible: false, inProcessIssues: issues } });
   });
 
   it('counts the conditions of the cohorts a flag names, as the cohort is now', async () => {

@@ -230,6 +230,37 @@ describe('generated flags and contexts on flagd-core', () => {
   });
 });
 
+describe('non-ASCII targeting keys on flagd-core', () => {
+  const unicodeKeys = fc.sample(fc.string({ minLength: 1, maxLength: 8, unit: 'grapheme' }), { seed: SEED, numRuns: 300 }).filter((key) => [...key].some((character) => character.codePointAt(0)! > 0x7f));
+
+  it('answer as our engine wherever no bucket decides', () => {
+    const flag: FlagDefinition = {
+      key: 'unicode',
+      type: 'string',
+      enabled: true,
+      defaultValue: 'off',
+      variants: [],
+      targeting: [{ id: 'keyed', conditions: [{ property: 'targetingKey', operator: 'starts_with', value: 'é' }], value: 'accent' }],
+    };
+    const core = flagdCoreFor(toFlagdDocument([{ ...flag, version: 1 }], NO_COHORTS));
+    const compiled = compileFlag(flag);
+    for (const targetingKey of [...unicodeKeys, 'été', 'émile']) {
+      expect(flagdAnswer(core, 'unicode', 'string', { targetingKey }, 'caller')).toEqual(ourAnswer(evaluate(compiled, 'unicode', { targetingKey }, 'caller')));
+    }
+  });
+
+  it('may be bucketed differently: flagd-core hashes UTF-16 code units, not UTF-8 (docs/flagd.md#providers)', () => {
+    const flag: FlagDefinition = { key: 'split', type: 'string', enabled: true, defaultValue: 'off', variants: [], targeting: [{ id: 'half', conditions: [], value: 'on', rolloutPercentage: 50 }] };
+    const core = flagdCoreFor(toFlagdDocument([{ ...flag, version: 1 }], NO_COHORTS));
+    const compiled = compileFlag(flag);
+    const differing = unicodeKeys.filter(
+      (targetingKey) => flagdAnswer(core, 'split', 'string', { targetingKey }, 'caller').variant !== ourAnswer(evaluate(compiled, 'split', { targetingKey }, 'caller')).variant,
+    );
+    expect(unicodeKeys.length).toBeGreaterThan(50);
+    expect(differing.length).toBeGreaterThan(0);
+  });
+});
+
 describe('variant bucket boundaries', () => {
   it('reproduce our floating-point comparison at every boundary', () => {
     // 57 * 1000 / 100: (57000 / 100000) * 100 is 56.99999999999999 in a double, so bucket 57000 is still the first variant's.

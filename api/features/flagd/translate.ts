@@ -69,7 +69,7 @@ export const UNSUPPORTED_VARIANT = 'error:unsupported';
 export const TARGETING_KEY_MISSING_VARIANT = 'error:targeting-key-missing';
 export const TYPE_MISMATCH_VARIANT = 'error:type-mismatch';
 
-/** What an untranslatable flag's variants hold when its default cannot be held: never served. */
+/** What a flag's variants hold when none of its values can be held: never served. */
 const UNSERVED_VARIANT = 'unserved';
 
 const ERROR_VARIANTS: ReadonlySet<string> = new Set([UNSUPPORTED_VARIANT, TARGETING_KEY_MISSING_VARIANT, TYPE_MISMATCH_VARIANT]);
@@ -105,15 +105,36 @@ function anyOf(parts: Logic[]): Logic {
 
 /** flagd's starts_with answers null (false) for anything but two strings. */
 const isString = (x: Logic): Logic => ({ starts_with: [x, ''] });
-const isBoolean = (x: Logic): Logic => ({ in: [x, [true, false]] });
+/** Not an array: an array is not among its own merged elements, anything else is. */
+const isNotArray = (x: Logic): Logic => ({ in: [x, { merge: [x] }] });
 /**
- * A number: not null, not a string or boolean, not an array (an array is not among its own
- * merged elements) and not an object (which `cat` turns into "[object Object]").
+ * A boolean: what `cat` writes as true or false (Python writes True, False) and is neither a
+ * string nor an array. Not `in [true, false]`: Python's `in` finds 1 and 0 there.
  */
+const isBoolean = (x: Logic): Logic => ({ and: [not(isString(x)), isNotArray(x), { in: [{ cat: [x] }, ['true', 'false', 'True', 'False']] }] });
+/** A number: not null, not a string, boolean or array, and not an object (which `cat` writes "[object Object]"). */
 const isNumber = (x: Logic): Logic => ({
-  and: [{ '!==': [x, null] }, not(isString(x)), not(isBoolean(x)), { in: [x, { merge: [x] }] }, { '!==': [{ cat: [x] }, '[object Object]'] }],
+  and: [{ '!==': [x, null] }, not(isString(x)), not(isBoolean(x)), isNotArray(x), { '!==': [{ cat: [x] }, '[object Object]'] }],
 });
 const isPrimitive = (x: Logic): Logic => ({ or: [isString(x), isBoolean(x), isNumber(x)] });
+
+/** The type test of a primitive operand's type. */
+function isTypeOf(operand: unknown): (x: Logic) => Logic {
+  return typeof operand === 'string' ? isString : typeof operand === 'boolean' ? isBoolean : isNumber;
+}
+
+/** Type-strict equality with a primitive operand: Python's `===` takes 1 for true. */
+const equalTo = (x: Logic, operand: unknown): Logic => ({ and: [isTypeOf(operand)(x), { '===': [x, operand] }] });
+
+/** Type-strict membership: each type's members tested by that type, since Python's `in` finds 1 among [true]. */
+function memberOf(x: Logic, members: unknown[]): Logic {
+  const byType = new Map<(x: Logic) => Logic, unknown[]>();
+  for (const member of members) {
+    const test = isTypeOf(member);
+    byType.set(test, [...(byType.get(test) ?? []), member]);
+  }
+  return anyOf([...byType].map(([test, sameType]) => ({ and: [test(x), { in: [x, sameType] }] })));
+}
 
 /** Our "has a targeting key": a non-empty string (docs/evaluation.md#context). */
 const HAS_TARGETING_KEY: Logic = { and: [isString(TARGETING_KEY), { '!==': [TARGETING_KEY, ''] }] };
@@ -155,13 +176,13 @@ function translateCondition(condition: Condition, cohortLogic: (id: string) => C
   const x: Logic = { var: property };
   switch (condition.operator) {
     case 'equals':
-      return { logic: { '===': [x, value] } };
+      return { logic: equalTo(x, value) };
     case 'not_equals':
-      return { logic: { and: [isPrimitive(x), { '!==': [x, value] }] } };
+      return { logic: { and: [isPrimitive(x), not(equalTo(x, value))] } };
     case 'in':
-      return { logic: { in: [x, value] } };
+      return { logic: memberOf(x, value as unknown[]) };
     case 'not_in':
-      return { logic: { and: [isPrimitive(x), not({ in: [x, value] })] } };
+      return { logic: { and: [isPrimitive(x), not(memberOf(x, value as unknown[]))] } };
     case 'contains':
       // A string attribute: substring of a string operand. An array attribute: has the operand
       // (merge spreads an array and wraps anything else, so a scalar equal to the operand is ruled out).
@@ -375,20 +396,26 @@ function translateFlag(flag: TranslatableFlag, cohorts: ReadonlyMap<string, Coho
     last = { if: [HAS_TARGETING_KEY, pick, TARGETING_KEY_MISSING_VARIANT] };
   }
 
-  const made = (translated: FlagdFlag): FlagTranslation => ({ flag: translated, issues, evaluators, cohorts: usedCohorts });
+  const made = (translated: FlagdFlag): FlagTranslation => {
+    // Providers refuse a flag without variants (the Python one the whole document): one that is never served.
+    if (Object.keys(translated.variants).length === 0) translated.variants = { [UNSERVED_VARIANT]: zeroValue(compiled.type) };
+    return { flag: translated, issues, evaluators, cohorts: usedCohorts };
+  };
   if (issues.length > 0) {
-    // flagd's schema wants one variant at least; targeting never names this one.
-    const kept = defaultServed === TYPE_MISMATCH_VARIANT || Array.isArray(compiled.defaultValue) ? { [UNSERVED_VARIANT]: zeroValue(compiled.type) } : { [DEFAULT_VARIANT]: compiled.defaultValue };
+    const holdable = defaultServed !== TYPE_MISMATCH_VARIANT && !Array.isArray(compiled.defaultValue);
     evaluators.clear();
     return made({
       state: 'ENABLED',
-      variants: kept,
+      variants: holdable ? { [DEFAULT_VARIANT]: compiled.defaultValue } : {},
       targeting: { if: [true, UNSUPPORTED_VARIANT, UNSUPPORTED_VARIANT] },
       metadata: { ...metadata, inProcess: 'unsupported' },
     });
   }
-  // A disabled flag answers its default (flagd's own DISABLED state would answer the caller's).
-  if (!compiled.enabled) return made(constantFlag(defaultServed, variants.values, metadata));
+  if (!compiled.enabled) {
+    // A disabled flag answers its default (flagd's own DISABLED state would answer the caller's): its rules need no variants.
+    evaluators.clear();
+    return made(constantFlag(defaultServed, defaultServed === TYPE_MISMATCH_VARIANT ? {} : { [defaultServed]: compiled.defaultValue }, metadata));
+  }
   const translated: FlagdFlag = { state: 'ENABLED', variants: variants.values, metadata };
   if (defaultServed !== TYPE_MISMATCH_VARIANT) translated.defaultVariant = defaultServed;
   // Nothing to decide: flagd serves defaultVariant without targeting.

@@ -17291,6 +17291,16 @@ export interface operations {
                                 /** @enum {string} */
                                 environment: "development" | "staging" | "production";
                                 id: string;
+                                /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                                inProcessCompatible: boolean;
+                                /** @description Why not, one entry per offending condition or value; empty when compatible */
+                                inProcessIssues: {
+                                    message: string;
+                                    /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                    operator: string | null;
+                                    /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                    ruleId: string | null;
+                                }[];
                                 isPublic: boolean;
                                 key: string;
                                 name: string;
@@ -17557,6 +17567,16 @@ export interface operations {
                                 /** @enum {string} */
                                 environment: "development" | "staging" | "production";
                                 id: string;
+                                /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                                inProcessCompatible: boolean;
+                                /** @description Why not, one entry per offending condition or value; empty when compatible */
+                                inProcessIssues: {
+                                    message: string;
+                                    /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                    operator: string | null;
+                                    /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                    ruleId: string | null;
+                                }[];
                                 isPublic: boolean;
                                 key: string;
                                 name: string;
@@ -17823,6 +17843,16 @@ export interface operations {
                                 /** @enum {string} */
                                 environment: "development" | "staging" | "production";
                                 id: string;
+                                /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                                inProcessCompatible: boolean;
+                                /** @description Why not, one entry per offending condition or value; empty when compatible */
+                                inProcessIssues: {
+                                    message: string;
+                                    /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                    operator: string | null;
+                                    /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                    ruleId: string | null;
+                                }[];
                                 isPublic: boolean;
                                 key: string;
                                 name: string;
