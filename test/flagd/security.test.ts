@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, personalToken, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
@@ -130,7 +131,7 @@ describe('limits and shutdown', () => {
   let lfx: DataPlaneFixture;
   let ltoken: string;
   beforeAll(async () => {
-    limited = await startTestApp({ RATE_LIMIT_PER_TOKEN: '20', STREAM_MAX_PER_IP: '2' });
+    limited = await startTestApp({ RATE_LIMIT_PER_TOKEN: '20', STREAM_MAX_PER_IP: '2', HTTP_HEADERS_TIMEOUT_MS: '1000' });
     lfx = await createFixture(limited);
     ltoken = (await boundToken(lfx)).value;
   });
@@ -144,6 +145,27 @@ describe('limits and shutdown', () => {
     for (let i = 0; i < 25; i++) codes.push(codeOf(await failure(v1.resolveAll({}, selector(ltoken)))));
     expect(codes.slice(0, 20).every((c) => c === 'ok')).toBe(true);
     expect(codes.slice(20)).toEqual(new Array(5).fill(Code.ResourceExhausted));
+  });
+
+  it('closes a connection that never says which protocol it speaks', async () => {
+    const { port } = new URL(limited.urls.flagd!);
+    const openedAt = Date.now();
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('close', resolve));
+    // HTTP_HEADERS_TIMEOUT_MS is 1 s here; the bound is generous.
+    expect(Date.now() - openedAt).toBeLessThan(15_000);
+  });
+
+  it('closes an HTTP/1.1 connection whose headers never finish', async () => {
+    const { port } = new URL(limited.urls.flagd!);
+    const openedAt = Date.now();
+    const socket = net.connect(Number(port), '127.0.0.1', () => socket.write('POST /flagd.evaluation.v1.Service/ResolveAll HTTP/1.1\r\nHost: x\r\n'));
+    socket.on('error', () => undefined);
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk));
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(answer).toMatch(/^HTTP\/1.1 408/);
+    expect(Date.now() - openedAt).toBeLessThan(15_000);
   });
 
   it('caps open streams per IP and ends open streams UNAVAILABLE at shutdown', async () => {

@@ -1,3 +1,4 @@
+import http2 from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
@@ -71,7 +72,7 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
     expect(res.body.evaluations.find((e: { source: string }) => e.source === 'flagd')).toMatchObject({ flagKey: stringKey, environment: 'development', value: 'blue' });
   });
 
-  it.each(['grpc', 'connect-h2c'] as const)('streams provider_ready, configuration_change naming the flag, and keep_alive over %s', async (protocol) => {
+  it.each(PROTOCOLS)('streams provider_ready, configuration_change naming the flag, and keep_alive over %s', async (protocol) => {
     const abort = new AbortController();
     const stream = follow(evaluationV1(app, protocol).eventStream({}, { ...selector(token), signal: abort.signal }));
     try {
@@ -102,6 +103,26 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
       await stream.done;
       await toggle(offKey, false);
     }
+  });
+});
+
+describe('both ports', () => {
+  it.each(['flagd', 'flagdSync'] as const)('answer HTTP/2 keepalive pings in cleartext (%s)', async (port) => {
+    const session = http2.connect(app.urls[port]!);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        session.once('connect', () => resolve());
+        session.once('error', reject);
+      });
+      const rtt = await new Promise<number>((resolve, reject) => session.ping((error, duration) => (error ? reject(error) : resolve(duration))));
+      expect(rtt).toBeGreaterThanOrEqual(0);
+    } finally {
+      session.close();
+    }
+  });
+
+  it('answer an unknown path 404 over HTTP/1.1', async () => {
+    expect((await fetch(`${app.urls.flagd}/nothing/here`)).status).toBe(404);
   });
 });
 

@@ -87,6 +87,8 @@ it('delivers every committed toggle at least once across a SIGKILL of the app, d
     PORT: String(port),
     DATA_PORT: String(dataPort),
     INGEST_PORT: String(ingestPort),
+    FLAGD_PORT: '0',
+    FLAGD_SYNC_PORT: '0',
     DATA_DIR: dataDir,
     DATABASE_URL: setup.databaseUrl,
     REDIS_URL: config.REDIS_URL ?? '',

@@ -136,7 +136,8 @@ describe('a lone data-plane process', () => {
   afterAll(() => data?.stop());
 
   it('serves the data plane without connecting to Temporal', async () => {
-    expect(Object.keys(data.running.urls)).toEqual(['data']);
+    // flagd's ports open with the data plane (docs/local-evaluation.md#ports).
+    expect(Object.keys(data.running.urls)).toEqual(['data', 'flagd', 'flagdSync']);
     expect(data.platform.temporal.connected).toBe(false);
     expect(() => data.platform.temporal.client).toThrow(/not opened/);
     const admin = await data.request('GET', '/api/health/admin', { listener: 'data', cookie: await opsCookie() });

@@ -78,7 +78,7 @@ export class FlagdCredentials {
     const { serviceId, environment } = principal.scope;
     let grant: ServiceGrant;
     try {
-      grant = await this.deps.evaluation.grant(principal, serviceId);
+      grant = this.deps.evaluation.grantNow(principal, serviceId) ?? (await this.deps.evaluation.grant(principal, serviceId));
     } catch (error) {
       // The bound service is gone: the token names no flag set any more.
       if (error instanceof HttpError && error.status === 404) throw unauthenticated('The token names no flag set');

@@ -50,12 +50,26 @@ export async function startFlagdListener(handler: FlagdHandler, options: FlagdLi
     h2.on('secureConnection', track);
     server = h2;
   } else {
-    h1 = http.createServer({ maxHeaderSize: 16 * 1024, headersTimeout: options.headersTimeoutMs, requestTimeout: 0 }, handler);
+    h1 = http.createServer(
+      {
+        maxHeaderSize: 16 * 1024,
+        headersTimeout: options.headersTimeoutMs,
+        requestTimeout: 0,
+        // Node checks the header timeout on this interval; keep it well under the timeout.
+        connectionsCheckingInterval: Math.min(5_000, Math.ceil(options.headersTimeoutMs / 4)),
+      },
+      handler,
+    );
+    // It never listens itself: 'listening' starts its check of header timeouts on the sockets it is handed.
+    h1.emit('listening');
     h2 = http2.createServer(h2options, handler);
     const plain = { h1, h2 };
     server = net.createServer((socket) => {
       track(socket);
+      // A client must say which protocol it speaks as soon as a request's headers are due.
+      socket.setTimeout(options.headersTimeoutMs, () => socket.destroy());
       socket.once('data', (chunk) => {
+        socket.setTimeout(0);
         socket.pause();
         socket.unshift(chunk);
         if (chunk.subarray(0, HTTP2_PREFACE_START.length).toString('latin1') === HTTP2_PREFACE_START) {
@@ -99,6 +113,7 @@ export async function startFlagdListener(handler: FlagdHandler, options: FlagdLi
       }, graceMs);
       await closed;
       clearTimeout(force);
+      h1?.close();
     },
   };
 }

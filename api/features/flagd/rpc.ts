@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type HandlerContext } from '@connectrpc/connect';
 import { ANONYMOUS } from '../../auth/principal';
+import type { Logger } from '../../infra/logger';
 import { PER_IP, PER_TOKEN, rateLimitMessage, type RateDecision } from '../../http/rate-limit';
 import { toConnectError } from '../evaluation/connect-rpc';
 import type { EvaluationContext, EvaluationResult, FlagType } from '../evaluation/engine/index';
@@ -11,7 +12,7 @@ import type { EvaluationService } from '../evaluation/service';
 import type { StreamLimits } from '../evaluation/stream-limits';
 import { credentialOf, type FlagdCredentials, type FlagSet } from './credentials';
 import type { FlagSetFeed } from './feed';
-import { Mailbox, type FlagdStreams } from './streams';
+import { Mailbox, type FlagdStreams, type StreamRegistration } from './streams';
 import { DEFAULT_VARIANT, DISABLED_VARIANT } from './translate';
 
 /**
@@ -43,6 +44,7 @@ export interface FlagdRpcDeps {
   limits: { perIp: number; perToken: number };
   /** How often an EventStream sends keep_alive. */
   keepAliveMs: number;
+  logger: Logger;
 }
 
 /** The reason of a successful result, as OFREP answers it (docs/evaluation.md#reasons). */
@@ -82,7 +84,7 @@ function typeMismatch(r: EvaluationResult, wanted: string): ConnectError {
 type UnboundStreams = Set<(flagSet: FlagSet) => void>;
 
 export function flagdRpc(deps: FlagdRpcDeps) {
-  const { credentials, evaluation, feed, streams, limiter, streamLimits, limits } = deps;
+  const { credentials, evaluation, feed, streams, limiter, streamLimits, limits, logger } = deps;
   const waiting = new WeakMap<object, UnboundStreams>();
 
   function spend(decision: RateDecision, what: string): void {
@@ -132,47 +134,53 @@ export function flagdRpc(deps: FlagdRpcDeps) {
 
   const answer = <T>(r: EvaluationResult, value: T) => ({ value, reason: reasonOf(r), variant: variantOf(r), metadata: {} });
 
-  /** A stream's slot under the open-stream caps, released when it ends. */
-  function slot(ctx: HandlerContext, flagSet: FlagSet | undefined) {
-    const admission = streamLimits.acquire({
-      ip: ctx.values.get(kConnection).ip,
-      principal: flagSet?.principal ?? ANONYMOUS,
-      serviceId: flagSet?.serviceId ?? '',
-    });
+  /**
+   * Runs one stream: its slot under the open-stream caps, its mailbox and its registration for
+   * revocation and shutdown. `start` subscribes it (adding what undoes that with `onEnd`) and is
+   * run inside the stream's lifetime, so whatever it set up is undone however the stream ends.
+   */
+  async function* openStream<T>(
+    ctx: HandlerContext,
+    flagSet: FlagSet | undefined,
+    mailbox: Mailbox<T>,
+    start: (registration: StreamRegistration, onEnd: (undo: () => void) => void) => void,
+  ): AsyncGenerator<T> {
+    if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
+    const admission = streamLimits.acquire({ ip: ctx.values.get(kConnection).ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? '' });
     if (!admission.ok) {
       ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
       throw new ConnectError(admission.error.message, Code.ResourceExhausted);
     }
-    return admission.release;
-  }
-
-  /** Runs a stream's mailbox until it fails or its client leaves; `cleanup` runs once either way. */
-  async function* run<T>(ctx: HandlerContext, mailbox: Mailbox<T>, cleanup: () => void): AsyncGenerator<T> {
+    const registration = streams.add(mailbox, flagSet?.token);
+    const undo = [admission.release, registration.remove];
     const onAbort = () => mailbox.fail(new ConnectError('The client went away', Code.Canceled));
     ctx.signal.addEventListener('abort', onAbort);
     try {
+      start(registration, (fn) => undo.push(fn));
       yield* mailbox.messages();
     } finally {
       ctx.signal.removeEventListener('abort', onAbort);
-      cleanup();
+      for (const fn of undo.reverse()) fn();
     }
   }
 
   const sync = {
     async *syncFlags(req: { selector: string }, ctx: HandlerContext) {
       const flagSet = await admit(ctx, req.selector);
-      if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
-      const release = slot(ctx, flagSet);
-      const mailbox = new Mailbox<{ flagConfiguration: string }>(true);
       const { serviceId, environment } = flagSet;
-      const send = () => mailbox.put({ flagConfiguration: feed.document(serviceId, environment) });
-      const unsubscribe = feed.subscribe(serviceId, environment, send);
-      const registration = streams.add(mailbox, flagSet.token);
-      send();
-      yield* run(ctx, mailbox, () => {
-        unsubscribe();
-        registration.remove();
-        release();
+      const mailbox = new Mailbox<{ flagConfiguration: string }>(true);
+      const send = () => {
+        try {
+          mailbox.put({ flagConfiguration: feed.document(serviceId, environment) });
+        } catch (error) {
+          // A document that cannot be built ends the stream; the provider reconnects and retries.
+          logger.error({ err: error, serviceId, environment }, 'flagd sync document failed');
+          mailbox.fail(new ConnectError('Internal server error', Code.Internal));
+        }
+      };
+      yield* openStream(ctx, flagSet, mailbox, (_registration, onEnd) => {
+        onEnd(feed.subscribe(serviceId, environment, send));
+        send();
       });
     },
     async fetchAllFlags(req: { selector: string }, ctx: HandlerContext) {
@@ -234,29 +242,23 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     async *eventStream(_req: unknown, ctx: HandlerContext) {
       const token = credentialOf(ctx.requestHeader);
       const flagSet = token === undefined ? undefined : await admit(ctx, '', token);
-      if (token === undefined) spend(limiter.consume(PER_IP.bucket(ctx.values.get(kConnection).ip), limits.perIp), PER_IP.what);
-      if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
-      const release = slot(ctx, flagSet);
+      const { ip, session } = ctx.values.get(kConnection);
+      if (flagSet === undefined) spend(limiter.consume(PER_IP.bucket(ip), limits.perIp), PER_IP.what);
       const mailbox = new Mailbox<{ type: string; data: JsonObject }>(false);
-      const registration = streams.add(mailbox, flagSet?.token);
-      let unsubscribe = () => {};
-      const follow = (set: FlagSet) => {
-        registration.setToken(set.token);
-        unsubscribe = feed.subscribe(set.serviceId, set.environment, (keys) => {
-          mailbox.put({ type: 'configuration_change', data: { flags: Object.fromEntries(keys.map((key) => [key, {}])) } });
-        });
-      };
-      const session = ctx.values.get(kConnection).session;
-      const unbound = flagSet === undefined && session !== undefined ? waitFor(session, follow) : undefined;
-      if (flagSet !== undefined) follow(flagSet);
-      const keepAlive = setInterval(() => mailbox.put({ type: 'keep_alive', data: {} }), deps.keepAliveMs);
-      mailbox.put({ type: 'provider_ready', data: {} });
-      yield* run(ctx, mailbox, () => {
-        clearInterval(keepAlive);
-        unbound?.();
-        unsubscribe();
-        registration.remove();
-        release();
+      yield* openStream(ctx, flagSet, mailbox, (registration, onEnd) => {
+        const follow = (set: FlagSet) => {
+          registration.setToken(set.token);
+          onEnd(
+            feed.subscribe(set.serviceId, set.environment, (keys) => {
+              mailbox.put({ type: 'configuration_change', data: { flags: Object.fromEntries(keys.map((key) => [key, {}])) } });
+            }),
+          );
+        };
+        if (flagSet !== undefined) follow(flagSet);
+        else if (session !== undefined) onEnd(waitFor(session, follow));
+        const keepAlive = setInterval(() => mailbox.put({ type: 'keep_alive', data: {} }), deps.keepAliveMs);
+        onEnd(() => clearInterval(keepAlive));
+        mailbox.put({ type: 'provider_ready', data: {} });
       });
     },
   };

@@ -58,6 +58,12 @@ export class Mailbox<T> {
   }
 }
 
+/** A stream's handle on the registry: the token whose revocation ends it, and its removal. */
+export interface StreamRegistration {
+  setToken(token: string): void;
+  remove(): void;
+}
+
 interface OpenStream {
   mailbox: Mailbox<unknown>;
   /** The credential whose revocation ends it; undefined while an EventStream waits for one. */
@@ -86,7 +92,7 @@ export class FlagdStreams {
   }
 
   /** Registers a stream; the returned handle sets its token and removes it when it ends. */
-  add(mailbox: Mailbox<unknown>, token: string | undefined): { setToken(token: string): void; remove(): void } {
+  add(mailbox: Mailbox<unknown>, token: string | undefined): StreamRegistration {
     const stream: OpenStream = { mailbox, token };
     this.open.add(stream);
     if (this.closed) mailbox.fail(shuttingDown());

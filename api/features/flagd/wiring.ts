@@ -53,10 +53,11 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
     streamLimits: deps.evaluation.streamLimits,
     limits: { perIp: config.RATE_LIMIT_PER_IP, perToken: config.RATE_LIMIT_PER_TOKEN },
     keepAliveMs: config.STREAM_HEARTBEAT_MS,
+    logger,
   });
   const tls = config.FLAGD_TLS_CERT && config.FLAGD_TLS_KEY ? { cert: fs.readFileSync(config.FLAGD_TLS_CERT, 'utf8'), key: fs.readFileSync(config.FLAGD_TLS_KEY, 'utf8') } : undefined;
 
-  const adapter = (routes: (router: ConnectRouter) => void) => nodeHandler(routes, logger);
+  const adapter = (routes: (router: ConnectRouter) => void) => nodeHandler(routes, config.TRUST_PROXY, logger);
 
   const listenerOptions = { host: config.HOST, tls, maxConnections: config.HTTP_MAX_CONNECTIONS, headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, logger };
   return {
@@ -99,7 +100,7 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
  * caller's connection in each call's context and failures reported through our logger; a
  * client that went away mid-stream is not a failure.
  */
-function nodeHandler(routes: (router: ConnectRouter) => void, logger: Logger): FlagdHandler {
+function nodeHandler(routes: (router: ConnectRouter) => void, trustProxy: number, logger: Logger): FlagdHandler {
   const router = createConnectRouter({
     // Requests are a flag key and a context: the evaluation body limit (docs/limits.md).
     readMaxBytes: BODY_LIMITS.evaluation,
@@ -116,7 +117,7 @@ function nodeHandler(routes: (router: ConnectRouter) => void, logger: Logger): F
       return;
     }
     const http2 = 'stream' in req ? (req as Http2ServerRequest) : undefined;
-    const values = connectionValues({ ip: clientIp(req as IncomingMessage, 0), session: http2?.stream.session });
+    const values = connectionValues({ ip: clientIp(req as IncomingMessage, trustProxy), session: http2?.stream.session });
     const gone = () => (http2 ? http2.stream.destroyed : (res as ServerResponse).destroyed);
     handler(universalRequestFromNodeRequest(req, res, undefined, values))
       .then((response) => universalResponseToNodeResponse(response, res))
