@@ -16,8 +16,9 @@
  *                  BENCH_ROUNDS (3) interleaved rounds. Compared as server CPU time per request
  *                  (from /proc, every thread of the server process), so a load generator that
  *                  cannot saturate the faster server does not hide the difference; requests per
- *                  second are printed beside it. Bar: ours at least 1.5x flagd. Left out when
- *                  FLAGD_BIN or GHZ_BIN is not given.
+ *                  second are printed beside it. Bar: ours at least 1.5x flagd. Beside them,
+ *                  the floor: a bare node:http2 route answering one constant response
+ *                  (bench/bare-grpc.ts). Left out when FLAGD_BIN or GHZ_BIN is not given.
  *
  * BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to our server's node.
  *
@@ -250,6 +251,15 @@ async function startFlagd(bin: string): Promise<ChildProcess> {
   throw new Error(`flagd did not become ready: ${stderr}`);
 }
 
+/** bench/bare-grpc.ts on CPU 0: the least a gRPC unary answer costs in Node. */
+function startBareGrpc(): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', path.join(__dirname, 'bare-grpc.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare gRPC server exited with ${code}`)));
+    child.stdout!.once('data', (chunk: Buffer) => resolve({ child, port: Number(chunk.toString().trim()) }));
+  });
+}
+
 function stopChild(child: ChildProcess | undefined): Promise<void> {
   if (child === undefined || child.exitCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -316,6 +326,7 @@ async function main() {
     },
   });
   let flagd: ChildProcess | undefined;
+  let bare: { child: ChildProcess; port: number } | undefined;
   try {
     const { flagd: rpcUrl, flagdSync: syncUrl } = ours.urls;
     if (!rpcUrl || !syncUrl) throw new Error('the bench server did not report its flagd listeners');
@@ -340,20 +351,24 @@ async function main() {
     streams.close();
     console.log(`propagation with ${fmt(SYNC_STREAMS)} sync streams open: ${TOGGLES} toggles, p50 ${ms(percentile(lags, 50))}, p99 ${ms(percentile(lags, 99))}, max ${ms(lags[lags.length - 1])}`);
 
-    const throughput: { ours: Run[]; flagd: Run[] } = { ours: [], flagd: [] };
+    const throughput: { ours: Run[]; flagd: Run[]; bare: Run[] } = { ours: [], flagd: [], bare: [] };
     if (FLAGD_BIN && GHZ_BIN) {
       flagd = await startFlagd(FLAGD_BIN);
+      bare = await startBareGrpc();
       const oursPort = Number(new URL(rpcUrl).port);
-      // Warm both up (JIT, connection set-up) before the rounds.
+      // Warm every server up (JIT, connection set-up) before the rounds.
       await ghz(flagd, FLAGD_PORTS.rpc, undefined, 1);
       await ghz(ours.child, oursPort, setUp.token, 1);
+      await ghz(bare.child, bare.port, undefined, 1);
       for (let round = 1; round <= ROUNDS; round++) {
         const theirs = await ghz(flagd, FLAGD_PORTS.rpc, undefined, DURATION);
         const mine = await ghz(ours.child, oursPort, setUp.token, DURATION);
+        const floor = await ghz(bare.child, bare.port, undefined, DURATION);
         throughput.flagd.push(theirs);
         throughput.ours.push(mine);
+        throughput.bare.push(floor);
         const line = (r: Run) => `${fmt(r.rps)} req/s, ${fmt(r.cpuUs, 1)} us CPU/request`;
-        console.log(`  round ${round}/${ROUNDS} ResolveBoolean: flagd ${line(theirs)}; ours ${line(mine)}`);
+        console.log(`  round ${round}/${ROUNDS} ResolveBoolean: flagd ${line(theirs)}; ours ${line(mine)}; bare node:http2 ${line(floor)}`);
       }
     } else {
       console.log('RPC throughput left out: set FLAGD_BIN and GHZ_BIN (docs/data-plane.md#benchmarks)');
@@ -375,9 +390,11 @@ async function main() {
       console.log(
         `| RPC ResolveBoolean, one core each: flagd's CPU per request / ours (median of ${ROUNDS}; req/s ratio ${fmt(rpsRatio!, 2)}) | ${span(throughput.ours)} | flagd ${span(throughput.flagd)} | >= ${BARS.rpcRatio}x | ${fmt(ratio, 2)}x ${ratio >= BARS.rpcRatio ? 'yes' : 'NO'} (${errors} errors) |`,
       );
+    if (throughput.bare.length)
+      console.log(`| the floor: a bare node:http2 route answering one constant ResolveBooleanResponse | ${span(throughput.bare)} | - | - | - |`);
     console.log(`\n(total run ${Math.round((Date.now() - started) / 1000)} s)`);
   } finally {
-    await Promise.all([stopChild(flagd), stopServer(ours.child)]);
+    await Promise.all([stopChild(flagd), stopChild(bare?.child), stopServer(ours.child)]);
   }
 }
 
