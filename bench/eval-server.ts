@@ -144,7 +144,7 @@ async function main() {
   // Event-loop stalls in the server during a run: tells a slow tail caused here from one caused by the generator or the machine.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
-  process.on('message', (message: { type: string; body?: string }) => {
+  process.on('message', (message: { type: string; body?: string; gc?: boolean }) => {
     if (message.type === 'body') {
       body = Buffer.from(message.body ?? '{}');
       process.send!({ type: 'body-set' });
@@ -163,6 +163,8 @@ async function main() {
       process.send!({ type: 'loop-delay', p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 });
       loopDelay.reset();
     } else if (message.type === 'memory') {
+      // Asked with gc (the server started with --expose-gc): what stays allocated, not garbage.
+      if (message.gc) global.gc?.();
       process.send!({ type: 'memory', usage: process.memoryUsage(), streams: platform.evaluation?.hub.size ?? 0 });
     } else if (message.type === 'stop') {
       stop().then(
@@ -175,6 +177,8 @@ async function main() {
     type: 'ready',
     control: running.urls.control,
     data: running.urls.data,
+    flagd: running.urls.flagd,
+    flagdSync: running.urls.flagdSync,
     bare: `http://127.0.0.1:${barePort}`,
     express: `http://127.0.0.1:${expressPort}`,
   });

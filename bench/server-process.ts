@@ -8,6 +8,9 @@ import path from 'node:path';
 export interface ServerUrls {
   control: string;
   data: string;
+  /** The flagd listeners (FLAGD_PORT, FLAGD_SYNC_PORT) on the data plane. */
+  flagd?: string;
+  flagdSync?: string;
   bare: string;
   express: string;
 }

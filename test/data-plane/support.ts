@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { FlagDefinition } from '../../api/features/evaluation/engine/index';
 import type { TestApp, TestResponse, TestUser } from '../support/harness';
 
 /** A project with a service, its owner, a viewer, an outsider and read / write-only tokens, built through the API. */
@@ -75,4 +76,18 @@ export async function untilEvaluated(
     if (Date.now() > deadline) throw new Error(`evaluation never matched: ${res.status} ${res.text}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * Writes a flag straight into Postgres, bypassing the API's validation: stored data the write
+ * API refuses (bad regexes, odd weights, values of the wrong type) must still be served sanely.
+ * The service's snapshot loads it when it is first used.
+ */
+export async function storeFlag(app: TestApp, where: { projectId: string; serviceId: string; environment: string }, f: Omit<FlagDefinition, 'type'> & { type: string }) {
+  const sql = app.platform.db.sql;
+  const jsonb = (v: unknown) => (v === null || v === undefined ? sql`'null'::jsonb` : sql`${sql.json(v as never)}`);
+  await sql`
+    INSERT INTO flags (id, project_id, service_id, environment, key, name, type, enabled, default_value, variants, targeting, is_public)
+    VALUES (${`flg_t_${randomBytes(8).toString('hex')}`}, ${where.projectId}, ${where.serviceId}, ${where.environment}, ${f.key}, ${f.key}, ${f.type},
+            ${f.enabled === true}, ${jsonb(f.defaultValue)}, ${jsonb(f.variants ?? [])}, ${jsonb(f.targeting ?? [])}, false)`;
 }

@@ -52,6 +52,8 @@ describe('POST /api/flags', () => {
       version: 1,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
+      inProcessCompatible: true,
+      inProcessIssues: [],
     });
     for (const environment of ['staging', 'production']) {
       const copy = await owner.request('GET', `/api/flags/${key}${ref(fx.serviceId, environment)}`);

@@ -25,6 +25,7 @@ describe('POST /api/projects', () => {
       requireWriteToken: false,
       guardrailAutoRollback: true,
       guardrailWindowMinutes: 15,
+      requireInProcessCompatible: false,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       role: 'owner',

@@ -3,6 +3,7 @@ import { newId } from '../../infra/ids';
 import type { Sql, TransactionSql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import { cohortRuleMatched, compileCohort, type EvaluationContext } from '../evaluation/engine';
+import { assertCohortInProcessCompatible } from '../flags/in-process';
 import { canonicalJson } from '../flags/validation';
 import { enqueueCohortEvent } from '../../lib/outbox/store';
 import type { Caller } from '../projects/common';
@@ -85,6 +86,7 @@ export class CohortService {
           rules: patch.rules ? withRuleIds(patch.rules) : before.rules,
         };
         if (canonicalJson(content) === canonicalJson({ name: before.name, description: before.description, rules: before.rules })) return before;
+        await assertCohortInProcessCompatible(tx, projectId, { id, rules: content.rules });
         const after = await store.update(tx, id, content, actor);
         await this.record(tx, actor, 'cohort.updated', before, after);
         wrote = true;

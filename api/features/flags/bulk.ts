@@ -6,7 +6,7 @@ import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import { HttpError, notFound, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
 import type { AuditActor } from '../audit/writer';
-import { FieldProblemsSchema, FlagCreateSchema, FlagPatchSchema, FlagRecordSchema } from './schema';
+import { FieldProblemsSchema, FlagCreateSchema, FlagPatchSchema, FlagResponseSchema } from './schema';
 import type { FlagService } from './service';
 import type { FlagRecord } from './types';
 
@@ -19,7 +19,7 @@ export const BulkItemResultSchema = z.object({
   key: z.string().nullable(),
   status: z.enum(['success', 'failure']),
   /** Created or updated: the flag after the change (create: the requested or development copy). */
-  flag: FlagRecordSchema.optional(),
+  flag: FlagResponseSchema.optional(),
   /** Failure: what went wrong, with the HTTP status the same change would get on its own. */
   error: z.string().optional(),
   statusCode: z.number().int().optional().describe('The HTTP status this item alone would have got'),
@@ -152,8 +152,9 @@ export class BulkFlagOperations {
           group.items.map(({ key, enabled }) => ({ key, enabled })),
           { metadata: { via: 'bulk', demo: true } },
         );
+        const answered = new Map((await this.deps.flags.respond([...flags.values()])).map((flag) => [flag.key, flag]));
         for (const item of group.items) {
-          const flag = flags.get(item.key);
+          const flag = answered.get(item.key);
           results.push(flag ? { index: item.index, key: item.key, status: 'success', flag } : failure(item.index, item.key, notFound(`Flag "${item.key}"`)));
         }
         this.deps.afterDemoWrite?.([...flags.values()]);
@@ -184,7 +185,8 @@ export class BulkFlagOperations {
       try {
         await authorize(parsed.data.serviceId);
         const flag = await apply(parsed.data);
-        results.push({ index, key: keyOf(raw), status: 'success', ...(flag ? { flag } : {}) });
+        const [answered] = flag ? await this.deps.flags.respond([flag]) : [];
+        results.push({ index, key: keyOf(raw), status: 'success', ...(answered ? { flag: answered } : {}) });
       } catch (error) {
         results.push(failure(index, keyOf(raw), this.asHttpError(error)));
       }

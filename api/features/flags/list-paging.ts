@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import { badRequest } from '../../http/errors';
 import type { HANDLED, Reply } from '../../http/route';
-import { FlagRecordSchema } from './schema';
+import { FlagResponseSchema } from './schema';
 import type { FlagListFilter, FlagPage, ListPosition } from './store';
-import type { FlagRecord } from './types';
+import type { FlagRecord, FlagResponse } from './types';
 
 /**
  * Paging and projection of GET /api/flags, shared by the flags list route and the demo list
@@ -13,8 +13,8 @@ import type { FlagRecord } from './types';
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;
 
-/** Fields `?fields=` may name: every field of the record. */
-export const PROJECTABLE_FIELDS = FlagRecordSchema.keyof().options;
+/** Fields `?fields=` may name: every field of the record, and its in-process compatibility. */
+export const PROJECTABLE_FIELDS = FlagResponseSchema.keyof().options;
 
 /** GET /api/flags query, as the flags list route validated it. */
 export interface FlagListQuery extends Partial<FlagListFilter> {
@@ -41,7 +41,7 @@ export interface PageRequest {
 
 /** The response body of a list page (the same for the demo list, whose ETag hashes it). */
 export interface ListPageBody {
-  flags: Partial<FlagRecord>[];
+  flags: Partial<FlagResponse>[];
   total: number;
   limit: number;
   offset: number;
@@ -81,11 +81,11 @@ export function pageRequest(query: Pick<FlagListQuery, 'offset' | 'cursor' | 'cu
 }
 
 /** Only the named fields of the flag (all of them without `fields`). */
-function project(flag: FlagRecord, fields: string[] | undefined): Partial<FlagRecord> {
+function project(flag: FlagRecord | FlagResponse, fields: string[] | undefined): Partial<FlagResponse> {
   if (!fields) return flag;
   const out: Record<string, unknown> = {};
-  for (const f of fields) out[f] = flag[f as keyof FlagRecord];
-  return out as Partial<FlagRecord>;
+  for (const f of fields) out[f] = flag[f as keyof typeof flag];
+  return out as Partial<FlagResponse>;
 }
 
 /** The body of one page: projected flags, counts, and cursors to the neighbouring pages. */

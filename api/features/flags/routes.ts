@@ -6,7 +6,7 @@ import { notFound, unauthorized, validationFailed } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute, type Reply, type RequestContext, type HANDLED } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
-import { ExpectedVersionSchema, FlagCreateSchema, FlagPatchSchema, FlagRecordSchema, FlagTypeSchema, FlagVersionSchema } from './schema';
+import { ExpectedVersionSchema, FlagCreateSchema, FlagPatchSchema, FlagResponseSchema, FlagTypeSchema, FlagVersionSchema } from './schema';
 import type { FlagService } from './service';
 
 export interface FlagRouteDeps {
@@ -115,7 +115,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       access: listAccess,
       query: ListQuery,
       response: z.object({
-        flags: z.array(FlagRecordSchema.partial()),
+        flags: z.array(FlagResponseSchema.partial()),
         total: z.number().int(),
         limit: z.number().int(),
         offset: z.number().int(),
@@ -141,7 +141,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
           },
           request,
         );
-        return pageBody(page, request, query.fields);
+        return pageBody({ ...page, flags: await flags.respond(page.flags) }, request, query.fields);
       },
     }),
     defineRoute({
@@ -154,11 +154,12 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       status: 201,
       bodyLimit: BODY_LIMITS.flagWrite,
       body: FlagCreateSchema,
-      response: FlagRecordSchema,
+      response: FlagResponseSchema,
       async handler(ctx) {
         const { body } = ctx;
         const created = await flags.create(client(ctx), body);
-        return created.find((f) => f.environment === (body.environment ?? 'development')) ?? created[0];
+        const [answered] = await flags.respond([created.find((f) => f.environment === (body.environment ?? 'development')) ?? created[0]]);
+        return answered;
       },
     }),
     defineRoute({
@@ -170,11 +171,12 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: RefQuery,
-      response: FlagRecordSchema,
+      response: FlagResponseSchema,
       async handler({ params, query }) {
         const flag = await flags.get({ key: params.key, ...query });
         if (!flag) throw notFound(`Flag "${params.key}"`);
-        return flag;
+        const [answered] = await flags.respond([flag]);
+        return answered;
       },
     }),
     defineRoute({
@@ -188,11 +190,12 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       params: KeyParams,
       query: RefQuery,
       body: FlagPatchSchema,
-      response: FlagRecordSchema,
+      response: FlagResponseSchema,
       async handler(ctx) {
         const { params, query, body } = ctx;
         const { version, ...patch } = body;
-        return flags.update(client(ctx), { key: params.key, ...query }, patch, version);
+        const [answered] = await flags.respond([await flags.update(client(ctx), { key: params.key, ...query }, patch, version)]);
+        return answered;
       },
     }),
     defineRoute({
@@ -226,10 +229,11 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
         })
         .strict()
         .optional(),
-      response: FlagRecordSchema,
+      response: FlagResponseSchema,
       async handler(ctx) {
         const { params, query, body } = ctx;
-        return flags.toggle(client(ctx), { key: params.key, ...query }, body?.enabled, body?.version);
+        const [answered] = await flags.respond([await flags.toggle(client(ctx), { key: params.key, ...query }, body?.enabled, body?.version)]);
+        return answered;
       },
     }),
     defineRoute({
@@ -260,10 +264,11 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       access: { capability: 'flags:write', service: (ctx) => ctx.query.serviceId },
       params: KeyParams.extend({ version: Version }),
       query: RefQuery,
-      response: FlagRecordSchema,
+      response: FlagResponseSchema,
       async handler(ctx) {
         const { params, query } = ctx;
-        return flags.rollback(client(ctx), { key: params.key, ...query }, params.version);
+        const [answered] = await flags.respond([await flags.rollback(client(ctx), { key: params.key, ...query }, params.version)]);
+        return answered;
       },
     }),
   ];

@@ -74,6 +74,22 @@ export const FlagRecordSchema = z.object({
   updatedAt: z.string(),
 });
 
+/** Why a flag cannot be evaluated exactly by flagd's in-process providers (docs/flagd.md#compatibility). */
+export const InProcessIssueSchema = z.object({
+  ruleId: z.string().nullable().describe('The rule of the offending condition or value; null for the default value or a variant'),
+  operator: z.string().nullable().describe('The operator without a flagd equivalent; null when a value or variant name is the reason'),
+  message: z.string(),
+});
+
+/** Derived from the targeting and the cohorts it names on every read, never stored. */
+export const InProcessCompatibilitySchema = z.object({
+  inProcessCompatible: z.boolean().describe("flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility)"),
+  inProcessIssues: z.array(InProcessIssueSchema).describe('Why not, one entry per offending condition or value; empty when compatible'),
+});
+
+/** A flag as read and write routes answer it: the record and its in-process compatibility. */
+export const FlagResponseSchema = FlagRecordSchema.extend(InProcessCompatibilitySchema.shape);
+
 /** Content fields as a write gives them: any subset, rules possibly without ids. */
 export const FlagContentPatchSchema = FlagContentSchema.extend({ targeting: z.array(TargetingRuleInputSchema).max(LIMITS.rules) }).partial();
 

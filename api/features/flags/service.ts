@@ -19,7 +19,9 @@ import type {
   FlagTargetingRule,
   FlagTargetingRuleInput,
   FlagVersionRecord,
+  InProcessCompatibility,
 } from './types';
+import { assertInProcessCompatible, withInProcessCompatibility } from './in-process';
 import { canonicalJson, flagContentProblems, flagKeyProblem } from './validation';
 
 export interface FlagServiceDeps {
@@ -71,6 +73,11 @@ export class FlagService {
 
   get(ref: FlagRef): Promise<FlagRecord | null> {
     return this.deps.store.find(this.deps.sql, ref);
+  }
+
+  /** The flags as the API answers them, with their in-process compatibility (docs/flagd.md#compatibility). */
+  respond<T extends FlagRecord>(flags: readonly T[]): Promise<(T & InProcessCompatibility)[]> {
+    return withInProcessCompatibility(this.deps.sql, flags);
   }
 
   /** The owning project of a service, or null when the service does not exist. */
@@ -253,6 +260,15 @@ export class FlagService {
       return [{ projectId: c.before.projectId, targeting: c.content.targeting, before: c.before.targeting }];
     });
     await assertCohortsExist(tx, targetingWrites);
+    // Projects with requireInProcessCompatible refuse targeting flagd cannot evaluate exactly (400).
+    await assertInProcessCompatible(
+      tx,
+      changes.flatMap((c) => {
+        if (c.kind === 'create') return [{ ...c.flag, version: 1 }];
+        if (c.kind === 'delete') return [];
+        return [{ ...c.content, key: c.before.key, projectId: c.before.projectId, version: c.before.version + 1 }];
+      }),
+    );
     const inserted = await store.insertMany(tx, changes.flatMap((c) => (c.kind === 'create' ? [c.flag] : [])));
     const updated = await store.updateMany(
       tx,

@@ -8,7 +8,9 @@ import type {
   FlagCreateSchema,
   FlagRecordSchema,
   FlagTypeSchema,
+  FlagResponseSchema,
   FlagVersionSchema,
+  InProcessCompatibilitySchema,
   TargetingRuleInputSchema,
   TargetingRuleSchema,
   VariantSchema,
@@ -28,6 +30,8 @@ export type FlagTargetingRule = z.infer<typeof TargetingRuleSchema>;
 export type FlagTargetingRuleInput = z.infer<typeof TargetingRuleInputSchema>;
 /** A flag as the API returns it. */
 export type FlagRecord = z.infer<typeof FlagRecordSchema>;
+export type InProcessCompatibility = z.infer<typeof InProcessCompatibilitySchema>;
+export type FlagResponse = z.infer<typeof FlagResponseSchema>;
 /** The fields a write may change; everything else (id, key, service, environment …) is fixed. */
 export type FlagContent = z.infer<typeof FlagContentSchema>;
 export type FlagContentField = keyof FlagContent;

@@ -14,6 +14,9 @@ export const ProjectSchema = z.object({
   requireWriteToken: z.boolean().describe('Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics)'),
   guardrailAutoRollback: z.boolean().describe('A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md)'),
   guardrailWindowMinutes: z.number().int().describe('Minutes a production change is watched before the guardrail judges it (1-1440)'),
+  requireInProcessCompatible: z
+    .boolean()
+    .describe("Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility)"),
   createdAt: z.string(),
   updatedAt: z.string(),
   role: z.enum(PROJECT_ROLES).nullable().describe("The caller's role; null for a project API token"),
@@ -110,6 +113,7 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
         requireWriteToken: z.boolean().optional(),
         guardrailAutoRollback: z.boolean().optional(),
         guardrailWindowMinutes: z.number().int().min(1).max(1_440).optional(),
+        requireInProcessCompatible: z.boolean().optional(),
       }),
       response: ProjectSchema,
       async handler(ctx) {

@@ -19,6 +19,7 @@ interface ProjectRow {
   require_write_token: boolean;
   guardrail_auto_rollback: boolean;
   guardrail_window_minutes: number;
+  require_in_process_compatible: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -34,6 +35,7 @@ export function toProject(row: ProjectRow): ProjectRecord {
     requireWriteToken: row.require_write_token,
     guardrailAutoRollback: row.guardrail_auto_rollback,
     guardrailWindowMinutes: row.guardrail_window_minutes,
+    requireInProcessCompatible: row.require_in_process_compatible,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -84,6 +86,7 @@ export class ProjectStore {
           require_write_token = COALESCE(${patch.requireWriteToken ?? null}, require_write_token),
           guardrail_auto_rollback = COALESCE(${patch.guardrailAutoRollback ?? null}, guardrail_auto_rollback),
           guardrail_window_minutes = COALESCE(${patch.guardrailWindowMinutes ?? null}, guardrail_window_minutes),
+          require_in_process_compatible = COALESCE(${patch.requireInProcessCompatible ?? null}, require_in_process_compatible),
           updated_at = now()
         WHERE id = ${id} RETURNING *`;
       return toProject(row);

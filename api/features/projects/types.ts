@@ -19,6 +19,8 @@ export interface ProjectRecord {
   guardrailAutoRollback: boolean;
   /** How long a production change is watched before the guardrail judges it (the windows compared). */
   guardrailWindowMinutes: number;
+  /** Flag writes whose targeting flagd's in-process providers cannot evaluate exactly are refused (docs/flagd.md#compatibility). */
+  requireInProcessCompatible: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -36,4 +38,4 @@ export interface ProjectInput {
   orgId?: string;
 }
 
-export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken' | 'guardrailAutoRollback' | 'guardrailWindowMinutes'>>;
+export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken' | 'guardrailAutoRollback' | 'guardrailWindowMinutes' | 'requireInProcessCompatible'>>;

@@ -10785,6 +10785,16 @@ export interface operations {
                             /** @enum {string} */
                             environment?: "development" | "staging" | "production";
                             id?: string;
+                            /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                            inProcessCompatible?: boolean;
+                            /** @description Why not, one entry per offending condition or value; empty when compatible */
+                            inProcessIssues?: {
+                                message: string;
+                                /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                operator: string | null;
+                                /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                ruleId: string | null;
+                            }[];
                             isPublic?: boolean;
                             key?: string;
                             name?: string;
@@ -11060,6 +11070,16 @@ export interface operations {
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";
                         id: string;
+                        /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                        inProcessCompatible: boolean;
+                        /** @description Why not, one entry per offending condition or value; empty when compatible */
+                        inProcessIssues: {
+                            message: string;
+                            /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                            operator: string | null;
+                            /** @description The rule of the offending condition or value; null for the default value or a variant */
+                            ruleId: string | null;
+                        }[];
                         isPublic: boolean;
                         key: string;
                         name: string;
@@ -11298,6 +11318,16 @@ export interface operations {
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";
                         id: string;
+                        /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                        inProcessCompatible: boolean;
+                        /** @description Why not, one entry per offending condition or value; empty when compatible */
+                        inProcessIssues: {
+                            message: string;
+                            /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                            operator: string | null;
+                            /** @description The rule of the offending condition or value; null for the default value or a variant */
+                            ruleId: string | null;
+                        }[];
                         isPublic: boolean;
                         key: string;
                         name: string;
@@ -11777,6 +11807,16 @@ export interface operations {
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";
                         id: string;
+                        /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                        inProcessCompatible: boolean;
+                        /** @description Why not, one entry per offending condition or value; empty when compatible */
+                        inProcessIssues: {
+                            message: string;
+                            /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                            operator: string | null;
+                            /** @description The rule of the offending condition or value; null for the default value or a variant */
+                            ruleId: string | null;
+                        }[];
                         isPublic: boolean;
                         key: string;
                         name: string;
@@ -14890,6 +14930,16 @@ export interface operations {
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";
                         id: string;
+                        /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                        inProcessCompatible: boolean;
+                        /** @description Why not, one entry per offending condition or value; empty when compatible */
+                        inProcessIssues: {
+                            message: string;
+                            /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                            operator: string | null;
+                            /** @description The rule of the offending condition or value; null for the default value or a variant */
+                            ruleId: string | null;
+                        }[];
                         isPublic: boolean;
                         key: string;
                         name: string;
@@ -15412,6 +15462,16 @@ export interface operations {
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";
                         id: string;
+                        /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                        inProcessCompatible: boolean;
+                        /** @description Why not, one entry per offending condition or value; empty when compatible */
+                        inProcessIssues: {
+                            message: string;
+                            /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                            operator: string | null;
+                            /** @description The rule of the offending condition or value; null for the default value or a variant */
+                            ruleId: string | null;
+                        }[];
                         isPublic: boolean;
                         key: string;
                         name: string;
@@ -17231,6 +17291,16 @@ export interface operations {
                                 /** @enum {string} */
                                 environment: "development" | "staging" | "production";
                                 id: string;
+                                /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                                inProcessCompatible: boolean;
+                                /** @description Why not, one entry per offending condition or value; empty when compatible */
+                                inProcessIssues: {
+                                    message: string;
+                                    /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                    operator: string | null;
+                                    /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                    ruleId: string | null;
+                                }[];
                                 isPublic: boolean;
                                 key: string;
                                 name: string;
@@ -17497,6 +17567,16 @@ export interface operations {
                                 /** @enum {string} */
                                 environment: "development" | "staging" | "production";
                                 id: string;
+                                /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                                inProcessCompatible: boolean;
+                                /** @description Why not, one entry per offending condition or value; empty when compatible */
+                                inProcessIssues: {
+                                    message: string;
+                                    /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                    operator: string | null;
+                                    /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                    ruleId: string | null;
+                                }[];
                                 isPublic: boolean;
                                 key: string;
                                 name: string;
@@ -17763,6 +17843,16 @@ export interface operations {
                                 /** @enum {string} */
                                 environment: "development" | "staging" | "production";
                                 id: string;
+                                /** @description flagd's in-process providers evaluate this flag exactly as we do (docs/flagd.md#compatibility) */
+                                inProcessCompatible: boolean;
+                                /** @description Why not, one entry per offending condition or value; empty when compatible */
+                                inProcessIssues: {
+                                    message: string;
+                                    /** @description The operator without a flagd equivalent; null when a value or variant name is the reason */
+                                    operator: string | null;
+                                    /** @description The rule of the offending condition or value; null for the default value or a variant */
+                                    ruleId: string | null;
+                                }[];
                                 isPublic: boolean;
                                 key: string;
                                 name: string;
@@ -24406,6 +24496,8 @@ export interface operations {
                             id: string;
                             name: string;
                             orgId: string;
+                            /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                            requireInProcessCompatible: boolean;
                             /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                             requireWriteToken: boolean;
                             /**
@@ -24635,6 +24727,8 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
+                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
@@ -24853,6 +24947,8 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
+                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
@@ -25256,6 +25352,7 @@ export interface operations {
                     guardrailAutoRollback?: boolean;
                     guardrailWindowMinutes?: number;
                     name?: string;
+                    requireInProcessCompatible?: boolean;
                     requireWriteToken?: boolean;
                     slug?: string;
                     tags?: string[];
@@ -25279,6 +25376,8 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
+                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**
@@ -30240,6 +30339,8 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
+                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
                         /**

@@ -4,6 +4,7 @@ import { api, call } from '../../api/client';
 import { useFlagEnvironments, useFlags, useService, useServices } from '../../api/resources';
 import { FlagEditor } from '../../components/flags/flag-editor';
 import { FlagSwitch } from '../../components/flags/flag-switch';
+import { InProcessBadge } from '../../components/flags/in-process-badge';
 import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
 import { WatchButton } from '../../components/flags/watch-button';
 import { SelectField, useAction } from '../../components/forms';
@@ -104,6 +105,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
             <p className="muted">
               Version {flag.version} · type {flag.type} · updated <time dateTime={flag.updatedAt}>{new Date(flag.updatedAt).toLocaleString()}</time>
             </p>
+            <InProcessBadge flag={flag} />
             <p role="status" className="fl-saved">
               {saved}
             </p>
