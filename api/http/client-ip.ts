@@ -8,7 +8,13 @@ import { boundedMemo } from '../infra/ids';
  * further left are client-controlled and never trusted, so a forged header cannot dodge
  * per-IP limits.
  */
-export function clientIp(req: IncomingMessage, trustedHops: number): string {
+/** What clientIp reads of a request: an HTTP/1.1 or HTTP/2 request, or an HTTP/2 stream's session socket and headers. */
+export interface PeerOf {
+  socket: { remoteAddress?: string };
+  headers: IncomingMessage['headers'];
+}
+
+export function clientIp(req: PeerOf, trustedHops: number): string {
   const socketAddress = normalise(req.socket.remoteAddress ?? 'unknown');
   if (trustedHops <= 0) return socketAddress;
   const header = req.headers['x-forwarded-for'];

@@ -3,6 +3,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../infra/logger';
+import type { StreamTaker } from './unary';
 
 /**
  * One flagd port (docs/local-evaluation.md#ports): gRPC needs HTTP/2 (h2c without TLS), Connect
@@ -19,6 +20,8 @@ export interface FlagdListenerOptions {
   host: string;
   port: number;
   tls?: { cert: string; key: string };
+  /** Takes HTTP/2 streams before the compatibility layer hands them to `handler` as requests (unary.ts). */
+  streams?: StreamTaker;
   /** Open connections (server.maxConnections); further ones are closed on accept. */
   maxConnections: number;
   headersTimeoutMs: number;
@@ -83,6 +86,7 @@ export async function startFlagdListener(handler: FlagdHandler, options: FlagdLi
       socket.on('error', () => socket.destroy());
     });
   }
+  if (options.streams) takeStreamsFirst(h2, options.streams);
   h2.on('session', (session: http2.Http2Session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
@@ -116,4 +120,19 @@ export async function startFlagdListener(handler: FlagdHandler, options: FlagdLi
       h1?.close();
     },
   };
+}
+
+type StreamListener = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void;
+
+/**
+ * Puts `take` in front of the server's 'stream' listener, the compatibility layer that turns each
+ * stream into a request for `handler`: a stream `take` serves never becomes a request.
+ */
+function takeStreamsFirst(h2: http2.Http2Server | http2.Http2SecureServer, take: StreamTaker): void {
+  const compat = h2.listeners('stream') as StreamListener[];
+  h2.removeAllListeners('stream');
+  h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (take(stream, headers)) return;
+    for (const listener of compat) listener.call(h2, stream, headers, flags, rawHeaders);
+  });
 }

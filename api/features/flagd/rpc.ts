@@ -29,6 +29,7 @@ export interface FlagdConnection {
 }
 
 const kConnection = createContextKey<FlagdConnection>({ ip: 'unknown', session: undefined }, { description: 'flagd connection' });
+const connectionOf = (ctx: HandlerContext) => ctx.values.get(kConnection);
 
 export function connectionValues(connection: FlagdConnection): ContextValues {
   return createContextValues().set(kConnection, connection);
@@ -80,6 +81,41 @@ function typeMismatch(r: EvaluationResult, wanted: string): ConnectError {
   return new ConnectError(`TYPE_MISMATCH: flag "${r.flagKey}" is not ${wanted}`, Code.InvalidArgument);
 }
 
+/** What a Resolve<Type> call asks: the same fields on v1 and v2. */
+export interface ResolveRequest {
+  flagKey: string;
+  context?: JsonObject;
+}
+
+/** A Resolve<Type> method: the flag type it evaluates for, and its answer for a result of that type. */
+export interface ResolveMethod<W = unknown> {
+  expectedType: FlagType;
+  /** Whether a value is of the method's type (TYPE_MISMATCH otherwise). */
+  accepts(value: unknown): boolean;
+  /** What the type is called in a TYPE_MISMATCH message. */
+  wanted: string;
+  /** The response message's fields (identical on v1 and v2). */
+  response(r: EvaluationResult): { value: W; reason: string; variant: string; metadata: JsonObject };
+}
+
+function resolveMethod<V, W>(expectedType: FlagType, wanted: string, accepts: (value: unknown) => value is V, wire: (value: V) => W): ResolveMethod<W> {
+  return {
+    expectedType,
+    wanted,
+    accepts,
+    response: (r) => ({ value: wire(r.value as V), reason: reasonOf(r), variant: variantOf(r), metadata: {} }),
+  };
+}
+
+/** The five Resolve methods, by their name on v1 and v2's services. */
+export const RESOLVE_METHODS = {
+  resolveBoolean: resolveMethod('boolean', 'a boolean', (v): v is boolean => typeof v === 'boolean', (v) => v),
+  resolveString: resolveMethod('string', 'a string', (v): v is string => typeof v === 'string', (v) => v),
+  resolveFloat: resolveMethod('number', 'a number', (v): v is number => typeof v === 'number', (v) => v),
+  resolveInt: resolveMethod('number', 'an integer', (v): v is number => Number.isSafeInteger(v), (v) => BigInt(v)),
+  resolveObject: resolveMethod('object', 'an object', isPlainObject, (v) => v),
+} as const;
+
 /** Streams waiting for their connection's credential (the RPC-mode EventStream of providers that send none). */
 type UnboundStreams = Set<(flagSet: FlagSet) => void>;
 
@@ -91,54 +127,73 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     if (!decision.allowed) throw new ConnectError(rateLimitMessage(decision.limit, limiter.windowSeconds, what), Code.ResourceExhausted);
   }
 
-  /** Per-IP budget, then the credential, then its per-token and per-service budgets. */
-  async function admit(ctx: HandlerContext, requestSelector: string, token = credentialOf(ctx.requestHeader, requestSelector)): Promise<FlagSet> {
-    const connection = ctx.values.get(kConnection);
+  /**
+   * Per-IP budget, then the credential, then its per-token and per-service budgets. Synchronous
+   * when the credential verifies without waiting (credentials.ts), as on a provider's hot path.
+   */
+  function admit(connection: FlagdConnection, token: string | undefined): FlagSet | Promise<FlagSet> {
     spend(limiter.consume(PER_IP.bucket(connection.ip), limits.perIp), PER_IP.what);
+    let verified: FlagSet | Promise<FlagSet>;
     try {
-      const flagSet = await credentials.verify(token);
-      spend(limiter.consume(PER_TOKEN.bucket(flagSet.principal)!, limits.perToken), PER_TOKEN.what);
-      const service = evaluation.consumeServiceBudget(flagSet.grant);
-      if (service !== undefined) spend(service, 'service');
-      return flagSet;
+      verified = credentials.verify(token);
     } catch (error) {
       throw toConnectError(error);
     }
+    if (verified instanceof Promise) {
+      return verified.then(spendFor, (error: unknown) => {
+        throw toConnectError(error);
+      });
+    }
+    return spendFor(verified);
+  }
+
+  function spendFor(flagSet: FlagSet): FlagSet {
+    spend(limiter.consume(PER_TOKEN.bucket(flagSet.principal)!, limits.perToken), PER_TOKEN.what);
+    const service = evaluation.consumeServiceBudget(flagSet.grant);
+    if (service !== undefined) spend(service, 'service');
+    return flagSet;
   }
 
   /** A verified call binds its connection's waiting EventStreams to its flag set. */
-  function bindWaiting(ctx: HandlerContext, flagSet: FlagSet): void {
-    const session = ctx.values.get(kConnection).session;
+  function bindWaiting(connection: FlagdConnection, flagSet: FlagSet): void {
+    const { session } = connection;
     const unbound = session === undefined ? undefined : waiting.get(session);
     if (unbound === undefined) return;
     waiting.delete(session!);
     for (const bind of unbound) bind(flagSet);
   }
 
-  async function resolve(ctx: HandlerContext, req: { flagKey: string; context?: JsonObject }, expectedType: FlagType): Promise<EvaluationResult> {
+  /**
+   * A Resolve<Type> call, whatever carried it (connect-node, or the lean gRPC path in unary.ts):
+   * its result, or the ConnectError it fails with. Synchronous when the call was admitted without
+   * waiting.
+   */
+  function resolve(connection: FlagdConnection, token: string | undefined, req: ResolveRequest, method: ResolveMethod): EvaluationResult | Promise<EvaluationResult> {
     const startedAt = performance.now();
     if (req.flagKey === '') throw new ConnectError('flag_key is required', Code.InvalidArgument);
-    const flagSet = await admit(ctx, '');
-    bindWaiting(ctx, flagSet);
+    const admitted = admit(connection, token);
+    if (admitted instanceof Promise) return admitted.then((flagSet) => evaluateFor(connection, flagSet, req, method, startedAt));
+    return evaluateFor(connection, admitted, req, method, startedAt);
+  }
+
+  function evaluateFor(connection: FlagdConnection, flagSet: FlagSet, req: ResolveRequest, method: ResolveMethod, startedAt: number): EvaluationResult {
+    bindWaiting(connection, flagSet);
     const [result] = evaluation.evaluateKeys(
       flagSet.grant,
       flagSet.environment,
       [{ flagKey: req.flagKey }],
       (req.context ?? {}) as EvaluationContext,
       { source: 'flagd', startedAt, bodyBytes: 0 },
-      expectedType,
+      method.expectedType,
     );
     if (result.reason === 'ERROR') throw evaluationError(result);
+    if (!method.accepts(result.value)) throw typeMismatch(result, method.wanted);
     return result;
   }
 
-  /** A Resolve<Type> method: the flag's value when it is of the method's type, else TYPE_MISMATCH. */
-  function typed<V, W>(expectedType: FlagType, wanted: string, accepts: (value: unknown) => value is V, wire: (value: V) => W) {
-    return async (req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) => {
-      const r = await resolve(ctx, req, expectedType);
-      if (!accepts(r.value)) throw typeMismatch(r, wanted);
-      return { value: wire(r.value), reason: reasonOf(r), variant: variantOf(r), metadata: {} };
-    };
+  /** A Resolve<Type> method on connect-node. */
+  function connectMethod<W>(method: ResolveMethod<W>) {
+    return async (req: ResolveRequest, ctx: HandlerContext) => method.response(await resolve(connectionOf(ctx), credentialOf(ctx.requestHeader), req, method));
   }
 
   /**
@@ -153,7 +208,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     start: (registration: StreamRegistration, onEnd: (undo: () => void) => void) => void,
   ): AsyncGenerator<T> {
     if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
-    const { ip } = ctx.values.get(kConnection);
+    const { ip } = connectionOf(ctx);
     // A stream waiting for its credential follows no service yet: only the per-IP cap holds it,
     // so waiting streams from some addresses cannot take the slots of everyone else's.
     const admission = streamLimits.acquire({ ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? `unbound:${ip}` });
@@ -176,7 +231,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
 
   const sync = {
     async *syncFlags(req: { selector: string }, ctx: HandlerContext) {
-      const flagSet = await admit(ctx, req.selector);
+      const flagSet = await admit(connectionOf(ctx), credentialOf(ctx.requestHeader, req.selector));
       const { serviceId, environment } = flagSet;
       const mailbox = new Mailbox<{ flagConfiguration: string }>(true);
       const send = () => {
@@ -194,28 +249,29 @@ export function flagdRpc(deps: FlagdRpcDeps) {
       });
     },
     async fetchAllFlags(req: { selector: string }, ctx: HandlerContext) {
-      const flagSet = await admit(ctx, req.selector);
+      const flagSet = await admit(connectionOf(ctx), credentialOf(ctx.requestHeader, req.selector));
       return { flagConfiguration: feed.document(flagSet.serviceId, flagSet.environment) };
     },
     async getMetadata(_req: unknown, ctx: HandlerContext) {
       // Providers ask without a selector; one that sends a credential must send a valid one.
       const token = credentialOf(ctx.requestHeader);
-      if (token !== undefined) await admit(ctx, '', token);
+      if (token !== undefined) await admit(connectionOf(ctx), token);
       return { metadata: {} };
     },
   };
 
   const evaluationImpl = {
-    resolveBoolean: typed('boolean', 'a boolean', (v): v is boolean => typeof v === 'boolean', (v) => v),
-    resolveString: typed('string', 'a string', (v): v is string => typeof v === 'string', (v) => v),
-    resolveFloat: typed('number', 'a number', (v): v is number => typeof v === 'number', (v) => v),
-    resolveInt: typed('number', 'an integer', (v): v is number => Number.isSafeInteger(v), (v) => BigInt(v)),
-    resolveObject: typed('object', 'an object', isPlainObject, (v) => v),
+    resolveBoolean: connectMethod(RESOLVE_METHODS.resolveBoolean),
+    resolveString: connectMethod(RESOLVE_METHODS.resolveString),
+    resolveFloat: connectMethod(RESOLVE_METHODS.resolveFloat),
+    resolveInt: connectMethod(RESOLVE_METHODS.resolveInt),
+    resolveObject: connectMethod(RESOLVE_METHODS.resolveObject),
     /** Every flag of the set; flags whose evaluation fails are left out, as flagd does. */
     async resolveAll(req: { context?: JsonObject }, ctx: HandlerContext) {
       const startedAt = performance.now();
-      const flagSet = await admit(ctx, '');
-      bindWaiting(ctx, flagSet);
+      const connection = connectionOf(ctx);
+      const flagSet = await admit(connection, credentialOf(ctx.requestHeader));
+      bindWaiting(connection, flagSet);
       const results = evaluation.evaluateVisible(flagSet.grant, flagSet.environment, (req.context ?? {}) as EvaluationContext, { source: 'flagd', startedAt, bodyBytes: 0 });
       const flags: Record<string, { reason: string; variant: string; metadata: JsonObject; value: AnyValue }> = {};
       for (const r of results) {
@@ -231,8 +287,8 @@ export function flagdRpc(deps: FlagdRpcDeps) {
      */
     async *eventStream(_req: unknown, ctx: HandlerContext) {
       const token = credentialOf(ctx.requestHeader);
-      const flagSet = token === undefined ? undefined : await admit(ctx, '', token);
-      const { ip, session } = ctx.values.get(kConnection);
+      const flagSet = token === undefined ? undefined : await admit(connectionOf(ctx), token);
+      const { ip, session } = connectionOf(ctx);
       if (flagSet === undefined) spend(limiter.consume(PER_IP.bucket(ip), limits.perIp), PER_IP.what);
       const mailbox = new Mailbox<{ type: string; data: JsonObject }>(false);
       yield* openStream(ctx, flagSet, mailbox, (registration, onEnd) => {
@@ -265,7 +321,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     return () => entry.delete(bind);
   }
 
-  return { sync, evaluation: evaluationImpl };
+  return { sync, evaluation: evaluationImpl, resolve };
 }
 
 type AnyValue =

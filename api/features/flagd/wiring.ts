@@ -19,6 +19,7 @@ import { FlagSetFeed } from './feed';
 import { startFlagdListener, type FlagdHandler, type FlagdListener } from './listener';
 import { connectionValues, flagdRpc } from './rpc';
 import { FlagdStreams } from './streams';
+import { unaryGrpc } from './unary';
 
 export interface FlagdListeners {
   /** FLAGD_PORT: flagd.evaluation v1 and v2. */
@@ -76,7 +77,12 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
               router.service(EvaluationV1, rpc.evaluation);
               router.service(EvaluationV2, rpc.evaluation);
             }),
-            { ...listenerOptions, name: 'flagd', port: config.FLAGD_PORT },
+            {
+              ...listenerOptions,
+              name: 'flagd',
+              port: config.FLAGD_PORT,
+              streams: unaryGrpc([EvaluationV1, EvaluationV2], { resolve: rpc.resolve, readMaxBytes: BODY_LIMITS.evaluation, trustProxy: config.TRUST_PROXY, logger }),
+            },
           ),
         );
         opened.push(await startFlagdListener(adapter((router) => router.service(FlagSyncService, rpc.sync)), { ...listenerOptions, name: 'flagd-sync', port: config.FLAGD_SYNC_PORT }));
