@@ -221,9 +221,9 @@ describe('gRPC framing on the lean path', () => {
   });
 
   it('refuses a message announced over 64 KB before reading it', async () => {
-    const prefix = Buffer.alloc(5);
-    prefix.writeUInt32BE(10 * 1024 * 1024, 1);
-    const res = await rawCall(PATH, prefix);
+    const body = Buffer.alloc(5 + 1024 * 1024);
+    body.writeUInt32BE(10 * 1024 * 1024, 1);
+    const res = await rawCall(PATH, body);
     expect(res.headers['grpc-status']).toBe(String(Code.ResourceExhausted));
   });
 

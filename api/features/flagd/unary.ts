@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { create, fromBinary, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { clientIp } from '../../http/client-ip';
@@ -181,6 +181,8 @@ function fail(call: UnaryCall, error: unknown): void {
     refusal = new ConnectError('Internal server error', Code.Internal);
   }
   stream.respond({ ...RESPONSE_HEADERS, 'grpc-status': String(refusal.code), 'grpc-message': encodeURIComponent(refusal.rawMessage) }, { endStream: true });
+  // Refused before the client finished sending (an oversized message): the rest is not read.
+  if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
 }
 
 /** A reset or broken stream is the client's problem; the call just ends. */
