@@ -1,6 +1,6 @@
 import { validationFailed, type FieldProblem } from '../../http/errors';
 import type { Queryable } from '../../infra/postgres';
-import { CohortStore } from '../cohorts/store';
+import type { CohortStore } from '../cohorts/store';
 import type { CohortDefinition } from '../evaluation/engine';
 import { cohortInProcessProblems, inProcessIssues, locatedInProcessIssues, type TranslatableFlag } from '../flagd/translate';
 import type { FlagRecord, InProcessCompatibility } from './types';
@@ -13,27 +13,33 @@ import type { FlagRecord, InProcessCompatibility } from './types';
 
 type Cohorts = ReadonlyMap<string, CohortDefinition>;
 
+/** Where the cohorts flags name are read. */
+export type CohortReader = Pick<CohortStore, 'list' | 'flagsUsing'>;
+
 const NO_COHORTS: Cohorts = new Map();
-const cohortStore = new CohortStore();
 
 function namesCohort(flag: { targeting: FlagRecord['targeting'] }): boolean {
   return flag.targeting.some((rule) => rule.conditions.some((condition) => condition.operator === 'in_cohort'));
 }
 
 /** The cohorts of every project whose flags (among `flags`) name one: one query per such project. */
-async function cohortsOfProjects(db: Queryable, flags: readonly { projectId: string; targeting: FlagRecord['targeting'] }[]): Promise<Map<string, Cohorts>> {
+async function cohortsOfProjects(
+  db: Queryable,
+  reader: CohortReader,
+  flags: readonly { projectId: string; targeting: FlagRecord['targeting'] }[],
+): Promise<Map<string, Cohorts>> {
   const projects = new Set(flags.filter(namesCohort).map((flag) => flag.projectId));
   const out = new Map<string, Cohorts>();
   for (const projectId of projects) {
-    const cohorts = await cohortStore.list(db, projectId);
+    const cohorts = await reader.list(db, projectId);
     out.set(projectId, new Map(cohorts.map((cohort) => [cohort.id, cohort])));
   }
   return out;
 }
 
 /** The flags as the API returns them: each with `inProcessCompatible` and `inProcessIssues`. */
-export async function withInProcessCompatibility<T extends FlagRecord>(db: Queryable, flags: readonly T[]): Promise<(T & InProcessCompatibility)[]> {
-  const cohorts = await cohortsOfProjects(db, flags);
+export async function withInProcessCompatibility<T extends FlagRecord>(db: Queryable, reader: CohortReader, flags: readonly T[]): Promise<(T & InProcessCompatibility)[]> {
+  const cohorts = await cohortsOfProjects(db, reader, flags);
   return flags.map((flag) => {
     const issues = inProcessIssues(flag, cohorts.get(flag.projectId) ?? NO_COHORTS);
     return { ...flag, inProcessCompatible: issues.length === 0, inProcessIssues: issues };
@@ -55,11 +61,11 @@ async function protectedProjects(db: Queryable, projectIds: string[]): Promise<S
  * requireInProcessCompatible, a flag whose targeting flagd cannot evaluate exactly is refused,
  * 400 with the path of each offending condition.
  */
-export async function assertInProcessCompatible(db: Queryable, flags: readonly WrittenContent[]): Promise<void> {
+export async function assertInProcessCompatible(db: Queryable, reader: CohortReader, flags: readonly WrittenContent[]): Promise<void> {
   const guarded = await protectedProjects(db, [...new Set(flags.map((flag) => flag.projectId))]);
   if (guarded.size === 0) return;
   const checked = flags.filter((flag) => guarded.has(flag.projectId));
-  const cohorts = await cohortsOfProjects(db, checked);
+  const cohorts = await cohortsOfProjects(db, reader, checked);
   const problems = new Map<string, FieldProblem>();
   for (const flag of checked) {
     for (const issue of locatedInProcessIssues(flag, cohorts.get(flag.projectId) ?? NO_COHORTS)) {
@@ -81,10 +87,10 @@ async function requiresInProcessCompatible(db: Queryable, projectId: string): Pr
  * untranslatable is refused, 400 with the path of each offending cohort condition. A cohort no
  * flag names may hold anything: a flag naming it later is checked then.
  */
-export async function assertCohortInProcessCompatible(db: Queryable, projectId: string, cohort: CohortDefinition): Promise<void> {
+export async function assertCohortInProcessCompatible(db: Queryable, reader: CohortReader, projectId: string, cohort: CohortDefinition): Promise<void> {
   const problems = cohortInProcessProblems(cohort);
   if (problems.length === 0 || !(await requiresInProcessCompatible(db, projectId))) return;
-  const users = await cohortStore.flagsUsing(db, projectId, cohort.id);
+  const users = await reader.flagsUsing(db, projectId, cohort.id);
   if (users.length === 0) return;
   const named = users.map((user) => `${user.key} (${user.environment})`).join(', ');
   throw validationFailed(
