@@ -21,7 +21,7 @@ import type {
   FlagVersionRecord,
   InProcessCompatibility,
 } from './types';
-import { assertInProcessCompatible, withInProcessCompatibility, type CohortReader } from './in-process';
+import { assertInProcessCompatible, withInProcessCompatibility, type CohortReader, type WrittenContent } from './in-process';
 import { canonicalJson, flagContentProblems, flagKeyProblem } from './validation';
 
 export interface FlagServiceDeps {
@@ -266,10 +266,10 @@ export class FlagService {
     await assertInProcessCompatible(
       tx,
       this.deps.cohorts,
-      changes.flatMap((c) => {
-        if (c.kind === 'create') return [{ ...c.flag, version: 1 }];
+      changes.flatMap((c): WrittenContent[] => {
+        if (c.kind === 'create') return [{ after: { ...c.flag, version: 1 }, before: null }];
         if (c.kind === 'delete') return [];
-        return [{ ...c.content, key: c.before.key, projectId: c.before.projectId, version: c.before.version + 1 }];
+        return [{ after: { ...c.content, key: c.before.key, projectId: c.before.projectId, version: c.before.version + 1 }, before: c.before }];
       }),
     );
     const inserted = await store.insertMany(tx, changes.flatMap((c) => (c.kind === 'create' ? [c.flag] : [])));
