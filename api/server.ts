@@ -222,7 +222,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     onShutdown(() => analyticsFeature.stop());
 
     const health = healthRoutes({
-      evaluationChecks: evaluation ? () => evaluation.checks() : undefined,
+      evaluationChecks: evaluation ? async () => ({ ...(await evaluation.checks()), ...(flagd ? { flagdStreams: flagd.check() } : {}) }) : undefined,
       analyticsWriterStats: () => analyticsWriter.stats(),
       cache,
       db,

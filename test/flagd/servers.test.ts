@@ -1,8 +1,7 @@
-import http2 from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
-import { PROTOCOLS, boundToken, evaluationV1, evaluationV2, failure, follow, selector, syncClient } from './support';
+import { PROTOCOLS, boundToken, pingOnce, evaluationV1, evaluationV2, failure, follow, selector, syncClient } from './support';
 
 // flagd's protocols on FLAGD_PORT and FLAGD_SYNC_PORT (docs/local-evaluation.md), spoken by
 // connect-node's gRPC and Connect clients (HTTP/1.1 and h2c) against the real platform.
@@ -18,7 +17,7 @@ const toggle = (key: string, enabled: boolean) => fx.owner.request('POST', `/api
 const patch = (key: string, body: Record<string, unknown>) => fx.owner.request('PATCH', `/api/flags/${key}?serviceId=${fx.serviceId}&environment=development`, body);
 
 beforeAll(async () => {
-  app = await startTestApp({ STREAM_HEARTBEAT_MS: '300' });
+  app = await startTestApp({ STREAM_HEARTBEAT_MS: '300', ADMIN_EMAILS: 'flagd-ops@example.com' });
   fx = await createFixture(app);
   token = (await boundToken(fx)).value;
   stringKey = (await createFlag(fx.owner, fx.serviceId, { type: 'string', enabled: true, defaultValue: 'blue' })).key;
@@ -41,6 +40,30 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
     const v2 = evaluationV2(app, protocol);
     const two = await v2.resolveString({ flagKey: stringKey }, selector(token));
     expect(two).toMatchObject({ value: 'blue', reason: 'STATIC', variant: 'default' });
+  });
+
+  it('names the variant of a rule, a weighted variant and the default as the sync document does', async () => {
+    const ruled = await createFlag(fx.owner, fx.serviceId, {
+      type: 'string',
+      enabled: true,
+      defaultValue: 'plain',
+      targeting: [{ id: 'staff', conditions: [{ property: 'email', operator: 'ends_with', value: '@staff.example.com' }], value: 'staff-value' }],
+      variants: [
+        { name: 'red', value: 'R', weight: 50 },
+        { name: 'green', value: 'G', weight: 50 },
+      ],
+    });
+    await untilEvaluated(app, { flagKey: ruled.key, serviceId: fx.serviceId, context: { targetingKey: 'warm' } }, (r) => r.reason === 'VARIANT', { token: fx.readToken });
+    const v1 = evaluationV1(app, 'grpc');
+    const rule = await v1.resolveString({ flagKey: ruled.key, context: { targetingKey: 'u1', email: 'ann@staff.example.com' } }, selector(token));
+    expect(rule).toMatchObject({ value: 'staff-value', reason: 'TARGETING_MATCH', variant: 'rule:staff' });
+    const split = await v1.resolveString({ flagKey: ruled.key, context: { targetingKey: 'u1' } }, selector(token));
+    expect(split.reason).toBe('SPLIT');
+    expect(['red', 'green']).toContain(split.variant);
+    expect(split.value).toBe(split.variant === 'red' ? 'R' : 'G');
+    const noKey = await failure(v1.resolveString({ flagKey: ruled.key, context: {} }, selector(token)));
+    expect(ConnectError.from(noKey).code).toBe(Code.InvalidArgument);
+    expect(ConnectError.from(noKey).rawMessage).toMatch(/TARGETING_KEY_MISSING/);
   });
 
   it('answers ResolveAll with every flag of the set, typed', async () => {
@@ -108,17 +131,7 @@ describe('flagd.evaluation on FLAGD_PORT', () => {
 
 describe('both ports', () => {
   it.each(['flagd', 'flagdSync'] as const)('answer HTTP/2 keepalive pings in cleartext (%s)', async (port) => {
-    const session = http2.connect(app.urls[port]!);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        session.once('connect', () => resolve());
-        session.once('error', reject);
-      });
-      const rtt = await new Promise<number>((resolve, reject) => session.ping((error, duration) => (error ? reject(error) : resolve(duration))));
-      expect(rtt).toBeGreaterThanOrEqual(0);
-    } finally {
-      session.close();
-    }
+    expect(await pingOnce(app.urls[port]!)).toBeGreaterThanOrEqual(0);
   });
 
   it('answer an unknown path 404 over HTTP/1.1', async () => {
@@ -151,6 +164,51 @@ describe('flagd.sync on FLAGD_SYNC_PORT', () => {
       const updated = await eventually(async () => stream.messages.map((m) => JSON.parse(m.flagConfiguration)).find((d) => d.flags[objectKey].variants.default.limit === 4));
       expect(updated.flags[stringKey]).toBeDefined();
       expect(stream.ended).toBeUndefined();
+    } finally {
+      abort.abort();
+      await stream.done;
+    }
+  });
+
+  it('sends the document again after a change of a cohort a flag of the set names', async () => {
+    const cohort = await fx.owner.request('POST', `/api/projects/${fx.projectId}/cohorts`, {
+      name: `Staff ${stringKey}`,
+      rules: [{ id: 'staff', conditions: [{ property: 'email', operator: 'ends_with', value: '@staff.example.com' }] }],
+    });
+    expect(cohort.status).toBe(201);
+    const flag = await createFlag(fx.owner, fx.serviceId, {
+      type: 'boolean',
+      enabled: true,
+      defaultValue: false,
+      targeting: [{ id: 'staff', conditions: [{ property: 'targetingKey', operator: 'in_cohort', value: cohort.body.id }], value: true }],
+    });
+    const abort = new AbortController();
+    const stream = follow(syncClient(app).syncFlags({ selector: token }, { signal: abort.signal }));
+    try {
+      await eventually(async () => stream.messages.some((m) => JSON.parse(m.flagConfiguration).flags[flag.key] !== undefined));
+      const before = stream.messages.length;
+      const changed = await fx.owner.request('PATCH', `/api/projects/${fx.projectId}/cohorts/${cohort.body.id}`, {
+        rules: [{ id: 'staff', conditions: [{ property: 'email', operator: 'ends_with', value: '@example.com' }] }],
+      });
+      expect(changed.status).toBe(200);
+      await eventually(async () => stream.messages.length > before);
+      expect(JSON.parse(stream.messages[stream.messages.length - 1].flagConfiguration).flags[flag.key]).toBeDefined();
+    } finally {
+      abort.abort();
+      await stream.done;
+    }
+  });
+
+  it('counts open streams in /api/health/evaluation', async () => {
+    const ops = await app.signup({ email: 'flagd-ops@example.com', verified: true });
+    const abort = new AbortController();
+    const stream = follow(syncClient(app).syncFlags({ selector: token }, { signal: abort.signal }));
+    try {
+      await eventually(async () => stream.messages.length > 0);
+      const res = await ops.request('GET', '/api/health/evaluation', undefined, { listener: 'data' });
+      expect(res.status).toBe(200);
+      expect(res.body.checks.flagdStreams).toMatchObject({ working: true, open: expect.any(Number) });
+      expect(res.body.checks.flagdStreams.open).toBeGreaterThanOrEqual(1);
     } finally {
       abort.abort();
       await stream.done;

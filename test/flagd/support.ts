@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import http2 from 'node:http2';
 import { createClient, type Client, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { Service as EvaluationV1 } from '../../api/gen/flagd/evaluation/v1/evaluation_pb';
@@ -63,4 +64,18 @@ export function follow<T>(stream: AsyncIterable<T>) {
       return ended;
     },
   };
+}
+
+/** Connects over HTTP/2 and sends one PING: its round trip in ms (rejects when unanswered). */
+export async function pingOnce(url: string, options: http2.SecureClientSessionOptions = {}): Promise<number> {
+  const session = http2.connect(url, options);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      session.once('connect', () => resolve());
+      session.once('error', reject);
+    });
+    return await new Promise<number>((resolve, reject) => session.ping((error, duration) => (error ? reject(error) : resolve(duration))));
+  } finally {
+    session.close();
+  }
 }

@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http2 from 'node:http2';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient } from '@connectrpc/connect';
@@ -11,7 +10,7 @@ import { Service as EvaluationV1 } from '../../api/gen/flagd/evaluation/v1/evalu
 import { FlagSyncService } from '../../api/gen/flagd/sync/v1/sync_pb';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
-import { boundToken, selector } from './support';
+import { boundToken, pingOnce, selector } from './support';
 
 // FLAGD_TLS_CERT / FLAGD_TLS_KEY (docs/local-evaluation.md#ports): both flagd ports speak TLS,
 // HTTP/2 or HTTP/1.1 by ALPN; and HTTP/2 keepalive pings are answered.
@@ -62,15 +61,5 @@ it('lets the JS provider sync in-process over TLS', async () => {
 });
 
 it('answers HTTP/2 keepalive pings', async () => {
-  const session = http2.connect(app.urls.flagdSync!, { ca, servername: 'localhost' });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      session.once('connect', () => resolve());
-      session.once('error', reject);
-    });
-    const rtt = await new Promise<number>((resolve, reject) => session.ping((error, duration) => (error ? reject(error) : resolve(duration))));
-    expect(rtt).toBeGreaterThanOrEqual(0);
-  } finally {
-    session.close();
-  }
+  expect(await pingOnce(app.urls.flagdSync!, { ca, servername: 'localhost' })).toBeGreaterThanOrEqual(0);
 });

@@ -132,7 +132,14 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     return result;
   }
 
-  const answer = <T>(r: EvaluationResult, value: T) => ({ value, reason: reasonOf(r), variant: variantOf(r), metadata: {} });
+  /** A Resolve<Type> method: the flag's value when it is of the method's type, else TYPE_MISMATCH. */
+  function typed<V, W>(expectedType: FlagType, wanted: string, accepts: (value: unknown) => value is V, wire: (value: V) => W) {
+    return async (req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) => {
+      const r = await resolve(ctx, req, expectedType);
+      if (!accepts(r.value)) throw typeMismatch(r, wanted);
+      return { value: wire(r.value), reason: reasonOf(r), variant: variantOf(r), metadata: {} };
+    };
+  }
 
   /**
    * Runs one stream: its slot under the open-stream caps, its mailbox and its registration for
@@ -146,7 +153,10 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     start: (registration: StreamRegistration, onEnd: (undo: () => void) => void) => void,
   ): AsyncGenerator<T> {
     if (streams.isClosed) throw new ConnectError('The server is shutting down', Code.Unavailable);
-    const admission = streamLimits.acquire({ ip: ctx.values.get(kConnection).ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? '' });
+    const { ip } = ctx.values.get(kConnection);
+    // A stream waiting for its credential follows no service yet: only the per-IP cap holds it,
+    // so waiting streams from some addresses cannot take the slots of everyone else's.
+    const admission = streamLimits.acquire({ ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? `unbound:${ip}` });
     if (!admission.ok) {
       ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
       throw new ConnectError(admission.error.message, Code.ResourceExhausted);
@@ -196,31 +206,11 @@ export function flagdRpc(deps: FlagdRpcDeps) {
   };
 
   const evaluationImpl = {
-    async resolveBoolean(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
-      const r = await resolve(ctx, req, 'boolean');
-      if (typeof r.value !== 'boolean') throw typeMismatch(r, 'a boolean');
-      return answer(r, r.value);
-    },
-    async resolveString(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
-      const r = await resolve(ctx, req, 'string');
-      if (typeof r.value !== 'string') throw typeMismatch(r, 'a string');
-      return answer(r, r.value);
-    },
-    async resolveFloat(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
-      const r = await resolve(ctx, req, 'number');
-      if (typeof r.value !== 'number') throw typeMismatch(r, 'a number');
-      return answer(r, r.value);
-    },
-    async resolveInt(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
-      const r = await resolve(ctx, req, 'number');
-      if (typeof r.value !== 'number' || !Number.isSafeInteger(r.value)) throw typeMismatch(r, 'an integer');
-      return answer(r, BigInt(r.value));
-    },
-    async resolveObject(req: { flagKey: string; context?: JsonObject }, ctx: HandlerContext) {
-      const r = await resolve(ctx, req, 'object');
-      if (!isPlainObject(r.value)) throw typeMismatch(r, 'an object');
-      return answer(r, r.value);
-    },
+    resolveBoolean: typed('boolean', 'a boolean', (v): v is boolean => typeof v === 'boolean', (v) => v),
+    resolveString: typed('string', 'a string', (v): v is string => typeof v === 'string', (v) => v),
+    resolveFloat: typed('number', 'a number', (v): v is number => typeof v === 'number', (v) => v),
+    resolveInt: typed('number', 'an integer', (v): v is number => Number.isSafeInteger(v), (v) => BigInt(v)),
+    resolveObject: typed('object', 'an object', isPlainObject, (v) => v),
     /** Every flag of the set; flags whose evaluation fails are left out, as flagd does. */
     async resolveAll(req: { context?: JsonObject }, ctx: HandlerContext) {
       const startedAt = performance.now();

@@ -8,6 +8,7 @@ import type { Config } from '../../config';
 import { clientIp } from '../../http/client-ip';
 import { BODY_LIMITS } from '../../http/route';
 import type { Logger } from '../../infra/logger';
+import type { Check } from '../../lib/health/routes';
 import { Service as EvaluationV1 } from '../../gen/flagd/evaluation/v1/evaluation_pb';
 import { Service as EvaluationV2 } from '../../gen/flagd/evaluation/v2/evaluation_pb';
 import { FlagSyncService } from '../../gen/flagd/sync/v1/sync_pb';
@@ -29,6 +30,8 @@ export interface FlagdListeners {
 
 export interface FlagdFeature {
   streams: FlagdStreams;
+  /** /api/health/evaluation's `flagdStreams`: open SyncFlags and EventStream streams. */
+  check(): Check;
   /** Opens FLAGD_PORT and FLAGD_SYNC_PORT. */
   listen(): Promise<FlagdListeners>;
   /** Ends every open flagd stream (UNAVAILABLE): run before the listeners close. */
@@ -62,6 +65,7 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
   const listenerOptions = { host: config.HOST, tls, maxConnections: config.HTTP_MAX_CONNECTIONS, headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, logger };
   return {
     streams,
+    check: () => ({ working: !streams.isClosed, testTime: 0, open: streams.size }) as Check,
     async listen() {
       streams.start();
       const opened: FlagdListener[] = [];
