@@ -23,5 +23,13 @@ export const APPROXIMATIONS: Record<string, string> = {
 export const PYTHON_DIFFERENCES: Record<string, string> = {
   'equals: zero is not false': "Python's === takes False and 0 as equal",
   'equals: one is not true': "Python's === takes True and 1 as equal",
+  'gt: negative operand': 'an attribute 0 or 1 does not count as a number in Python',
   'expected type number for a boolean flag': "the Python provider's float resolution answers a boolean as 1.0 or 0.0",
+};
+
+/** Where flagd itself (Go) answers differently, and why (docs/flagd.md#providers). */
+export const GO_DIFFERENCES: Record<string, string> = {
+  'not_equals: object attribute is not comparable': "Go's in errors on an object attribute: ERROR with the caller's default",
+  'in: object attribute is not comparable': "Go's in errors on an object attribute: ERROR with the caller's default",
+  'contains: array membership is type-strict': 'Go\'s in finds 5 in ["5"]',
 };

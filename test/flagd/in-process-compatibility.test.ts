@@ -176,14 +176,21 @@ describe('requireInProcessCompatible', () => {
     expect((await fx.owner.request('PATCH', `${projectPath()}/cohorts/${unused.id}`, { rules: [{ conditions: [corporate] }] })).status).toBe(200);
   });
 
-  it('leaves writes alone when false, and flags written before it was set keep being served and reported', async () => {
+  it('refuses only what a write adds: a flag written before it was set can still be toggled and renamed, not made worse', async () => {
     const before = await createFlag(fx.owner, fx.serviceId, { targeting: untranslatable });
     expect(before.inProcessCompatible).toBe(false);
     await setRequirement(true);
     const read = await fx.viewer.request('GET', flagPath(before.key));
     expect(read.body).toMatchObject({ inProcessCompatible: false, inProcessIssues: [expect.objectContaining({ operator: 'matches' })] });
-    // Any write of it is refused until its targeting is translatable.
+
     const toggled = await fx.owner.request('POST', `/api/flags/${before.key}/toggle${qs({ serviceId: fx.serviceId })}`, {});
-    expect(toggled.status).toBe(400);
+    expect(toggled.status).toBe(200);
+    expect(toggled.body).toMatchObject({ enabled: true, inProcessCompatible: false });
+    expect((await fx.owner.request('PATCH', flagPath(before.key), { name: 'Corporate users' })).status).toBe(200);
+
+    const signup = { property: 'signup', operator: 'before', value: '2024-01-01' };
+    const worse = await fx.owner.request('PATCH', flagPath(before.key), { targeting: [{ id: 'corp', conditions: [gold, corporate, signup], value: true }] });
+    expect(worse.status).toBe(400);
+    expect(worse.body.details).toEqual([{ path: 'targeting.0.conditions.2.operator', message: expect.stringContaining('dates') }]);
   });
 });

@@ -1,4 +1,5 @@
 import type { AuditActor, AuditEntry, AuditLog } from '../../api/features/audit/writer';
+import { CohortStore } from '../../api/features/cohorts/store';
 import { FlagService } from '../../api/features/flags/service';
 import { FlagStore } from '../../api/features/flags/store';
 import type { FlagChangeEvent } from '../../api/features/flags/types';
@@ -45,7 +46,7 @@ afterAll(() => app?.stop());
 beforeEach(() => {
   audit = new RecordingAudit();
   outbox = new RecordingOutbox();
-  flags = new FlagService({ sql: app.platform.db.sql, store: new FlagStore(), audit, outbox });
+  flags = new FlagService({ sql: app.platform.db.sql, store: new FlagStore(), audit, outbox, cohorts: new CohortStore() });
 });
 
 let counter = 0;

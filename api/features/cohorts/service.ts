@@ -86,7 +86,7 @@ export class CohortService {
           rules: patch.rules ? withRuleIds(patch.rules) : before.rules,
         };
         if (canonicalJson(content) === canonicalJson({ name: before.name, description: before.description, rules: before.rules })) return before;
-        await assertCohortInProcessCompatible(tx, projectId, { id, rules: content.rules });
+        await assertCohortInProcessCompatible(tx, store, projectId, { before, after: { id, rules: content.rules } });
         const after = await store.update(tx, id, content, actor);
         await this.record(tx, actor, 'cohort.updated', before, after);
         wrote = true;

@@ -107,12 +107,13 @@ function anyOf(parts: Logic[]): Logic {
 const isString = (x: Logic): Logic => ({ starts_with: [x, ''] });
 /** Not an array: an array is not among its own merged elements, anything else is. */
 const isNotArray = (x: Logic): Logic => ({ in: [x, { merge: [x] }] });
+/** Strict equality: flagd (Go) errors on `in [true, false]` for a number and on `cat` of a boolean. */
+const isBoolean = (x: Logic): Logic => ({ or: [{ '===': [x, true] }, { '===': [x, false] }] });
 /**
- * A boolean: what `cat` writes as true or false (Python writes True, False) and is neither a
- * string nor an array. Not `in [true, false]`: Python's `in` finds 1 and 0 there.
+ * A number: not null, not a string, boolean or array, and not an object (which `cat` writes
+ * "[object Object]"). The order matters: flagd (Go) stops at the first false test, and errors on
+ * the array test for a boolean and on `cat` of a boolean or an array.
  */
-const isBoolean = (x: Logic): Logic => ({ and: [not(isString(x)), isNotArray(x), { in: [{ cat: [x] }, ['true', 'false', 'True', 'False']] }] });
-/** A number: not null, not a string, boolean or array, and not an object (which `cat` writes "[object Object]"). */
 const isNumber = (x: Logic): Logic => ({
   and: [{ '!==': [x, null] }, not(isString(x)), not(isBoolean(x)), isNotArray(x), { '!==': [{ cat: [x] }, '[object Object]'] }],
 });
@@ -123,10 +124,7 @@ function isTypeOf(operand: unknown): (x: Logic) => Logic {
   return typeof operand === 'string' ? isString : typeof operand === 'boolean' ? isBoolean : isNumber;
 }
 
-/** Type-strict equality with a primitive operand: Python's `===` takes 1 for true. */
-const equalTo = (x: Logic, operand: unknown): Logic => ({ and: [isTypeOf(operand)(x), { '===': [x, operand] }] });
-
-/** Type-strict membership: each type's members tested by that type, since Python's `in` finds 1 among [true]. */
+/** Type-strict membership: each type's members tested by that type; flagd (Go) errors on `in` across types. */
 function memberOf(x: Logic, members: unknown[]): Logic {
   const byType = new Map<(x: Logic) => Logic, unknown[]>();
   for (const member of members) {
@@ -176,9 +174,9 @@ function translateCondition(condition: Condition, cohortLogic: (id: string) => C
   const x: Logic = { var: property };
   switch (condition.operator) {
     case 'equals':
-      return { logic: equalTo(x, value) };
+      return { logic: { '===': [x, value] } };
     case 'not_equals':
-      return { logic: { and: [isPrimitive(x), not(equalTo(x, value))] } };
+      return { logic: { and: [isPrimitive(x), { '!==': [x, value] }] } };
     case 'in':
       return { logic: memberOf(x, value as unknown[]) };
     case 'not_in':

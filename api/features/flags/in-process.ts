@@ -1,6 +1,6 @@
 import { validationFailed, type FieldProblem } from '../../http/errors';
 import type { Queryable } from '../../infra/postgres';
-import { CohortStore } from '../cohorts/store';
+import type { CohortStore } from '../cohorts/store';
 import type { CohortDefinition } from '../evaluation/engine';
 import { cohortInProcessProblems, inProcessIssues, locatedInProcessIssues, type TranslatableFlag } from '../flagd/translate';
 import type { FlagRecord, InProcessCompatibility } from './types';
@@ -13,35 +13,61 @@ import type { FlagRecord, InProcessCompatibility } from './types';
 
 type Cohorts = ReadonlyMap<string, CohortDefinition>;
 
+/** Where the cohorts flags name are read. */
+export type CohortReader = Pick<CohortStore, 'list' | 'flagsUsing'>;
+
 const NO_COHORTS: Cohorts = new Map();
-const cohortStore = new CohortStore();
 
 function namesCohort(flag: { targeting: FlagRecord['targeting'] }): boolean {
   return flag.targeting.some((rule) => rule.conditions.some((condition) => condition.operator === 'in_cohort'));
 }
 
 /** The cohorts of every project whose flags (among `flags`) name one: one query per such project. */
-async function cohortsOfProjects(db: Queryable, flags: readonly { projectId: string; targeting: FlagRecord['targeting'] }[]): Promise<Map<string, Cohorts>> {
+async function cohortsOfProjects(
+  db: Queryable,
+  reader: CohortReader,
+  flags: readonly { projectId: string; targeting: FlagRecord['targeting'] }[],
+): Promise<Map<string, Cohorts>> {
   const projects = new Set(flags.filter(namesCohort).map((flag) => flag.projectId));
   const out = new Map<string, Cohorts>();
   for (const projectId of projects) {
-    const cohorts = await cohortStore.list(db, projectId);
+    const cohorts = await reader.list(db, projectId);
     out.set(projectId, new Map(cohorts.map((cohort) => [cohort.id, cohort])));
   }
   return out;
 }
 
 /** The flags as the API returns them: each with `inProcessCompatible` and `inProcessIssues`. */
-export async function withInProcessCompatibility<T extends FlagRecord>(db: Queryable, flags: readonly T[]): Promise<(T & InProcessCompatibility)[]> {
-  const cohorts = await cohortsOfProjects(db, flags);
+export async function withInProcessCompatibility<T extends FlagRecord>(db: Queryable, reader: CohortReader, flags: readonly T[]): Promise<(T & InProcessCompatibility)[]> {
+  const cohorts = await cohortsOfProjects(db, reader, flags);
   return flags.map((flag) => {
     const issues = inProcessIssues(flag, cohorts.get(flag.projectId) ?? NO_COHORTS);
     return { ...flag, inProcessCompatible: issues.length === 0, inProcessIssues: issues };
   });
 }
 
-/** A flag as a write will leave it. */
-export type WrittenContent = TranslatableFlag & { projectId: string; targeting: FlagRecord['targeting'] };
+/** A flag as a write will leave it, and as it was (none for a create). */
+export interface WrittenContent {
+  after: TranslatableFlag & { projectId: string; targeting: FlagRecord['targeting'] };
+  before: TranslatableFlag | null;
+}
+
+/**
+ * What a write adds to `before`: the entries of `after` beyond those `before` already has, by
+ * `identity` and counted (a rule that gains a second `matches` gains one issue).
+ */
+function added<T>(before: readonly T[], after: readonly T[], identity: (entry: T) => string): T[] {
+  const had = new Map<string, number>();
+  for (const entry of before) had.set(identity(entry), (had.get(identity(entry)) ?? 0) + 1);
+  return after.filter((entry) => {
+    const left = had.get(identity(entry)) ?? 0;
+    had.set(identity(entry), left - 1);
+    return left <= 0;
+  });
+}
+
+/** The same issue before and after a write, wherever its rule moved. */
+const issueIdentity = (issue: { ruleId: string | null; operator: string | null; message: string }) => `${issue.ruleId}\n${issue.operator}\n${issue.message}`;
 
 /** Projects among `projectIds` that refuse untranslatable targeting. */
 async function protectedProjects(db: Queryable, projectIds: string[]): Promise<Set<string>> {
@@ -52,17 +78,24 @@ async function protectedProjects(db: Queryable, projectIds: string[]): Promise<S
 
 /**
  * The write-time check (in the write's transaction): in a project with
- * requireInProcessCompatible, a flag whose targeting flagd cannot evaluate exactly is refused,
- * 400 with the path of each offending condition.
+ * requireInProcessCompatible, a write that makes a flag's targeting untranslatable is refused,
+ * 400 with the path of each offending condition. Issues the flag already had do not count: a
+ * flag written before the setting was turned on can still be toggled and edited elsewhere.
  */
-export async function assertInProcessCompatible(db: Queryable, flags: readonly WrittenContent[]): Promise<void> {
-  const guarded = await protectedProjects(db, [...new Set(flags.map((flag) => flag.projectId))]);
+export async function assertInProcessCompatible(db: Queryable, reader: CohortReader, writes: readonly WrittenContent[]): Promise<void> {
+  const guarded = await protectedProjects(db, [...new Set(writes.map((write) => write.after.projectId))]);
   if (guarded.size === 0) return;
-  const checked = flags.filter((flag) => guarded.has(flag.projectId));
-  const cohorts = await cohortsOfProjects(db, checked);
+  const checked = writes.filter((write) => guarded.has(write.after.projectId));
+  const cohorts = await cohortsOfProjects(
+    db,
+    reader,
+    checked.map((write) => write.after),
+  );
   const problems = new Map<string, FieldProblem>();
-  for (const flag of checked) {
-    for (const issue of locatedInProcessIssues(flag, cohorts.get(flag.projectId) ?? NO_COHORTS)) {
+  for (const { after, before } of checked) {
+    const projectCohorts = cohorts.get(after.projectId) ?? NO_COHORTS;
+    const had = before === null ? [] : locatedInProcessIssues(before, projectCohorts);
+    for (const issue of added(had, locatedInProcessIssues(after, projectCohorts), issueIdentity)) {
       // A create in every environment writes the same content three times: one problem each.
       problems.set(`${issue.path}\n${issue.message}`, { path: issue.path, message: `${issue.message} (this project requires flags that in-process providers can evaluate)` });
     }
@@ -77,14 +110,21 @@ async function requiresInProcessCompatible(db: Queryable, projectId: string): Pr
 
 /**
  * The cohort side of the write-time check (in the cohort write's transaction): in a project with
- * requireInProcessCompatible, a cohort change that would leave a flag naming the cohort
+ * requireInProcessCompatible, a cohort change that would make a flag naming the cohort
  * untranslatable is refused, 400 with the path of each offending cohort condition. A cohort no
- * flag names may hold anything: a flag naming it later is checked then.
+ * flag names may hold anything: a flag naming it later is checked then. Problems the cohort
+ * already had do not count, as for flags.
  */
-export async function assertCohortInProcessCompatible(db: Queryable, projectId: string, cohort: CohortDefinition): Promise<void> {
-  const problems = cohortInProcessProblems(cohort);
+export async function assertCohortInProcessCompatible(
+  db: Queryable,
+  reader: CohortReader,
+  projectId: string,
+  change: { before: CohortDefinition; after: CohortDefinition },
+): Promise<void> {
+  const cohort = change.after;
+  const problems = added(cohortInProcessProblems(change.before), cohortInProcessProblems(cohort), (problem) => problem.message);
   if (problems.length === 0 || !(await requiresInProcessCompatible(db, projectId))) return;
-  const users = await cohortStore.flagsUsing(db, projectId, cohort.id);
+  const users = await reader.flagsUsing(db, projectId, cohort.id);
   if (users.length === 0) return;
   const named = users.map((user) => `${user.key} (${user.environment})`).join(', ');
   throw validationFailed(

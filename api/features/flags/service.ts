@@ -21,7 +21,7 @@ import type {
   FlagVersionRecord,
   InProcessCompatibility,
 } from './types';
-import { assertInProcessCompatible, withInProcessCompatibility } from './in-process';
+import { assertInProcessCompatible, withInProcessCompatibility, type CohortReader, type WrittenContent } from './in-process';
 import { canonicalJson, flagContentProblems, flagKeyProblem } from './validation';
 
 export interface FlagServiceDeps {
@@ -33,6 +33,8 @@ export interface FlagServiceDeps {
   outbox: FlagEventOutbox;
   /** Called after every committed change (the in-process relay polls at once). */
   afterCommit?: () => void;
+  /** The cohorts in_cohort conditions name: what in-process compatibility reads (docs/flagd.md#compatibility). */
+  cohorts: CohortReader;
 }
 
 /** Extra audit metadata a caller wants recorded with the change (trigger, guardrail verdict …). */
@@ -77,7 +79,7 @@ export class FlagService {
 
   /** The flags as the API answers them, with their in-process compatibility (docs/flagd.md#compatibility). */
   respond<T extends FlagRecord>(flags: readonly T[]): Promise<(T & InProcessCompatibility)[]> {
-    return withInProcessCompatibility(this.deps.sql, flags);
+    return withInProcessCompatibility(this.deps.sql, this.deps.cohorts, flags);
   }
 
   /** The owning project of a service, or null when the service does not exist. */
@@ -263,10 +265,11 @@ export class FlagService {
     // Projects with requireInProcessCompatible refuse targeting flagd cannot evaluate exactly (400).
     await assertInProcessCompatible(
       tx,
-      changes.flatMap((c) => {
-        if (c.kind === 'create') return [{ ...c.flag, version: 1 }];
+      this.deps.cohorts,
+      changes.flatMap((c): WrittenContent[] => {
+        if (c.kind === 'create') return [{ after: { ...c.flag, version: 1 }, before: null }];
         if (c.kind === 'delete') return [];
-        return [{ ...c.content, key: c.before.key, projectId: c.before.projectId, version: c.before.version + 1 }];
+        return [{ after: { ...c.content, key: c.before.key, projectId: c.before.projectId, version: c.before.version + 1 }, before: c.before }];
       }),
     );
     const inserted = await store.insertMany(tx, changes.flatMap((c) => (c.kind === 'create' ? [c.flag] : [])));

@@ -4,6 +4,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { OutboxWriter } from '../../lib/outbox/store';
 import { AuditWriter } from '../audit/writer';
+import { CohortStore } from '../cohorts/store';
 import type { DemoFeature } from '../demo/wiring';
 import { BulkFlagOperations } from './bulk';
 import { bulkFlagRoutes } from './bulk-routes';
@@ -23,7 +24,14 @@ export interface FlagFeature {
 /** Flags: every change commits with its audit entry and outbox event; `afterCommit` nudges the relay to publish it at once. */
 export function createFlagFeature(deps: { sql: Sql; access: ProjectAccess; logger: Logger; afterCommit: () => void }): FlagFeature {
   const { sql, access, logger } = deps;
-  const flags = new FlagService({ sql, store: new FlagStore(), audit: new AuditWriter(), outbox: new OutboxWriter(), afterCommit: deps.afterCommit });
+  const flags = new FlagService({
+    sql,
+    store: new FlagStore(),
+    audit: new AuditWriter(),
+    outbox: new OutboxWriter(),
+    cohorts: new CohortStore(),
+    afterCommit: deps.afterCommit,
+  });
   return {
     service: flags,
     routes(demo) {

@@ -16,7 +16,7 @@ export const ProjectSchema = z.object({
   guardrailWindowMinutes: z.number().int().describe('Minutes a production change is watched before the guardrail judges it (1-1440)'),
   requireInProcessCompatible: z
     .boolean()
-    .describe("Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility)"),
+    .describe("Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility)"),
   createdAt: z.string(),
   updatedAt: z.string(),
   role: z.enum(PROJECT_ROLES).nullable().describe("The caller's role; null for a project API token"),

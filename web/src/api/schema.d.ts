@@ -24496,7 +24496,7 @@ export interface operations {
                             id: string;
                             name: string;
                             orgId: string;
-                            /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                            /** @description Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility) */
                             requireInProcessCompatible: boolean;
                             /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                             requireWriteToken: boolean;
@@ -24727,7 +24727,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        /** @description Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility) */
                         requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
@@ -24947,7 +24947,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        /** @description Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility) */
                         requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
@@ -25376,7 +25376,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        /** @description Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility) */
                         requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
@@ -30339,7 +30339,7 @@ export interface operations {
                         id: string;
                         name: string;
                         orgId: string;
-                        /** @description Flag and cohort writes that would leave a flag untranslatable to flagd's in-process evaluation are refused with 400 (docs/flagd.md#compatibility) */
+                        /** @description Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility) */
                         requireInProcessCompatible: boolean;
                         /** @description Browser events for its services need X-Write-Token, a project API token with write (docs/api-reference.md#browser-analytics) */
                         requireWriteToken: boolean;
