@@ -21,6 +21,9 @@ import { connectionValues, flagdRpc } from './rpc';
 import { FlagdStreams } from './streams';
 import { unaryGrpc } from './unary';
 
+/** Requests are a flag key and a context: the evaluation body limit (docs/limits.md), on connect-node and the lean gRPC path alike. */
+const READ_MAX_BYTES = BODY_LIMITS.evaluation;
+
 export interface FlagdListeners {
   /** FLAGD_PORT: flagd.evaluation v1 and v2. */
   evaluationUrl: string;
@@ -81,7 +84,7 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
               ...listenerOptions,
               name: 'flagd',
               port: config.FLAGD_PORT,
-              streams: unaryGrpc([EvaluationV1, EvaluationV2], { resolve: rpc.resolve, readMaxBytes: BODY_LIMITS.evaluation, trustProxy: config.TRUST_PROXY, logger }),
+              streams: unaryGrpc([EvaluationV1, EvaluationV2], { resolve: rpc.resolve, readMaxBytes: READ_MAX_BYTES, trustProxy: config.TRUST_PROXY, logger }),
             },
           ),
         );
@@ -112,8 +115,7 @@ export function createFlagdFeature(deps: { config: Config; logger: Logger; authe
  */
 function nodeHandler(routes: (router: ConnectRouter) => void, trustProxy: number, logger: Logger): FlagdHandler {
   const router = createConnectRouter({
-    // Requests are a flag key and a context: the evaluation body limit (docs/limits.md).
-    readMaxBytes: BODY_LIMITS.evaluation,
+    readMaxBytes: READ_MAX_BYTES,
     acceptCompression: [compressionGzip, compressionBrotli],
     interceptors: [hideInternalErrors(logger)],
   });
