@@ -137,7 +137,10 @@ function onEnd(this: WithCall): void {
     return fail(call, new ConnectError(`parse binary: ${error instanceof Error ? error.message : String(error)}`, Code.InvalidArgument));
   }
   const { headers, stream, deps } = call;
-  const connection: FlagdConnection = { ip: clientIp({ socket: stream.session!.socket, headers }, deps.trustProxy), session: stream.session };
+  const session = stream.session;
+  // The connection went away while the message arrived.
+  if (session === undefined) return;
+  const connection: FlagdConnection = { ip: clientIp({ socket: session.socket, headers }, deps.trustProxy), session };
   const token = credentialFrom(single(headers[SELECTOR_HEADER]), headers.authorization, '');
   let result: EvaluationResult | Promise<EvaluationResult>;
   try {
@@ -156,12 +159,18 @@ function onEnd(this: WithCall): void {
 const single = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(', ') : value);
 
 function answer(call: UnaryCall, result: EvaluationResult): void {
+  let body: Buffer;
+  try {
+    body = call.route.body(result);
+  } catch (error) {
+    return fail(call, error);
+  }
   call.done = true;
   const { stream } = call;
   if (stream.destroyed || stream.headersSent) return;
   stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', sendOkTrailers);
-  stream.end(call.route.body(result));
+  stream.end(body);
 }
 
 function sendOkTrailers(this: ServerHttp2Stream): void {
