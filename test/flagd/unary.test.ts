@@ -220,6 +220,16 @@ describe('gRPC framing on the lean path', () => {
     }
   });
 
+  it('refuses a malformed grpc-timeout as connect-node does, and accepts a valid one', async () => {
+    const message = framed(request(keys.boolean));
+    const bad = await rawCall(PATH, message, { 'grpc-timeout': '5 seconds' });
+    expect([bad.headers['grpc-status'], decodeURIComponent(String(bad.headers['grpc-message']))]).toEqual([String(Code.InvalidArgument), 'protocol error: invalid grpc timeout value: 5 seconds']);
+    const good = await rawCall(PATH, message, { 'grpc-timeout': '5S' });
+    expect(good.trailers['grpc-status']).toBe('0');
+    const viaConnect = await rawCall(PATH, framed(Buffer.from(JSON.stringify({ flagKey: keys.boolean }))), { 'content-type': 'application/grpc+json', 'grpc-timeout': '5 seconds' });
+    expect(viaConnect.trailers['grpc-message'] ?? viaConnect.headers['grpc-message']).toBe(bad.headers['grpc-message']);
+  });
+
   it('refuses a message announced over 64 KB before reading it', async () => {
     const body = Buffer.alloc(5 + 1024 * 1024);
     body.writeUInt32BE(10 * 1024 * 1024, 1);

@@ -1,6 +1,7 @@
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { create, fromBinary, toBinary, type DescMessage, type DescService } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { contentTypeProto, grpcStatusOk, parseContentType, parseTimeout } from '@connectrpc/connect/protocol-grpc';
 import { clientIp } from '../../http/client-ip';
 import type { Logger } from '../../infra/logger';
 import { perInternedResult, type EvaluationResult } from '../evaluation/engine/index';
@@ -28,10 +29,8 @@ export interface UnaryDeps {
 /** Takes a stream it serves (true), or leaves it (false) to connect-node. */
 export type StreamTaker = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
-/** gRPC with the binary codec (connect-node's content types, less `+json`). */
-const BINARY_GRPC = /^application\/grpc(?:\+proto)?$/i;
-const RESPONSE_HEADERS = { ':status': 200, 'content-type': 'application/grpc+proto' };
-const OK_TRAILERS = { 'grpc-status': '0' };
+const RESPONSE_HEADERS = { ':status': 200, 'content-type': contentTypeProto };
+const OK_TRAILERS = { 'grpc-status': grpcStatusOk };
 /** A message's prefix: a flags byte (bit 0: compressed), then its length, big-endian. */
 const PREFIX_BYTES = 5;
 
@@ -67,7 +66,8 @@ export function unaryGrpc(services: DescService[], deps: UnaryDeps): StreamTaker
   const routes = routesOf(services);
   return (stream, headers) => {
     const route = routes.get(headers[':path'] ?? '');
-    if (route === undefined || headers[':method'] !== 'POST' || !BINARY_GRPC.test(headers['content-type'] ?? '')) return false;
+    // gRPC with the binary codec, as connect-node reads content types; `+json` stays on connect-node.
+    if (route === undefined || headers[':method'] !== 'POST' || parseContentType(headers['content-type'] ?? null)?.binary !== true) return false;
     const encoding = headers['grpc-encoding'];
     if (encoding !== undefined && encoding !== 'identity') return false;
     const call = new UnaryCall(deps, route, stream, headers);
@@ -123,6 +123,10 @@ function onEnd(this: WithCall): void {
   const call = this[CALL]!;
   if (call.done) return;
   // The errors connect-node answers for the same bodies.
+  // A malformed deadline is refused as connect-node refuses it; a valid one is the client's to
+  // keep (a call waits, if at all, only on its credential's first lookup).
+  const timeout = parseTimeout(single(call.headers['grpc-timeout']) ?? null, Number.MAX_SAFE_INTEGER);
+  if (timeout.error !== undefined) return fail(call, timeout.error);
   if (call.bytes === 0) return fail(call, new ConnectError('protocol error: missing input message for unary method', Code.Unimplemented));
   const body = call.chunks.length === 1 ? call.chunks[0] : Buffer.concat(call.chunks);
   call.chunks = [];
