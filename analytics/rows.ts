@@ -13,7 +13,7 @@ export interface OutcomeRow {
   targetingKeyHash: string;
   value: number | null;
   flags: Record<string, string>;
-  origin: 'track' | 'sdk-telemetry';
+  origin: 'track' | 'sdk-telemetry' | 'otlp';
   eventId: string;
 }
 

@@ -8,6 +8,7 @@ import type { Cache } from '../../infra/cache';
 import type { Sql } from '../../infra/postgres';
 import { adminIngestRoutes } from './ingest-admin';
 import { browserIngestRoutes } from './ingest-browser';
+import { otlpIngestRoutes, type ExposureSink } from './ingest-otlp';
 import { sdkIngestRoutes } from './ingest-sdk';
 import { IngestSites } from './ingest-sites';
 import { createCountryReader, createUserAgentParser } from './user-agent';
@@ -19,6 +20,8 @@ export interface IngestDeps {
   access: ProjectAccess;
   authenticator: Authenticator;
   sink: AnalyticsSink;
+  /** The evaluation events writer: OpenTelemetry exposures are evaluation events. */
+  evaluations: ExposureSink;
 }
 
 /**
@@ -29,15 +32,17 @@ const INGEST_WINDOW_SECONDS = 60;
 
 /**
  * Ingestion routes per listener (docs/api-reference.md#addresses-and-processes): SDK track and
- * telemetry on the control and data planes; browser events on the ingest listener; admin events on
- * the control plane and the ingest listener.
+ * telemetry on the control and data planes; browser events and OpenTelemetry exports (OTLP/HTTP) on
+ * the ingest listener; admin events on the control plane and the ingest listener.
  */
 export function ingestRoutes(deps: IngestDeps): Record<'control' | 'data' | 'ingest', AnyRoute[]> {
   const { config, sink } = deps;
   const limiter = new RateLimiter(deps.cache, INGEST_WINDOW_SECONDS);
   // One cache of service -> project for SDK and browser callers.
   const sites = new IngestSites(deps.sql);
-  const sdk = sdkIngestRoutes({ sink, sites, roleOf: (userId, projectId) => deps.access.roleOf(userId, projectId) });
+  const readers = { sink, sites, roleOf: (userId: string, projectId: string) => deps.access.roleOf(userId, projectId) };
+  const sdk = sdkIngestRoutes(readers);
+  const otlp = otlpIngestRoutes({ ...readers, evaluations: deps.evaluations });
   const admin = adminIngestRoutes({ sink, limiter, extraSiteId: config.ADMIN_ANALYTICS_SITE_ID });
   const browser = browserIngestRoutes({
     sink,
@@ -47,5 +52,5 @@ export function ingestRoutes(deps: IngestDeps): Record<'control' | 'data' | 'ing
     userAgent: createUserAgentParser(),
     country: createCountryReader(config.TRUSTED_PROXIES, config.COUNTRY_HEADER),
   });
-  return { control: [...sdk, ...admin], data: sdk, ingest: [...browser, ...admin] };
+  return { control: [...sdk, ...admin], data: sdk, ingest: [...browser, ...admin, ...otlp] };
 }

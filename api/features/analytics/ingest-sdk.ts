@@ -135,7 +135,7 @@ export interface SdkIngestDeps {
  * 10 s site cache: a project token, the usual caller, costs no query per request. Anonymous 401;
  * no access to the project 404 like an unknown service; access without read 403.
  */
-async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceId: string): Promise<ProjectGrant[]> {
+export async function serviceReader(deps: SdkIngestDeps, principal: Principal, serviceId: string): Promise<ProjectGrant[]> {
   if (principal.type === 'anonymous') throw unauthorized();
   // A bound project token reaches only its own service (docs/api-reference.md#project-api-tokens).
   if (principal.type === 'project_api_token' && principal.scope && principal.scope.serviceId !== serviceId) throw notFound('Service');

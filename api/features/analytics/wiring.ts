@@ -62,6 +62,8 @@ export interface AnalyticsFeatureDeps {
   analytics: Analytics;
   /** createAnalyticsWriter's: producers record into it as `sink`. */
   writer: AnalyticsWriter;
+  /** createAnalyticsWriter's evaluation events writer: OpenTelemetry exposures are recorded into it. */
+  evaluations: EvaluationRecorder;
   access: ProjectAccess;
   /** Resolves browser ingestion's X-Write-Token (a project API token outside Authorization). */
   authenticator: Authenticator;

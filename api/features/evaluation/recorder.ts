@@ -2,7 +2,8 @@ import { TableWriter, tsv, tsvTime, type TableFormat, type TableWriterOptions, t
 import { boundedMemo, sha256Hex } from '../../infra/ids';
 import { perInternedResult, type EvaluationResult, type RolloutSide } from './engine/index';
 
-export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web' | 'flagd';
+/** The protocol an evaluation came by; 'otlp' for one an application reported through OpenTelemetry (docs/opentelemetry.md#what-counts). */
+export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web' | 'flagd' | 'otlp';
 
 /** One evaluation_events row: a flag's result, served `evaluations` times alike (1 when not given). */
 export interface EvaluationEvent {

@@ -1,0 +1,122 @@
+import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { ExportLogsServiceRequestSchema, ExportLogsServiceResponseSchema } from '../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb';
+import { ExportTraceServiceRequestSchema, ExportTraceServiceResponseSchema } from '../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import type { AnalyticsSink } from '../../../analytics/rows';
+import type { Principal } from '../../auth/principal';
+import { HttpError } from '../../http/errors';
+import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
+import { targetEnvironment, targetService } from '../evaluation/access';
+import type { EvaluationEvent } from '../evaluation/recorder';
+import { DEFAULT_ENVIRONMENT, isEnvironment } from '../evaluation/service';
+import { pending, recordAll } from './ingest-common';
+import { serviceReader, type SdkIngestDeps } from './ingest-sdk';
+import { decodeRequest, encodingOf, HEX_ID_FIELDS, OTLP_BODY_LIMIT, OtlpRefusal, readBody, sendMessage, sendRefusal, type OtlpEncoding } from './otlp-body';
+import { deriveFromLogs, deriveFromTraces, TraceJoin, type Derived, type Tenant } from './otlp-outcomes';
+
+/** Where exposures are written: the evaluation events writer, so every reader of evaluations counts them. */
+export interface ExposureSink {
+  record(event: EvaluationEvent): boolean;
+}
+
+export interface OtlpIngestDeps extends SdkIngestDeps {
+  evaluations: ExposureSink;
+}
+
+/**
+ * The service and environment an export is for: X-Service-Id and X-Environment, or a bound
+ * token's own (naming another is refused as another service is; docs/opentelemetry.md#credentials).
+ */
+function otlpTarget(principal: Principal, serviceHeader: string | undefined, environmentHeader: string | undefined): { serviceId: string; environment: string } {
+  const serviceId = targetService(principal, serviceHeader || undefined);
+  if (!serviceId) throw new HttpError(400, 'The X-Service-Id header is required with a token not bound to a service');
+  const named = environmentHeader || undefined;
+  if (named !== undefined && !isEnvironment(named)) throw new HttpError(400, 'X-Environment must be development, staging or production');
+  return { serviceId, environment: targetEnvironment(principal, named) ?? DEFAULT_ENVIRONMENT };
+}
+
+interface Signal<Req extends DescMessage, Res extends DescMessage> {
+  path: string;
+  summary: string;
+  request: Req;
+  response: Res;
+  ids: (typeof HEX_ID_FIELDS)[keyof typeof HEX_ID_FIELDS];
+  derive: (request: MessageShape<Req>, tenant: Tenant, join: TraceJoin, now: number) => Derived;
+  /** The export response, with a partial success when some records were rejected. */
+  answer: (derived: Derived) => MessageShape<Res>;
+}
+
+/**
+ * OTLP/HTTP ingestion on the ingest listener (docs/opentelemetry.md): POST /v1/traces and /v1/logs,
+ * protobuf or JSON, gzip as exporters send it, credentials and per-token limits as every SDK
+ * route. Flag evaluations become exposures (evaluation events of source `otlp`), traces' local
+ * roots `error` and `latency` outcome events (origin `otlp`), all through the one batched writer.
+ */
+export function otlpIngestRoutes(deps: OtlpIngestDeps, join = new TraceJoin()): AnyRoute[] {
+  const route = <Req extends DescMessage, Res extends DescMessage>(signal: Signal<Req, Res>): AnyRoute =>
+    defineRoute({
+      method: 'post',
+      path: signal.path,
+      summary: signal.summary,
+      tags: ['analytics'],
+      auth: 'authenticated',
+      sdk: true,
+      access: {
+        capability: 'flags:read',
+        check: (principal, ctx) => {
+          const { serviceId } = otlpTarget(principal, ctx.req.get('x-service-id'), ctx.req.get('x-environment'));
+          return serviceReader(deps, principal, serviceId);
+        },
+      },
+      bodyLimit: OTLP_BODY_LIMIT,
+      async handler(ctx) {
+        const { serviceId, environment } = otlpTarget(ctx.principal, ctx.req.get('x-service-id'), ctx.req.get('x-environment'));
+        let encoding: OtlpEncoding | undefined;
+        try {
+          encoding = encodingOf(ctx.req.get('content-type'));
+          const body = await readBody(ctx.req, ctx.res);
+          const request = decodeRequest(signal.request, body, encoding, signal.ids);
+          const derived = signal.derive(request, { projectId: ctx.granted[0].projectId, serviceId, environment }, join, Date.now());
+          store(deps, derived);
+          sendMessage(ctx.res, 200, signal.response, signal.answer(derived), encoding);
+        } catch (error) {
+          if (!(error instanceof OtlpRefusal)) throw error;
+          sendRefusal(ctx.res, error, encoding);
+        }
+        return HANDLED;
+      },
+    });
+  return [
+    route({
+      path: '/v1/traces',
+      summary:
+        'OTLP/HTTP trace export (protobuf or JSON, gzip): flag evaluation span events count as exposures, local root spans as error and latency outcomes of the flags their trace evaluated',
+      request: ExportTraceServiceRequestSchema,
+      response: ExportTraceServiceResponseSchema,
+      ids: HEX_ID_FIELDS.traces,
+      derive: deriveFromTraces,
+      answer: (d) =>
+        create(ExportTraceServiceResponseSchema, d.rejected ? { partialSuccess: { rejectedSpans: BigInt(d.rejected), errorMessage: d.errorMessage } } : {}),
+    }),
+    route({
+      path: '/v1/logs',
+      summary: 'OTLP/HTTP logs export (protobuf or JSON, gzip): flag evaluation log records count as exposures, joined to their trace’s outcomes',
+      request: ExportLogsServiceRequestSchema,
+      response: ExportLogsServiceResponseSchema,
+      ids: HEX_ID_FIELDS.logs,
+      derive: deriveFromLogs,
+      answer: (d) =>
+        create(ExportLogsServiceResponseSchema, d.rejected ? { partialSuccess: { rejectedLogRecords: BigInt(d.rejected), errorMessage: d.errorMessage } } : {}),
+    }),
+  ];
+}
+
+/** Exposures, then outcomes, into the one writer; its memory bound answers 503 as every ingestion route does. */
+function store(deps: { evaluations: ExposureSink; sink: AnalyticsSink }, derived: Derived): void {
+  for (const exposure of derived.exposures) {
+    if (!deps.evaluations.record(exposure)) throw new HttpError(503, 'Analytics ingestion is over its memory bound; retry shortly', { retryAfter: 5 });
+  }
+  recordAll(
+    deps.sink,
+    derived.outcomes.map((row) => pending('outcome_events', row)),
+  );
+}

@@ -1,0 +1,385 @@
+import type { OutcomeRow } from '../../../analytics/rows';
+import type { AnyValue, KeyValue } from '../../gen/opentelemetry/proto/common/v1/common_pb';
+import type { ExportLogsServiceRequest } from '../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb';
+import type { ExportTraceServiceRequest } from '../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import { Span_SpanKind, Status_StatusCode, type Span } from '../../gen/opentelemetry/proto/trace/v1/trace_pb';
+import { hashTargetingKey, type EvaluationEvent } from '../evaluation/recorder';
+import { inWindow, MAX_FLAGS_PER_EVENT, newEventId } from './ingest-common';
+
+/**
+ * Exposures and outcomes derived from OTLP traces and logs (docs/opentelemetry.md#what-counts):
+ * a flag evaluation event (span event or log record) is an exposure of its context to the value;
+ * a trace's local root span is one `latency` outcome (and one `error` when its status is ERROR)
+ * for every flag evaluated in the trace, attributed to the context that saw it.
+ */
+
+/** Bounds on what one request may hold and what is read of it (docs/limits.md#opentelemetry-ingestion). */
+export const OTLP_LIMITS = {
+  /** Spans or log records per request; the ones past it are rejected (partial success). */
+  recordsPerRequest: 50_000,
+  /** Span events read per span, and attributes read per event or log record (OpenTelemetry SDKs' own defaults). */
+  eventsPerSpan: 128,
+  attributesPerEvent: 128,
+  flagKey: 256,
+  variant: 256,
+  contextId: 1024,
+  /** The value as JSON text, as outcome events' `flags` keep it. */
+  valueJson: 1024,
+  /** Traces whose evaluations are kept for a root span that arrives in a later request, and for how long. */
+  traces: 50_000,
+  traceTtlMs: 120_000,
+} as const;
+
+/** Names of the flag evaluation event: the current one and the legacy one. */
+const EVALUATION_EVENTS = new Set(['feature_flag.evaluation', 'feature_flag']);
+
+/** Span flags bits 8 and 9: whether the parent's remoteness is known, and whether it is remote. */
+const PARENT_REMOTE_KNOWN = 0x100;
+const PARENT_REMOTE = 0x200;
+
+const TRACE_ID_BYTES = 16;
+const SPAN_ID_BYTES = 8;
+const MAX_VALUE_DEPTH = 8;
+
+export interface Tenant {
+  projectId: string;
+  serviceId: string;
+  environment: string;
+}
+
+/** One flag evaluation read from an event: its context, flag and result. */
+interface Evaluation {
+  timestamp: number;
+  flagKey: string;
+  contextId: string;
+  variant: string | undefined;
+  /** The value, or undefined when only a variant was sent. */
+  value: unknown;
+  valueJson: string | undefined;
+  reason: string;
+  errorCode: string | undefined;
+}
+
+/** A trace's local root span: what it counts as outcomes. */
+interface Root {
+  spanId: string;
+  timestamp: number;
+  error: boolean;
+  latencyMs: number;
+}
+
+export interface Derived {
+  exposures: EvaluationEvent[];
+  outcomes: OutcomeRow[];
+  rejected: number;
+  /** The first rejection's reason, and how many there were, for the partial success answer. */
+  errorMessage: string;
+}
+
+/** An attribute value as JSON would hold it: int64 beyond 2^53 as text, bytes as base64. */
+function plain(v: AnyValue | undefined, depth = 0): unknown {
+  if (!v || depth > MAX_VALUE_DEPTH) return null;
+  switch (v.value.case) {
+    case 'stringValue':
+    case 'boolValue':
+    case 'doubleValue':
+      return v.value.value;
+    case 'intValue': {
+      const n = v.value.value;
+      return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
+    }
+    case 'bytesValue':
+      return Buffer.from(v.value.value).toString('base64');
+    case 'arrayValue':
+      return v.value.value.values.map((item) => plain(item, depth + 1));
+    case 'kvlistValue':
+      return Object.fromEntries(v.value.value.values.map((kv) => [kv.key, plain(kv.value, depth + 1)]));
+    default:
+      return null;
+  }
+}
+
+/**
+ * A flag's value as an evaluation event reports it. The OpenFeature hooks send an object value as
+ * its JSON text: a string that reads as a JSON object or array is taken as that value.
+ */
+function flagValue(v: AnyValue | undefined): unknown {
+  const value = plain(v);
+  if (typeof value === 'string' && /^\s*[[{]/.test(value)) {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  return value;
+}
+
+function text(v: AnyValue | undefined): string | undefined {
+  if (!v) return undefined;
+  if (v.value.case === 'stringValue') return v.value.value;
+  if (v.value.case === 'intValue') return v.value.value.toString();
+  return undefined;
+}
+
+/** The evaluation an event's attributes describe, undefined when it has no context id, or why it is unusable. */
+function readEvaluation(attributes: readonly KeyValue[], timestamp: number): Evaluation | undefined | string {
+  const at = new Map<string, AnyValue | undefined>();
+  for (let i = 0; i < attributes.length && i < OTLP_LIMITS.attributesPerEvent; i++) at.set(attributes[i].key, attributes[i].value);
+  const flagKey = text(at.get('feature_flag.key'));
+  if (!flagKey) return 'a flag evaluation event without feature_flag.key';
+  if (flagKey.length > OTLP_LIMITS.flagKey) return `feature_flag.key is over ${OTLP_LIMITS.flagKey} characters`;
+  const contextId = text(at.get('feature_flag.context.id'));
+  // Without a context the evaluation is nobody's exposure (docs/opentelemetry.md#what-counts).
+  if (!contextId) return undefined;
+  if (contextId.length > OTLP_LIMITS.contextId) return `feature_flag.context.id is over ${OTLP_LIMITS.contextId} characters`;
+  const variant = text(at.get('feature_flag.result.variant') ?? at.get('feature_flag.variant'));
+  if (variant !== undefined && variant.length > OTLP_LIMITS.variant) return `feature_flag.result.variant is over ${OTLP_LIMITS.variant} characters`;
+  const valueAttribute = at.get('feature_flag.result.value');
+  const value = valueAttribute === undefined ? undefined : flagValue(valueAttribute);
+  const valueJson = value === undefined ? undefined : JSON.stringify(value);
+  if (valueJson !== undefined && valueJson.length > OTLP_LIMITS.valueJson) return `feature_flag.result.value is over ${OTLP_LIMITS.valueJson} characters as JSON`;
+  if (variant === undefined && value === undefined) return 'a flag evaluation event without feature_flag.result.variant or feature_flag.result.value';
+  const reason = (text(at.get('feature_flag.result.reason')) ?? 'unknown').slice(0, 64).toUpperCase();
+  const errorType = text(at.get('error.type'));
+  return { timestamp, flagKey, contextId, variant, value, valueJson, reason, errorCode: errorType ? errorType.slice(0, 64).toUpperCase() : undefined };
+}
+
+const nanosToMs = (nanos: bigint) => Number(nanos / 1_000_000n);
+
+/** The span's own trace: its root within this service when the parent is absent or remote. */
+function isLocalRoot(span: Span): boolean {
+  if (span.parentSpanId.length === 0) return true;
+  if (span.flags & PARENT_REMOTE_KNOWN) return (span.flags & PARENT_REMOTE) !== 0;
+  // Exporters older than span flags do not say: a server or consumer span starts the service's part.
+  return span.kind === Span_SpanKind.SERVER || span.kind === Span_SpanKind.CONSUMER;
+}
+
+interface TraceEntry {
+  expires: number;
+  /** contextId -> flagKey -> the value's JSON (undefined when only a variant came). */
+  seen: Map<string, Map<string, string | undefined>>;
+  roots: Map<string, Root>;
+}
+
+/** What a trace's root counts for one context: the flags it evaluated. */
+interface Attribution {
+  root: Root;
+  contextId: string;
+  flags: Map<string, string | undefined>;
+}
+
+/**
+ * The evaluations of recent traces, so that a root span arriving in a later request than the
+ * evaluations (exporters send spans as they end) still counts for them, and evaluations arriving
+ * after their root still count its outcome. Bounded in traces and time; per process, so a trace's
+ * spans reach one ingestion replica to be joined (docs/opentelemetry.md#sampling-and-batching).
+ */
+export class TraceJoin {
+  private readonly traces = new Map<string, TraceEntry>();
+
+  constructor(private readonly limits: { traces: number; ttlMs: number } = { traces: OTLP_LIMITS.traces, ttlMs: OTLP_LIMITS.traceTtlMs }) {}
+
+  get size(): number {
+    return this.traces.size;
+  }
+
+  /** Adds a trace's evaluations and roots from one request; answers what newly counts. */
+  join(key: string, evaluations: readonly Evaluation[], roots: readonly Root[], now: number): Attribution[] {
+    this.expire(now);
+    let entry = this.traces.get(key);
+    if (!entry) {
+      while (this.traces.size >= this.limits.traces) this.traces.delete(this.traces.keys().next().value as string);
+      entry = { expires: now + this.limits.ttlMs, seen: new Map(), roots: new Map() };
+      this.traces.set(key, entry);
+    }
+    const fresh = new Map<string, Map<string, string | undefined>>();
+    for (const e of evaluations) {
+      let flags = entry.seen.get(e.contextId);
+      if (!flags) {
+        if (entry.seen.size >= MAX_FLAGS_PER_EVENT) continue;
+        flags = new Map();
+        entry.seen.set(e.contextId, flags);
+      }
+      if (flags.has(e.flagKey) || flags.size >= MAX_FLAGS_PER_EVENT) continue;
+      flags.set(e.flagKey, e.valueJson);
+      let freshFlags = fresh.get(e.contextId);
+      if (!freshFlags) fresh.set(e.contextId, (freshFlags = new Map()));
+      freshFlags.set(e.flagKey, e.valueJson);
+    }
+    const out: Attribution[] = [];
+    // Roots seen before count for the evaluations new to this request only.
+    for (const root of entry.roots.values()) for (const [contextId, flags] of fresh) out.push({ root, contextId, flags });
+    for (const root of roots) {
+      if (entry.roots.has(root.spanId)) continue;
+      entry.roots.set(root.spanId, root);
+      for (const [contextId, flags] of entry.seen) out.push({ root, contextId, flags });
+    }
+    return out;
+  }
+
+  private expire(now: number): void {
+    for (const [key, entry] of this.traces) {
+      if (entry.expires > now) break;
+      this.traces.delete(key);
+    }
+  }
+}
+
+/** Collects one request's rows and rejections. */
+class Collector {
+  readonly exposures: EvaluationEvent[] = [];
+  readonly outcomes: OutcomeRow[] = [];
+  private readonly perTrace = new Map<string, { evaluations: Evaluation[]; roots: Root[] }>();
+  rejected = 0;
+  private firstProblem = '';
+
+  constructor(
+    private readonly tenant: Tenant,
+    private readonly now: number,
+  ) {}
+
+  reject(problem: string): void {
+    if (this.rejected++ === 0) this.firstProblem = problem;
+  }
+
+  /** Epoch ms of a record's time (now when it has none), or why it is outside the accepted window. */
+  time(nanos: bigint): number | string {
+    return inWindow(nanos === 0n ? undefined : nanosToMs(nanos), this.now);
+  }
+
+  trace(traceId: Uint8Array) {
+    const key = Buffer.from(traceId).toString('hex');
+    let t = this.perTrace.get(key);
+    if (!t) this.perTrace.set(key, (t = { evaluations: [], roots: [] }));
+    return t;
+  }
+
+  expose(e: Evaluation): void {
+    this.exposures.push({
+      timestamp: e.timestamp,
+      ...this.tenant,
+      flagKey: e.flagKey,
+      reason: e.reason,
+      variant: e.variant,
+      value: e.value,
+      latencyMs: 0,
+      errorCode: e.errorCode,
+      ruleId: undefined,
+      rolloutSide: undefined,
+      targetingKey: e.contextId,
+      source: 'otlp',
+    });
+  }
+
+  finish(join: TraceJoin): Derived {
+    const { projectId, serviceId, environment } = this.tenant;
+    for (const [traceId, t] of this.perTrace) {
+      for (const { root, contextId, flags } of join.join(`${projectId}\u0001${serviceId}\u0001${environment}\u0001${traceId}`, t.evaluations, t.roots, this.now)) {
+        const seen: Record<string, string> = {};
+        for (const [flagKey, json] of flags) if (json !== undefined) seen[flagKey] = json;
+        const base = { timestamp: root.timestamp, ...this.tenant, targetingKeyHash: hashTargetingKey(contextId), flags: seen, origin: 'otlp' as const };
+        if (root.error) this.outcomes.push({ ...base, event: 'error', value: null, eventId: newEventId() });
+        this.outcomes.push({ ...base, event: 'latency', value: root.latencyMs, eventId: newEventId() });
+      }
+    }
+    const errorMessage = this.rejected === 0 ? '' : this.rejected === 1 ? this.firstProblem : `${this.firstProblem} (and ${this.rejected - 1} more rejected)`;
+    return { exposures: this.exposures, outcomes: this.outcomes, rejected: this.rejected, errorMessage };
+  }
+}
+
+/** The evaluations of a list of span events, or why the span is unusable. */
+function spanEvaluations(span: Span, c: Collector): Evaluation[] | string {
+  const found: Evaluation[] = [];
+  for (let i = 0; i < span.events.length && i < OTLP_LIMITS.eventsPerSpan; i++) {
+    const event = span.events[i];
+    if (!EVALUATION_EVENTS.has(event.name)) continue;
+    const timestamp = c.time(event.timeUnixNano);
+    if (typeof timestamp === 'string') return timestamp;
+    const evaluation = readEvaluation(event.attributes, timestamp);
+    if (typeof evaluation === 'string') return evaluation;
+    if (evaluation) found.push(evaluation);
+  }
+  return found;
+}
+
+/** Exposures and outcomes of an ExportTraceServiceRequest. */
+export function deriveFromTraces(request: ExportTraceServiceRequest, tenant: Tenant, join: TraceJoin, now: number): Derived {
+  const c = new Collector(tenant, now);
+  let seen = 0;
+  for (const resource of request.resourceSpans) {
+    for (const scope of resource.scopeSpans) {
+      for (const span of scope.spans) {
+        if (++seen > OTLP_LIMITS.recordsPerRequest) {
+          c.reject(`more than ${OTLP_LIMITS.recordsPerRequest} spans in one request`);
+          continue;
+        }
+        if (span.traceId.length !== TRACE_ID_BYTES || span.spanId.length !== SPAN_ID_BYTES) {
+          c.reject('a span without a 16-byte trace id and an 8-byte span id');
+          continue;
+        }
+        const evaluations = spanEvaluations(span, c);
+        if (typeof evaluations === 'string') {
+          c.reject(evaluations);
+          continue;
+        }
+        let root: Root | undefined;
+        if (isLocalRoot(span)) {
+          const end = c.time(span.endTimeUnixNano);
+          if (typeof end === 'string') {
+            c.reject(end);
+            continue;
+          }
+          if (span.endTimeUnixNano < span.startTimeUnixNano) {
+            c.reject('a span that ends before it starts');
+            continue;
+          }
+          const latencyMs = Number(span.endTimeUnixNano - span.startTimeUnixNano) / 1e6;
+          root = { spanId: Buffer.from(span.spanId).toString('hex'), timestamp: end, error: span.status?.code === Status_StatusCode.ERROR, latencyMs };
+        }
+        for (const e of evaluations) c.expose(e);
+        if (evaluations.length === 0 && !root) continue;
+        const t = c.trace(span.traceId);
+        t.evaluations.push(...evaluations);
+        if (root) t.roots.push(root);
+      }
+    }
+  }
+  return c.finish(join);
+}
+
+/** Exposures of an ExportLogsServiceRequest; those in a trace join its outcomes. */
+export function deriveFromLogs(request: ExportLogsServiceRequest, tenant: Tenant, join: TraceJoin, now: number): Derived {
+  const c = new Collector(tenant, now);
+  let seen = 0;
+  for (const resource of request.resourceLogs) {
+    for (const scope of resource.scopeLogs) {
+      for (const record of scope.logRecords) {
+        if (++seen > OTLP_LIMITS.recordsPerRequest) {
+          c.reject(`more than ${OTLP_LIMITS.recordsPerRequest} log records in one request`);
+          continue;
+        }
+        const name = record.eventName || text(record.attributes.find((a) => a.key === 'event.name')?.value);
+        if (!name || !EVALUATION_EVENTS.has(name)) continue;
+        if (record.traceId.length !== 0 && record.traceId.length !== TRACE_ID_BYTES) {
+          c.reject('a log record whose trace id is not 16 bytes');
+          continue;
+        }
+        const timestamp = c.time(record.timeUnixNano || record.observedTimeUnixNano);
+        if (typeof timestamp === 'string') {
+          c.reject(timestamp);
+          continue;
+        }
+        const evaluation = readEvaluation(record.attributes, timestamp);
+        if (typeof evaluation === 'string') {
+          c.reject(evaluation);
+          continue;
+        }
+        if (!evaluation) continue;
+        c.expose(evaluation);
+        if (record.traceId.length) c.trace(record.traceId).evaluations.push(evaluation);
+      }
+    }
+  }
+  return c.finish(join);
+}
