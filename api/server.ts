@@ -218,7 +218,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     if (flagd) drainHooks.unshift(() => flagd.drain());
     // Explain and simulate read the evaluation feature's snapshots, so they exist wherever it does.
     const explain = evaluation && createExplainFeature({ snapshots: evaluation.snapshots });
-    const analyticsFeature = createAnalyticsFeature({ config, sql, cache, analytics, writer: analyticsWriter, evaluations: recorder, access: projectAccess, authenticator, outbound, deliveries: webhooks.deliveries, logger });
+    const analyticsFeature = createAnalyticsFeature({ config, sql, cache, analytics, writer: analyticsWriter, evaluations: recorder, snapshots: evaluation?.snapshots, access: projectAccess, authenticator, outbound, deliveries: webhooks.deliveries, logger });
     onShutdown(() => analyticsFeature.stop());
 
     const health = healthRoutes({

@@ -9,10 +9,13 @@ import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } f
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { projectPath } from '../../api/infra/paths';
 import { hashTargetingKey } from '../../api/features/evaluation/recorder';
+import { CanaryWarehouse } from '../../api/features/canary/warehouse';
+import { bucket, ROLLOUT_SALT, rolloutThreshold } from '../../api/features/evaluation/engine/index';
 import { BanditWarehouse } from '../../api/features/experiments/warehouse';
 import { StatusSchema } from '../../api/gen/google/rpc/status_pb';
 import { ExportTraceServiceResponseSchema } from '../../api/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import { PERSONAL_TOKEN_REFUSAL } from '../../api/http/errors';
+import { untilEvaluated } from '../data-plane/support';
 import { boundToken } from '../flagd/support';
 import { startTestApp, type TestApp } from '../support/harness';
 import { createProject, opaqueToken, personalToken, type Project } from '../webhooks/support';
@@ -194,6 +197,54 @@ describe('POST /v1/traces', () => {
       ].sort((x, y) => x.event.localeCompare(y.event) || x.key.localeCompare(y.key));
       expect(outcomes).toEqual(expected.map((o) => ({ ...o, flag_values: { [flagKey]: 'true' } })));
     }
+  });
+
+  it('places exposures on a partial rollout by the context id, so a canary gate counts OpenTelemetry alone', async () => {
+    const flagKey = 'otlp-canary';
+    const created = await p.owner.request('POST', '/api/flags', {
+      key: flagKey,
+      name: flagKey,
+      type: 'boolean',
+      serviceId: p.serviceId,
+      environment: 'production',
+      enabled: true,
+      defaultValue: false,
+      targeting: [{ id: 'canary', conditions: [], value: true, rolloutPercentage: 50 }],
+    });
+    expect(created.status).toBe(201);
+    // The snapshot has the flag once an evaluation answers the rule's value (the probe counts as an exposure too).
+    const probe = 'otlp-canary-probe';
+    await untilEvaluated(app, { flagKey, serviceId: p.serviceId, environment: 'production', context: { targetingKey: probe } }, (r) => typeof r.value === 'boolean', { token: readToken });
+    const inside = (user: string) => bucket(flagKey, user, ROLLOUT_SALT) < rolloutThreshold(50);
+
+    const users = Array.from({ length: 40 }, (_, i) => `canary-user-${i}`);
+    const treated = users.filter(inside);
+    const failing = new Set(treated.filter((_, i) => i % 2 === 0));
+    const { tracer, memory } = sdkTracer();
+    for (const user of users) {
+      const root = tracer.startSpan('POST /checkout', { kind: SpanKind.SERVER });
+      root.addEvent('feature_flag.evaluation', evaluation(flagKey, user, inside(user), inside(user) ? 'canary' : 'default'));
+      if (failing.has(user)) root.setStatus({ code: SpanStatusCode.ERROR });
+      root.end();
+    }
+    // An application whose context decided otherwise than the context id alone would: on no side.
+    const odd = tracer.startSpan('POST /checkout', { kind: SpanKind.SERVER });
+    odd.addEvent('feature_flag.evaluation', evaluation(flagKey, treated[0], false, 'default'));
+    odd.end();
+    expect((await post('/v1/traces', ProtobufTraceSerializer.serializeRequest(memory.getFinishedSpans())!)).status).toBe(200);
+    await app.platform.analyticsWriter.flush();
+
+    const cohorts = await new CanaryWarehouse(app.platform.analytics).cohorts(
+      { projectId: p.projectId, serviceId: p.serviceId, environment: 'production', flagKey, ruleId: 'canary', treatmentValue: 'true', conditionsAlwaysHold: true },
+      Date.now() - 3600_000,
+      Date.now() + 60_000,
+    );
+    const probeIn = inside(probe) ? 1 : 0;
+    // The odd trace's latency still counts for treatment: the reader attributes it by its context's side.
+    expect(cohorts.treatment).toMatchObject({ exposures: treated.length + probeIn, errors: failing.size, latencyCount: treated.length + 1 });
+    expect(cohorts.control).toMatchObject({ exposures: users.length - treated.length + 1 - probeIn, errors: 0, latencyCount: users.length - treated.length });
+    const [unplaced] = await rows<{ n: string }>(`SELECT count() AS n FROM evaluation_events WHERE flag_key = {f:String} AND source = 'otlp' AND rollout_side = ''`, { f: flagKey });
+    expect(Number(unplaced.n)).toBe(1);
   });
 
   it('answers partial success for the spans it rejects and keeps the rest (JSON in, JSON out)', async () => {

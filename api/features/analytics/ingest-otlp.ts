@@ -6,7 +6,9 @@ import type { Principal } from '../../auth/principal';
 import { HttpError } from '../../http/errors';
 import { HANDLED, defineRoute, type AnyRoute } from '../../http/route';
 import { targetEnvironment, targetService } from '../evaluation/access';
+import { evaluate } from '../evaluation/engine/index';
 import type { EvaluationEvent } from '../evaluation/recorder';
+import type { SnapshotStore } from '../evaluation/snapshots';
 import { DEFAULT_ENVIRONMENT, isEnvironment } from '../evaluation/service';
 import { pending, recordAll } from './ingest-common';
 import { serviceReader, type SdkIngestDeps } from './ingest-sdk';
@@ -20,6 +22,8 @@ export interface ExposureSink {
 
 export interface OtlpIngestDeps extends SdkIngestDeps {
   evaluations: ExposureSink;
+  /** The flags this process evaluates, to place exposures on a partial rollout; absent on ingest-only processes. */
+  snapshots?: Pick<SnapshotStore, 'resolve'>;
 }
 
 /**
@@ -76,6 +80,7 @@ export function otlpIngestRoutes(deps: OtlpIngestDeps, join = new TraceJoin()): 
           const body = await readBody(ctx.req, ctx.res);
           const request = decodeRequest(signal.request, body, encoding, signal.ids);
           const derived = signal.derive(request, { projectId: ctx.granted[0].projectId, serviceId, environment }, join, Date.now());
+          if (deps.snapshots) await placeOnRollouts(deps.snapshots, serviceId, environment, derived.exposures);
           store(deps, derived);
           sendMessage(ctx.res, 200, signal.response, signal.answer(derived), encoding);
         } catch (error) {
@@ -108,6 +113,27 @@ export function otlpIngestRoutes(deps: OtlpIngestDeps, join = new TraceJoin()): 
         create(ExportLogsServiceResponseSchema, d.rejected ? { partialSuccess: { rejectedLogRecords: BigInt(d.rejected), errorMessage: d.errorMessage } } : {}),
     }),
   ];
+}
+
+/**
+ * Which side of a partial rollout each exposure is on, so canary gates count it
+ * (docs/opentelemetry.md#what-counts): the flag evaluated here for the context id alone. Placed
+ * only when that gives the value the application reported; otherwise the application's context
+ * decided by attributes we do not have, and the exposure stays on no side.
+ */
+async function placeOnRollouts(snapshots: Pick<SnapshotStore, 'resolve'>, serviceId: string, environment: string, exposures: EvaluationEvent[]): Promise<void> {
+  if (exposures.length === 0 || !isEnvironment(environment)) return;
+  const service = await snapshots.resolve(serviceId);
+  if (!service) return;
+  const flags = service.environments[environment];
+  for (const exposure of exposures) {
+    const compiled = flags.get(exposure.flagKey)?.compiled;
+    if (!compiled || exposure.value === undefined || exposure.targetingKey === undefined) continue;
+    const ours = evaluate(compiled, exposure.flagKey, { targetingKey: exposure.targetingKey }, undefined);
+    if (ours.rolloutSide === undefined || JSON.stringify(ours.value) !== JSON.stringify(exposure.value)) continue;
+    exposure.ruleId = ours.rolloutRuleId ?? ours.ruleId;
+    exposure.rolloutSide = ours.rolloutSide;
+  }
 }
 
 /** Exposures, then outcomes, into the one writer; its memory bound answers 503 as every ingestion route does. */

@@ -8,7 +8,7 @@ import type { Cache } from '../../infra/cache';
 import type { Sql } from '../../infra/postgres';
 import { adminIngestRoutes } from './ingest-admin';
 import { browserIngestRoutes } from './ingest-browser';
-import { otlpIngestRoutes, type ExposureSink } from './ingest-otlp';
+import { otlpIngestRoutes, type ExposureSink, type OtlpIngestDeps } from './ingest-otlp';
 import { sdkIngestRoutes } from './ingest-sdk';
 import { IngestSites } from './ingest-sites';
 import { createCountryReader, createUserAgentParser } from './user-agent';
@@ -22,6 +22,8 @@ export interface IngestDeps {
   sink: AnalyticsSink;
   /** The evaluation events writer: OpenTelemetry exposures are evaluation events. */
   evaluations: ExposureSink;
+  /** The evaluation feature's snapshots where this process has them: OpenTelemetry exposures are placed on rollouts. */
+  snapshots?: OtlpIngestDeps['snapshots'];
 }
 
 /**
@@ -42,7 +44,7 @@ export function ingestRoutes(deps: IngestDeps): Record<'control' | 'data' | 'ing
   const sites = new IngestSites(deps.sql);
   const readers = { sink, sites, roleOf: (userId: string, projectId: string) => deps.access.roleOf(userId, projectId) };
   const sdk = sdkIngestRoutes(readers);
-  const otlp = otlpIngestRoutes({ ...readers, evaluations: deps.evaluations });
+  const otlp = otlpIngestRoutes({ ...readers, evaluations: deps.evaluations, snapshots: deps.snapshots });
   const admin = adminIngestRoutes({ sink, limiter, extraSiteId: config.ADMIN_ANALYTICS_SITE_ID });
   const browser = browserIngestRoutes({
     sink,

@@ -10,6 +10,7 @@ import type { OutboundClient } from '../../http/outbound';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import { EvaluationRecorder } from '../evaluation/recorder';
+import type { SnapshotStore } from '../evaluation/snapshots';
 import { analyticsExportRoutes } from './export-routes';
 import type { DeliveryQueue } from '../webhooks/deliveries';
 import { ingestRoutes } from './ingest-routes';
@@ -64,6 +65,8 @@ export interface AnalyticsFeatureDeps {
   writer: AnalyticsWriter;
   /** createAnalyticsWriter's evaluation events writer: OpenTelemetry exposures are recorded into it. */
   evaluations: EvaluationRecorder;
+  /** The evaluation feature's snapshots, where this process evaluates: OpenTelemetry exposures are placed on rollouts. */
+  snapshots?: SnapshotStore;
   access: ProjectAccess;
   /** Resolves browser ingestion's X-Write-Token (a project API token outside Authorization). */
   authenticator: Authenticator;
