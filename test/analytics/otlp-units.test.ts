@@ -1,0 +1,91 @@
+import { create } from '@bufbuild/protobuf';
+import { ExportTraceServiceRequestSchema } from '../../api/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
+import { Span_SpanKind, Status_StatusCode } from '../../api/gen/opentelemetry/proto/trace/v1/trace_pb';
+import { deriveFromTraces, OTLP_LIMITS, TraceJoin } from '../../api/features/analytics/otlp-outcomes';
+
+/**
+ * The trace join's bounds and the local-root rule (docs/opentelemetry.md#what-counts,
+ * docs/limits.md#opentelemetry-ingestion), without a server: bounded in traces and in time.
+ */
+
+const tenant = { projectId: 'prj_1', serviceId: 'svc_1', environment: 'production' };
+const NOW = Date.now();
+const nanos = (ms: number) => BigInt(ms) * 1_000_000n;
+const id = (n: number, bytes: number) => Buffer.from(n.toString(16).padStart(bytes * 2, '0'), 'hex');
+
+const attrs = (list: Record<string, string>) => Object.entries(list).map(([key, v]) => ({ key, value: { value: { case: 'stringValue' as const, value: v } } }));
+
+function request(spans: { trace: number; span: number; parent?: number; flags?: number; kind?: Span_SpanKind; error?: boolean; user?: string }[]) {
+  return create(ExportTraceServiceRequestSchema, {
+    resourceSpans: [
+      {
+        scopeSpans: [
+          {
+            spans: spans.map((s) => ({
+              traceId: id(s.trace, 16),
+              spanId: id(s.span, 8),
+              parentSpanId: s.parent === undefined ? new Uint8Array() : id(s.parent, 8),
+              flags: s.flags ?? 0,
+              kind: s.kind ?? Span_SpanKind.INTERNAL,
+              startTimeUnixNano: nanos(NOW - 20),
+              endTimeUnixNano: nanos(NOW),
+              status: { code: s.error ? Status_StatusCode.ERROR : Status_StatusCode.UNSET },
+              events: s.user
+                ? [{ name: 'feature_flag.evaluation', timeUnixNano: nanos(NOW - 10), attributes: attrs({ 'feature_flag.key': 'f', 'feature_flag.result.value': 'v', 'feature_flag.context.id': s.user }) }]
+                : [],
+            })),
+          },
+        ],
+      },
+    ],
+  });
+}
+
+describe('local roots', () => {
+  it('are spans without a parent, with a parent their flags mark remote, or (flags unknown) server and consumer spans', () => {
+    const join = new TraceJoin();
+    const cases = [
+      { parent: undefined, flags: 0, kind: Span_SpanKind.INTERNAL, root: true },
+      { parent: 9, flags: 0x300, kind: Span_SpanKind.INTERNAL, root: true },
+      { parent: 9, flags: 0x100, kind: Span_SpanKind.SERVER, root: false },
+      { parent: 9, flags: 0, kind: Span_SpanKind.SERVER, root: true },
+      { parent: 9, flags: 0, kind: Span_SpanKind.CLIENT, root: false },
+    ];
+    cases.forEach((c, i) => {
+      const derived = deriveFromTraces(request([{ trace: 100 + i, span: 1, parent: c.parent, flags: c.flags, kind: c.kind, error: true, user: 'u' }]), tenant, join, NOW);
+      expect([i, derived.outcomes.map((o) => o.event)]).toEqual([i, c.root ? ['error', 'latency'] : []]);
+      expect(derived.exposures).toHaveLength(1);
+    });
+  });
+});
+
+describe('TraceJoin', () => {
+  it('forgets a trace after its time, so a late root counts nothing', () => {
+    const join = new TraceJoin({ traces: 10, ttlMs: 1_000 });
+    deriveFromTraces(request([{ trace: 1, span: 2, parent: 1, flags: 0x100, user: 'u' }]), tenant, join, NOW);
+    expect(deriveFromTraces(request([{ trace: 1, span: 1 }]), tenant, join, NOW + 500).outcomes).toHaveLength(1);
+    deriveFromTraces(request([{ trace: 2, span: 2, parent: 1, flags: 0x100, user: 'u' }]), tenant, join, NOW);
+    expect(deriveFromTraces(request([{ trace: 2, span: 1 }]), tenant, join, NOW + 1_001).outcomes).toHaveLength(0);
+  });
+
+  it('keeps at most its number of traces, the oldest going first', () => {
+    const join = new TraceJoin({ traces: 3, ttlMs: 60_000 });
+    for (let t = 1; t <= 4; t++) deriveFromTraces(request([{ trace: t, span: 2, parent: 1, flags: 0x100, user: `u${t}` }]), tenant, join, NOW);
+    expect(join.size).toBe(3);
+    expect(deriveFromTraces(request([{ trace: 1, span: 1 }]), tenant, join, NOW).outcomes).toHaveLength(0);
+    expect(deriveFromTraces(request([{ trace: 4, span: 1 }]), tenant, join, NOW).outcomes).toHaveLength(1);
+  });
+
+  it('never joins one tenant’s evaluations to another tenant’s root of the same trace id', () => {
+    const join = new TraceJoin();
+    deriveFromTraces(request([{ trace: 7, span: 2, parent: 1, flags: 0x100, user: 'u' }]), tenant, join, NOW);
+    expect(deriveFromTraces(request([{ trace: 7, span: 1, error: true }]), { ...tenant, serviceId: 'svc_2' }, join, NOW).outcomes).toHaveLength(0);
+  });
+
+  it('rejects the spans past the per-request bound', () => {
+    const spans = Array.from({ length: OTLP_LIMITS.recordsPerRequest + 2 }, (_, i) => ({ trace: 1, span: i + 1, parent: 99, flags: 0x100 }));
+    const derived = deriveFromTraces(request(spans), tenant, new TraceJoin(), NOW);
+    expect(derived.rejected).toBe(2);
+    expect(derived.errorMessage).toBe(`more than ${OTLP_LIMITS.recordsPerRequest} spans in one request (and 1 more rejected)`);
+  });
+});
