@@ -76,7 +76,7 @@ describe('TraceJoin', () => {
     expect(deriveFromTraces(request([{ trace: 4, span: 1 }]), tenant, join, NOW).outcomes).toHaveLength(1);
   });
 
-  it('never joins one tenant’s evaluations to another tenant’s root of the same trace id', () => {
+  it('never joins the evaluations of one tenant to the root of another of the same trace id', () => {
     const join = new TraceJoin();
     deriveFromTraces(request([{ trace: 7, span: 2, parent: 1, flags: 0x100, user: 'u' }]), tenant, join, NOW);
     expect(deriveFromTraces(request([{ trace: 7, span: 1, error: true }]), { ...tenant, serviceId: 'svc_2' }, join, NOW).outcomes).toHaveLength(0);

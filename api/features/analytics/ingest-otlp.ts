@@ -104,7 +104,7 @@ export function otlpIngestRoutes(deps: OtlpIngestDeps, join = new TraceJoin()): 
     }),
     route({
       path: '/v1/logs',
-      summary: 'OTLP/HTTP logs export (protobuf or JSON, gzip): flag evaluation log records count as exposures, joined to their trace’s outcomes',
+      summary: 'OTLP/HTTP logs export (protobuf or JSON, gzip): flag evaluation log records count as exposures, joined to the outcomes of their trace',
       request: ExportLogsServiceRequestSchema,
       response: ExportLogsServiceResponseSchema,
       ids: HEX_ID_FIELDS.logs,

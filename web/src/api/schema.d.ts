@@ -2016,6 +2016,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OTLP/HTTP logs export (protobuf or JSON, gzip): flag evaluation log records count as exposures, joined to the outcomes of their trace */
+        post: operations["postV1Logs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OTLP/HTTP trace export (protobuf or JSON, gzip): flag evaluation span events count as exposures, local root spans as error and latency outcomes of the flags their trace evaluated */
+        post: operations["postV1Traces"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -36765,6 +36799,394 @@ export interface operations {
         };
     };
     deleteMcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postV1Logs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postV1Traces: {
         parameters: {
             query?: never;
             header?: never;
