@@ -348,6 +348,11 @@ describe('OTLP refusals', () => {
     expect(json(unnamed.bytes).message).toMatch(/X-Service-Id/);
     expect((await post('/v1/traces', body, { token: bound, headers: { 'x-environment': 'staging' } })).status).toBe(404);
     expect((await post('/v1/traces', body, { headers: { 'x-environment': 'prod' } })).status).toBe(400);
+    expect((await post('/v1/traces', body, { headers: { 'x-service-id': 'svc_missing' } })).status).toBe(404);
+    // A member's session may post only with its CSRF token, as every cookie-session mutation.
+    const sessionNoCsrf = await post('/v1/traces', body, { token: undefined, headers: { cookie: p.viewer.cookie } });
+    expect(sessionNoCsrf.status).toBe(403);
+    expect(json(sessionNoCsrf.bytes).message).toMatch(/CSRF/);
     const [stored] = await rows<{ n: string }>(`SELECT count() AS n FROM evaluation_events WHERE flag_key = 'otlp-refused'`, {});
     expect(Number(stored.n)).toBe(0);
 
