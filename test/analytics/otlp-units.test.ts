@@ -15,7 +15,9 @@ const id = (n: number, bytes: number) => Buffer.from(n.toString(16).padStart(byt
 
 const attrs = (list: Record<string, string>) => Object.entries(list).map(([key, v]) => ({ key, value: { value: { case: 'stringValue' as const, value: v } } }));
 
-function request(spans: { trace: number; span: number; parent?: number; flags?: number; kind?: Span_SpanKind; error?: boolean; user?: string }[]) {
+function request(
+  spans: { trace: number; span: number; parent?: number; flags?: number; kind?: Span_SpanKind; error?: boolean; user?: string; name?: string; attributes?: Record<string, string> }[],
+) {
   return create(ExportTraceServiceRequestSchema, {
     resourceSpans: [
       {
@@ -26,6 +28,8 @@ function request(spans: { trace: number; span: number; parent?: number; flags?: 
               spanId: id(s.span, 8),
               parentSpanId: s.parent === undefined ? new Uint8Array() : id(s.parent, 8),
               flags: s.flags ?? 0,
+              name: s.name ?? 'work',
+              attributes: attrs(s.attributes ?? {}),
               kind: s.kind ?? Span_SpanKind.INTERNAL,
               startTimeUnixNano: nanos(NOW - 20),
               endTimeUnixNano: nanos(NOW),
@@ -56,6 +60,18 @@ describe('local roots', () => {
       expect([i, derived.outcomes.map((o) => o.event)]).toEqual([i, c.root ? ['error', 'latency'] : []]);
       expect(derived.exposures).toHaveLength(1);
     });
+  });
+});
+
+describe('evaluation spans', () => {
+  it('count a span named feature_flag.evaluation (OpenFeature span hook) as an evaluation of its trace', () => {
+    const req = request([
+      { trace: 300, span: 1, error: true },
+      { trace: 300, span: 2, parent: 1, flags: 0x100, name: 'feature_flag.evaluation', attributes: { 'feature_flag.key': 'f', 'feature_flag.result.variant': 'on', 'feature_flag.context.id': 'hook-user' } },
+    ]);
+    const derived = deriveFromTraces(req, tenant, new TraceJoin(), NOW);
+    expect(derived.exposures.map((e) => [e.flagKey, e.variant, e.targetingKey])).toEqual([['f', 'on', 'hook-user']]);
+    expect(derived.outcomes.map((o) => o.event)).toEqual(['error', 'latency']);
   });
 });
 

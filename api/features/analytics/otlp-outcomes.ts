@@ -288,9 +288,19 @@ class Collector {
   }
 }
 
-/** The evaluations of a list of span events, or why the span is unusable. */
+/**
+ * The evaluations a span carries, or why it is unusable: its flag evaluation events, and the span
+ * itself when it is named as one (OpenFeature's span hook puts the attributes on a span of its own).
+ */
 function spanEvaluations(span: Span, c: Collector): Evaluation[] | string {
   const found: Evaluation[] = [];
+  if (EVALUATION_EVENTS.has(span.name)) {
+    const timestamp = c.time(span.endTimeUnixNano);
+    if (typeof timestamp === 'string') return timestamp;
+    const evaluation = readEvaluation(span.attributes, timestamp);
+    if (typeof evaluation === 'string') return evaluation;
+    if (evaluation) found.push(evaluation);
+  }
   for (let i = 0; i < span.events.length && i < OTLP_LIMITS.eventsPerSpan; i++) {
     const event = span.events[i];
     if (!EVALUATION_EVENTS.has(event.name)) continue;
