@@ -72,6 +72,9 @@ describe('evaluation spans', () => {
     const derived = deriveFromTraces(req, tenant, new TraceJoin(), NOW);
     expect(derived.exposures.map((e) => [e.flagKey, e.variant, e.targetingKey])).toEqual([['f', 'on', 'hook-user']]);
     expect(derived.outcomes.map((o) => o.event)).toEqual(['error', 'latency']);
+    // Without a request span around it, the evaluation span is an exposure and no outcome.
+    const alone = deriveFromTraces(request([{ trace: 301, span: 1, error: true, name: 'feature_flag.evaluation', attributes: { 'feature_flag.key': 'f', 'feature_flag.result.variant': 'on', 'feature_flag.context.id': 'u' } }]), tenant, new TraceJoin(), NOW);
+    expect([alone.exposures.length, alone.outcomes.length]).toEqual([1, 0]);
   });
 });
 

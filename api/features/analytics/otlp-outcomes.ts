@@ -334,7 +334,8 @@ export function deriveFromTraces(request: ExportTraceServiceRequest, tenant: Ten
           continue;
         }
         let root: Root | undefined;
-        if (isLocalRoot(span)) {
+        // An evaluation's own span (the span hook's, without a request around it) times the evaluation, not a request.
+        if (isLocalRoot(span) && !EVALUATION_EVENTS.has(span.name)) {
           const end = c.time(span.endTimeUnixNano);
           if (typeof end === 'string') {
             c.reject(end);
