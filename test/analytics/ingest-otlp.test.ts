@@ -70,12 +70,11 @@ const json = (bytes: Buffer) => JSON.parse(bytes.toString('utf8'));
 
 /**
  * Runs test/analytics/otlp-app.ts in its own process (the exporters load their transport with a
- * dynamic import jest does not run). The OpenFeature hooks require @opentelemetry/api-logs, which
- * is installed only as the logs SDK's own dependency: NODE_PATH lets the hooks find that copy.
+ * dynamic import jest does not run).
  */
 const runApp = (env: Record<string, string>) =>
   promisify(execFile)(process.execPath, ['-r', projectPath('node_modules/tsx/dist/cjs/index.cjs'), projectPath('test/analytics/otlp-app.ts')], {
-    env: { ...process.env, NODE_PATH: projectPath('node_modules/@opentelemetry/sdk-logs/node_modules'), ...env },
+    env: { ...process.env, ...env },
     timeout: 60_000,
   });
 
