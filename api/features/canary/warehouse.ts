@@ -1,6 +1,6 @@
 import type { Analytics } from '../../../analytics/client';
 import type { CohortSummary } from '../../lib/release-safety/gates';
-import { attributedOutcomes, EMPTY_OUTCOMES, type OutcomeGrouping } from '../../lib/release-safety/outcomes';
+import { attributedOutcomes, outcomesOf, type OutcomeGrouping } from '../../lib/release-safety/outcomes';
 
 /**
  * The gate's inputs from the warehouse (docs/api-reference.md#outcome-events; docs/canary.md lists
@@ -43,8 +43,10 @@ const RULE_SIDES = `rule_id = {ruleId:String} AND rollout_side IN ('in', 'out')`
 const RULE_SIDE_GROUPING: OutcomeGrouping = {
   evaluations: RULE_SIDES,
   groupOfEvaluation: 'rollout_side',
-  groupOfFlags: `if(mapContains(o.flags, {flagKey:String}),
-    if(o.flags[{flagKey:String}] = {treatmentValue:String}, 'in', if({conditionsAlwaysHold:UInt8} = 1, 'out', '')), '')`,
+  // The side of the key's latest evaluation of the rule, else the side the value in `flags` tells.
+  groupsOf: (keyGroups) => `if(notEmpty(${keyGroups}), ${keyGroups}, arrayFilter(x -> x.2 != '', [({flagKey:String},
+    if(mapContains(o.flags, {flagKey:String}),
+      if(o.flags[{flagKey:String}] = {treatmentValue:String}, 'in', if({conditionsAlwaysHold:UInt8} = 1, 'out', '')), ''))]))`,
 };
 
 interface ExposureRow {
@@ -67,17 +69,15 @@ export class CanaryWarehouse {
         params,
       ),
       // The check's window includes its end: the outcome window [fromMs, toMs + 1 ms).
-      attributedOutcomes(this.analytics, { projectId, serviceId, environment, flagKey }, RULE_SIDE_GROUPING, { fromMs, toMs: toMs + 1 }, {
-        ruleId: scope.ruleId,
-        treatmentValue: scope.treatmentValue,
-        conditionsAlwaysHold: params.conditionsAlwaysHold,
+      attributedOutcomes(this.analytics, { projectIds: [projectId], serviceId, environment, flagKey }, RULE_SIDE_GROUPING, { fromMs, toMs: toMs + 1 }, {
+        params: { ruleId: scope.ruleId, treatmentValue: scope.treatmentValue, conditionsAlwaysHold: params.conditionsAlwaysHold },
       }),
     ]);
     const summary = (side: Side): CohortSummary => {
       const e = exposures.find((r) => r.side === side);
       return {
         exposures: Number(e?.exposures ?? 0),
-        ...(outcomes.get(side) ?? EMPTY_OUTCOMES),
+        ...outcomesOf(outcomes, side),
       };
     };
     return { treatment: summary('in'), control: summary('out') };

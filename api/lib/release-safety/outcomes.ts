@@ -1,35 +1,40 @@
 import type { Analytics } from '../../../analytics/client';
 
 /**
- * Application outcomes of one flag (docs/insights.md#error-rate): `error` and `latency` outcome
- * events (track and SDK telemetry alike) attributed to the flag per
+ * Application outcomes attributed to flags (docs/insights.md#error-rate): `error` and `latency`
+ * outcome events (track and SDK telemetry alike) attributed per
  * docs/api-reference.md#outcome-events, split into groups. Every reader of outcomes (canary gates,
- * flag metrics, toggle impact, auto-rollback, the production guardrail) counts them through this
- * one query; only the grouping differs:
- *   - a canary gate groups by the side of the canaried rule (`rollout_side` 'in' or 'out');
- *   - the flag insights group every evaluation of the flag into one group.
- * Attribution of an outcome event, over the window [fromMs, toMs):
- *   1. its targeting key was evaluated (rows matching `evaluations`) in the window: the group of
- *      that key's latest such evaluation;
- *   2. otherwise `groupOfFlags` decides from its `flags` map ('' when it does not count);
- *   3. otherwise it does not count.
- * Parameters are bound: callers add their own ({flagKey:String} and those their expressions use).
+ * flag metrics, toggle impact, auto-rollback, the production guardrail, project health, alerts)
+ * counts them through this one query; only the grouping differs:
+ *   - a canary gate groups one flag's outcomes by the side of the canaried rule (`rollout_side`);
+ *   - the flag insights put every evaluation of a flag in one group (WHOLE_FLAG), of one flag or
+ *     of every flag of some projects.
+ * An outcome event goes, within its project, service and environment, over [fromMs, toMs):
+ *   - to the group of its targeting key's latest evaluation (rows matching `evaluations`) of each
+ *     flag in the window (the flag's last value for that key);
+ *   - and, through `groupsOf`, to what its `flags` map names.
+ * One outcome event counts once per flag; the service and project totals count it once when it
+ * went to any flag. Parameters are bound: callers add those their expressions use.
  */
 
 export interface OutcomeScope {
-  projectId: string;
-  serviceId: string;
-  environment: string;
-  flagKey: string;
+  projectIds: string[];
+  /** Narrow to one service, environment or flag. */
+  serviceId?: string;
+  environment?: string;
+  flagKey?: string;
 }
 
 export interface OutcomeGrouping {
-  /** Condition on evaluation_events rows of the flag that place a targeting key in a group. */
+  /** Condition on evaluation_events rows that place a targeting key in a group. */
   evaluations: string;
   /** evaluation_events expression: the group of such a row. */
   groupOfEvaluation: string;
-  /** Expression over an outcome row `o` whose key has no such evaluation: its group from `o.flags` ('' when none). */
-  groupOfFlags: string;
+  /**
+   * The groups of an outcome row `o`, Array(Tuple(flag key, group)), given `keyGroups`, those of
+   * its targeting key's evaluations in the window.
+   */
+  groupsOf: (keyGroups: string) => string;
 }
 
 export interface OutcomeSummary {
@@ -50,18 +55,44 @@ export interface OutcomeWindow {
   toMs: number;
 }
 
-/** The events of a flag's evaluations: every evaluation of it. */
+export interface AttributedOutcomes extends OutcomeSummary {
+  /** `group`: one flag's group (per bucket when `bucketMs` is set); `service`, `project`: outcomes that went to any flag. */
+  level: 'group' | 'service' | 'project';
+  projectId: string;
+  serviceId: string;
+  environment: string;
+  flagKey: string;
+  group: string;
+  /** Start of the bucket (epoch ms); null for the whole window. */
+  bucketMs: number | null;
+}
+
+/** Every evaluation of a flag in one group, `flag`; an outcome naming a flag in `flags` goes to that flag as well. */
 export const WHOLE_FLAG: OutcomeGrouping = {
   evaluations: '1',
   groupOfEvaluation: `'flag'`,
-  groupOfFlags: `if(mapContains(o.flags, {flagKey:String}), 'flag', '')`,
+  groupsOf: (keyGroups) =>
+    `arrayDistinct(arrayConcat(${keyGroups}, arrayMap(f -> (f, 'flag'), arrayFilter(f -> {flagKey:String} = '' OR f = {flagKey:String}, mapKeys(o.flags)))))`,
 };
+export const WHOLE_FLAG_GROUP = 'flag';
 
-const SCOPE = 'project_id = {projectId:String} AND service_id = {serviceId:String} AND environment = {environment:String}';
+const scopeOf = (alias: string) =>
+  `${alias}project_id IN {projectIds:Array(String)} AND ({serviceId:String} = '' OR ${alias}service_id = {serviceId:String})
+   AND ({environment:String} = '' OR ${alias}environment = {environment:String})`;
 const IN_WINDOW = (column: string) =>
   `${column} >= fromUnixTimestamp64Milli({fromMs:Int64}) AND ${column} < fromUnixTimestamp64Milli({toMs:Int64})`;
+const AGGREGATES = `countIf(event = 'error') AS errors,
+  countIf(event = 'latency' AND value IS NOT NULL) AS latency_count,
+  avgIf(assumeNotNull(value), event = 'latency' AND value IS NOT NULL) AS latency_mean,
+  varSampIf(assumeNotNull(value), event = 'latency' AND value IS NOT NULL) AS latency_variance,
+  quantilesExactIf(0.5, 0.99)(assumeNotNull(value), event = 'latency' AND value IS NOT NULL) AS q`;
 
 interface OutcomeRow {
+  level: AttributedOutcomes['level'];
+  project_id: string;
+  service_id: string;
+  environment: string;
+  flag_key: string;
   grp: string;
   bucket: string | number;
   errors: string | number;
@@ -74,48 +105,83 @@ interface OutcomeRow {
 export const EMPTY_OUTCOMES: OutcomeSummary = { errors: 0, latencyCount: 0, latencyMeanMs: 0, latencyVarianceMs2: 0, latencyP50Ms: null, latencyP99Ms: null };
 
 /**
- * The outcomes of each group over the window, keyed by group; with `bucketMs`, keyed
- * `group@bucketStartMs` as well (buckets start at fromMs), the whole window staying under the group.
+ * The outcomes of each (flag, group) over the window; with `bucketMs`, also per bucket (buckets
+ * start at fromMs); with `totals`, also per service and per project.
  */
 export async function attributedOutcomes(
   analytics: Analytics,
   scope: OutcomeScope,
   grouping: OutcomeGrouping,
   window: OutcomeWindow,
-  extraParams: Record<string, unknown> = {},
-  bucketMs?: number,
-): Promise<Map<string, OutcomeSummary>> {
-  const bucket = bucketMs
+  opts: { params?: Record<string, unknown>; bucketMs?: number; totals?: boolean } = {},
+): Promise<AttributedOutcomes[]> {
+  const bucket = opts.bucketMs
     ? `toUnixTimestamp64Milli(o.timestamp) - (toUnixTimestamp64Milli(o.timestamp) - {fromMs:Int64}) % {bucketMs:Int64}`
     : 'toInt64(0)';
+  const groupingSets = opts.bucketMs
+    ? 'GROUPING SETS ((project_id, service_id, environment, flag_key, grp), (project_id, service_id, environment, flag_key, grp, bucket))'
+    : '(project_id, service_id, environment, flag_key, grp, bucket)';
+  // Joined on the key alone (a one-column string join is several times faster in ClickHouse); the
+  // key's groups of the outcome's own project, service and environment are then picked from the array.
+  const keyGroups = `arrayMap(x -> (x.4, x.5), arrayFilter(x -> x.1 = o.project_id AND x.2 = o.service_id AND x.3 = o.environment, k.groups))`;
   const query = `WITH key_groups AS (
-      SELECT targeting_key_hash, argMax(${grouping.groupOfEvaluation}, timestamp) AS grp
-      FROM evaluation_events
-      WHERE ${SCOPE} AND flag_key = {flagKey:String} AND (${grouping.evaluations}) AND targeting_key_hash != '' AND ${IN_WINDOW('timestamp')}
+      SELECT targeting_key_hash, groupArray((project_id, service_id, environment, flag_key, grp)) AS groups FROM (
+        SELECT project_id, service_id, environment, toString(flag_key) AS flag_key, targeting_key_hash, toString(argMax(${grouping.groupOfEvaluation}, timestamp)) AS grp
+        FROM evaluation_events
+        WHERE ${scopeOf('')} AND ({flagKey:String} = '' OR flag_key = {flagKey:String}) AND (${grouping.evaluations})
+          AND targeting_key_hash != '' AND ${IN_WINDOW('timestamp')}
+        GROUP BY project_id, service_id, environment, flag_key, targeting_key_hash)
       GROUP BY targeting_key_hash
     ),
     attributed AS (
-      SELECT o.event AS event, o.value AS value, ${bucket} AS bucket,
-        if(kg.grp != '', kg.grp, ${grouping.groupOfFlags}) AS grp
-      FROM outcome_events AS o ANY LEFT JOIN key_groups AS kg ON kg.targeting_key_hash = o.targeting_key_hash
-      WHERE o.project_id = {projectId:String} AND o.service_id = {serviceId:String} AND o.environment = {environment:String}
-        AND o.event IN ('error', 'latency') AND ${IN_WINDOW('o.timestamp')}
+      SELECT o.project_id AS project_id, o.service_id AS service_id, o.environment AS environment, o.event AS event, o.value AS value,
+        ${bucket} AS bucket, ${grouping.groupsOf(keyGroups)} AS groups
+      FROM outcome_events AS o ANY LEFT JOIN key_groups AS k ON k.targeting_key_hash = o.targeting_key_hash
+      WHERE ${scopeOf('o.')} AND o.event IN ('error', 'latency') AND ${IN_WINDOW('o.timestamp')}
     )
-    SELECT grp, bucket, countIf(event = 'error') AS errors,
-      countIf(event = 'latency' AND value IS NOT NULL) AS latency_count,
-      avgIf(assumeNotNull(value), event = 'latency' AND value IS NOT NULL) AS latency_mean,
-      varSampIf(assumeNotNull(value), event = 'latency' AND value IS NOT NULL) AS latency_variance,
-      quantilesExactIf(0.5, 0.99)(assumeNotNull(value), event = 'latency' AND value IS NOT NULL) AS q
-    FROM attributed WHERE grp != '' GROUP BY GROUPING SETS ((grp), (grp, bucket))`;
-  const params = { ...extraParams, ...scope, fromMs: window.fromMs, toMs: window.toMs, bucketMs: bucketMs ?? 0 };
+    SELECT 'group' AS level, project_id, service_id, environment, g.1 AS flag_key, g.2 AS grp, bucket, ${AGGREGATES}
+    FROM attributed ARRAY JOIN groups AS g GROUP BY ${groupingSets}
+    ${
+      opts.totals
+        ? `UNION ALL
+    SELECT if(service_id = '', 'project', 'service') AS level, project_id, service_id, '' AS environment, '' AS flag_key, '' AS grp, toInt64(0) AS bucket, ${AGGREGATES}
+    FROM attributed WHERE notEmpty(groups) GROUP BY GROUPING SETS ((project_id, service_id), (project_id))`
+        : ''
+    }`;
+  const params = {
+    ...opts.params,
+    projectIds: scope.projectIds,
+    serviceId: scope.serviceId ?? '',
+    environment: scope.environment ?? '',
+    flagKey: scope.flagKey ?? '',
+    fromMs: window.fromMs,
+    toMs: window.toMs,
+    bucketMs: opts.bucketMs ?? 0,
+  };
   const rows = (await (await analytics.client.query({ query, query_params: params, format: 'JSONEachRow' })).json()) as OutcomeRow[];
-  const result = new Map<string, OutcomeSummary>();
-  for (const row of rows) {
-    // The (grp) set reads bucket 0; without buckets both sets give the same row.
-    const key = bucketMs && Number(row.bucket) !== 0 ? `${row.grp}@${Number(row.bucket)}` : row.grp;
-    result.set(key, toSummary(row));
-  }
-  return result;
+  // In the whole-window grouping set the bucket reads 0 (no real bucket starts in 1970).
+  return rows.map((row) => ({
+    level: row.level,
+    projectId: row.project_id,
+    serviceId: row.service_id,
+    environment: row.environment,
+    flagKey: row.flag_key,
+    group: row.grp,
+    bucketMs: opts.bucketMs && Number(row.bucket) !== 0 ? Number(row.bucket) : null,
+    ...toSummary(row),
+  }));
+}
+
+/** The whole-window outcomes of one group of a one-flag query. */
+export function outcomesOf(rows: AttributedOutcomes[], group: string): OutcomeSummary {
+  const row = rows.find((r) => r.level === 'group' && r.group === group && r.bucketMs === null);
+  return row ? summaryOf(row) : EMPTY_OUTCOMES;
+}
+
+/** Just the counts and latency of a row. */
+export function summaryOf(row: OutcomeSummary): OutcomeSummary {
+  const { errors, latencyCount, latencyMeanMs, latencyVarianceMs2, latencyP50Ms, latencyP99Ms } = row;
+  return { errors, latencyCount, latencyMeanMs, latencyVarianceMs2, latencyP50Ms, latencyP99Ms };
 }
 
 function toSummary(row: OutcomeRow): OutcomeSummary {
