@@ -12063,7 +12063,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -12083,7 +12086,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -12350,7 +12356,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -12370,7 +12379,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -14601,6 +14613,8 @@ export interface operations {
                         realtime: {
                             /** @description 0-1 */
                             errorRateLastMinute: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrorsLastMinute: number;
                             evaluationsLast5Min: number;
                             evaluationsLastMinute: number;
                             evaluationsPerMinute: number;
@@ -14636,6 +14650,8 @@ export interface operations {
                             avgLatencyMs: number | null;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluationsPerMinute: number;
                             evaluationsPerSecond: number;
                             /** @description Milliseconds; null without evaluations */
@@ -14644,13 +14660,17 @@ export interface operations {
                             p95LatencyMs: number | null;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             totalErrors: number;
                             totalEvaluations: number;
                         };
                         timeSeries: {
                             /** @description Milliseconds; null without evaluations */
                             avgLatencyMs: number | null;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p50LatencyMs: number | null;
@@ -14669,7 +14689,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -14683,7 +14706,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -15717,7 +15743,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -15731,7 +15760,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -27507,6 +27539,8 @@ export interface operations {
                     "application/json": {
                         /** @description 0-1 */
                         errorRate: number;
+                        /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                        evaluationErrors: number;
                         evaluationsPerMinute: number;
                         issues: {
                             environment: string;
@@ -27534,7 +27568,10 @@ export interface operations {
                         services: {
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             name: string;
                             /** @description Milliseconds; null without evaluations */
