@@ -223,3 +223,61 @@ describe('exact windows around a toggle', () => {
     expect(await warehouse.flagStats(scope, { startMs: at - 1, endMs: at + 1 })).toMatchObject({ evaluations: 2, errors: 2 });
   });
 });
+
+describe('project health and alerts', () => {
+  it('count an error once per flag its user was evaluated by, and once for the service and the project', async () => {
+    const projectId = `prj_${randomBytes(4).toString('hex')}`;
+    const now = Date.now();
+    const evaluation = (serviceId: string, flagKey: string, key: string) => ({
+      timestamp: ts(now - 10_000),
+      project_id: projectId,
+      service_id: serviceId,
+      environment: 'production',
+      flag_key: flagKey,
+      reason: 'STATIC',
+      variant: '',
+      value: 'true',
+      latency_ms: 1,
+      error_code: '',
+      targeting_key_hash: key,
+      source: 'rest',
+    });
+    await app.platform.analytics.client.insert({
+      table: 'evaluation_events',
+      format: 'JSONEachRow',
+      values: [evaluation('svc_a', 'one', 'both'), evaluation('svc_a', 'two', 'both'), evaluation('svc_a', 'two', 'calm'), evaluation('svc_b', 'one', 'both')],
+    });
+    const error = (serviceId: string, key: string, flags: Record<string, string> = {}) => ({
+      timestamp: ts(now - 5_000),
+      project_id: projectId,
+      service_id: serviceId,
+      environment: 'production',
+      event: 'error',
+      targeting_key_hash: key,
+      value: null,
+      flags,
+      origin: 'track',
+      event_id: randomBytes(6).toString('hex'),
+    });
+    // `both` fails once in svc_a (evaluated by one and two there); a key nobody evaluated names `two`; a stranger counts nowhere.
+    await app.platform.analytics.client.insert({
+      table: 'outcome_events',
+      format: 'JSONEachRow',
+      values: [error('svc_a', 'both'), error('svc_a', 'unseen', { two: 'true' }), error('svc_a', 'stranger')],
+    });
+    const warehouse = new EvaluationWarehouse(app.platform.analytics);
+    const window = { startMs: Math.floor(now / MINUTE) * MINUTE - 5 * MINUTE, endMs: Math.floor(now / MINUTE) * MINUTE + MINUTE };
+    const grouped = await eventually(async () => {
+      const rows = await warehouse.groupedStats([projectId], window);
+      return rows.some((r) => r.level === 'project' && r.evaluations === 4) && rows;
+    }, 10_000);
+    const errorsOf = (level: string, serviceId = '', flagKey = '') =>
+      grouped.find((r) => r.level === level && (level === 'project' || r.serviceId === serviceId) && (level !== 'flag' || r.flagKey === flagKey))?.errors;
+    expect(errorsOf('flag', 'svc_a', 'one')).toBe(1);
+    expect(errorsOf('flag', 'svc_a', 'two')).toBe(2);
+    expect(errorsOf('flag', 'svc_b', 'one')).toBe(0);
+    expect(errorsOf('service', 'svc_a')).toBe(2);
+    expect(errorsOf('service', 'svc_b')).toBe(0);
+    expect(errorsOf('project')).toBe(2);
+  });
+});
