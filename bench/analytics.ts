@@ -412,8 +412,10 @@ async function flagMetricsFromRollup(warehouse: EvaluationWarehouse, scope: Flag
   const [series, breakdowns, realtime] = await Promise.all([warehouse.flagSeries(scope, w, w.bucketMinutes), warehouse.flagBreakdowns(scope, w), warehouse.flagRealtime(scope, nowMs, w.startMs)]);
   return {
     evaluations: series.total.evaluations,
-    errors: series.total.errors,
-    buckets: [...series.buckets].map(([at, s]) => `${at}:${s.evaluations}`).sort(),
+    // Application errors are read raw on both sides (the one outcome query); failed evaluations come from the rollup.
+    evaluationErrors: series.total.evaluationErrors,
+    // A bucket may hold outcomes only (users evaluated earlier in the range).
+    buckets: [...series.buckets].filter(([, s]) => s.evaluations > 0).map(([at, s]) => `${at}:${s.evaluations}`).sort(),
     ...breakdowns,
     lastMinute: realtime.lastMinute,
   };
@@ -449,7 +451,7 @@ async function flagMetricsFromRaw(analytics: Analytics, warehouse: EvaluationWar
   }
   return {
     evaluations: Number(total?.n ?? 0),
-    errors: Number(total?.e ?? 0),
+    evaluationErrors: Number(total?.e ?? 0),
     buckets: series.filter((r) => Number(r.bucket) !== 0).map((r) => `${Number(r.bucket) * 1000}:${Number(r.n)}`).sort(),
     reasons,
     values,

@@ -305,13 +305,12 @@ const GUARDRAIL_MINUTE_MS = 60_000;
 export const GUARDRAIL_SETTLE_MS = 30_000;
 
 /**
- * When the watch judges: once the after-window of the change is complete. Those windows are
- * whole minutes (api/features/insights/window.ts aroundChange): the change's own minute is in
- * neither, the after-window is the `windowMinutes` minutes after it.
+ * When the watch judges: once the after-window of the change is complete. That window starts at
+ * the change's millisecond (api/features/insights/window.ts aroundChange), so the first minute
+ * after the change is judged too, and lasts `windowMinutes`.
  */
 export function guardrailCheckAt(changedAtMs: number, windowMinutes: number): number {
-  const changeMinute = Math.floor(changedAtMs / GUARDRAIL_MINUTE_MS) * GUARDRAIL_MINUTE_MS;
-  return changeMinute + (windowMinutes + 1) * GUARDRAIL_MINUTE_MS + GUARDRAIL_SETTLE_MS;
+  return changedAtMs + windowMinutes * GUARDRAIL_MINUTE_MS + GUARDRAIL_SETTLE_MS;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -50,11 +50,11 @@ async function withWorker(calls: Call[], fn: () => Promise<void>, answer: Guardr
 
 const flagId = () => `flg_${randomBytes(6).toString('hex')}`;
 
-it('computes the check time from the whole-minute windows of insights', () => {
+it('computes the check time from the exact after-window of insights', () => {
   const changedAt = Date.UTC(2026, 0, 1, 12, 0, 42, 500);
-  // The change's minute (12:00) is in neither window; the after-window is 12:01-12:16 for 15 minutes.
-  expect(guardrailCheckAt(changedAt, 15)).toBe(Date.UTC(2026, 0, 1, 12, 16) + GUARDRAIL_SETTLE_MS);
-  expect(guardrailCheckAt(Date.UTC(2026, 0, 1, 12, 0), 1)).toBe(Date.UTC(2026, 0, 1, 12, 2) + GUARDRAIL_SETTLE_MS);
+  // The after-window starts at the change: 12:00:42.500 to 12:15:42.500 for 15 minutes.
+  expect(guardrailCheckAt(changedAt, 15)).toBe(Date.UTC(2026, 0, 1, 12, 15, 42, 500) + GUARDRAIL_SETTLE_MS);
+  expect(guardrailCheckAt(Date.UTC(2026, 0, 1, 12, 0), 1)).toBe(Date.UTC(2026, 0, 1, 12, 1) + GUARDRAIL_SETTLE_MS);
 });
 
 it('waits for the after-window to end, then calls the check once with the watched version', async () => {

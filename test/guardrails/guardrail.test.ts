@@ -9,13 +9,14 @@ import { createFlag, createProject, expectStatus, qs, startReceiver, uniquePath,
 /**
  * The production guardrail end to end over HTTP against real Postgres, Temporal and chDB: a
  * toggle commits, the outbox consumer starts the watch, the watch sleeps until the change's
- * after-window is complete (1-minute windows here: 1.5-2.5 minutes), the worker judges it with
- * the auto-rollback decision on the evaluation rows put into ClickHouse. The scenarios share
+ * after-window is complete (1-minute windows from the change's millisecond here: 1.5 minutes),
+ * the worker judges it with the auto-rollback decision on the evaluation and outcome rows put into
+ * ClickHouse. The scenarios share
  * that wait: they are set up together in beforeAll and each test awaits its own outcome.
  */
 
 const MINUTE = 60_000;
-/** The watch judges at most 2 minutes and 30 s after a change; the outbox and worker add a little. */
+/** The watch judges 1 minute and 30 s after a change; the outbox and worker add a little. */
 const WATCH_TIMEOUT_MS = 4 * MINUTE;
 jest.setTimeout(6 * MINUTE);
 
@@ -23,7 +24,6 @@ let app: TestApp;
 let receiver: Receiver;
 
 const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
-const floorMinute = (ms: number) => Math.floor(ms / MINUTE) * MINUTE;
 const many = <T,>(n: number, make: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => make(i));
 
 interface Scenario {
@@ -34,36 +34,38 @@ interface Scenario {
   channelId: string;
 }
 
-/** The minute after which a toggle leaves at least 40 s of it: the windows are built on the toggle's minute. */
-async function clearOfMinuteEdge(margin = 20_000) {
-  const left = MINUTE - (Date.now() % MINUTE);
-  if (left < margin) await new Promise((r) => setTimeout(r, left + 200));
-}
-
+/** Evaluations of the flag by users of their own; those with `error` report an application error (track) at the same time. */
 async function insertEvaluations(p: Project, flagKey: string, rows: { at: number; error: boolean }[]) {
+  const user = (i: number) => `${flagKey}-u${i}`;
   const values = rows.map((e, i) => ({
     timestamp: ts(e.at),
     project_id: p.projectId,
     service_id: p.serviceId,
     environment: 'production',
     flag_key: flagKey,
-    reason: e.error ? 'ERROR' : 'TARGETING_MATCH',
+    reason: 'TARGETING_MATCH',
     variant: '',
     value: 'true',
     latency_ms: 10,
-    error_code: e.error ? 'GENERAL' : '',
-    targeting_key_hash: `u${i}`,
+    error_code: '',
+    targeting_key_hash: user(i),
     source: 'rest',
   }));
   await app.platform.analytics.client.insert({ table: 'evaluation_events', values, format: 'JSONEachRow' });
+  const errors = rows.flatMap((e, i) =>
+    e.error
+      ? [{ timestamp: ts(e.at), project_id: p.projectId, service_id: p.serviceId, environment: 'production', event: 'error', targeting_key_hash: user(i), value: null, flags: {}, origin: 'track', event_id: randomBytes(6).toString('hex') }]
+      : [],
+  );
+  if (errors.length) await app.platform.analytics.client.insert({ table: 'outcome_events', values: errors, format: 'JSONEachRow' });
 }
 
 const flagPath = (s: Pick<Scenario, 'p' | 'key'>, suffix = '') => `/api/flags/${s.key}${suffix}${qs({ serviceId: s.p.serviceId, environment: 'production' })}`;
 
 /**
  * A project with a 1-minute guardrail window and an alert channel, and a production flag
- * switched on now, with 100 healthy evaluations in the minute before the toggle and 100 after
- * it of which `afterErrors` fail.
+ * switched on now, with 100 healthy evaluations in the minute before the toggle and 100 in the
+ * first seconds after it, of whose users `afterErrors` report an application error.
  */
 async function toggledInProduction(label: string, settings: { guardrailAutoRollback: boolean }, afterErrors: number): Promise<Scenario> {
   const p = await createProject(app);
@@ -79,10 +81,10 @@ async function toggledInProduction(label: string, settings: { guardrailAutoRollb
   expectStatus(toggled, 200, 'toggle');
   const history = await p.owner.request('GET', flagPath({ p, key }, '/history'));
   const changedAt = Date.parse(history.body.versions[0].createdAt);
-  const minute = floorMinute(changedAt);
+  // The windows start and end at the change's millisecond: its first minute is judged too.
   await insertEvaluations(p, key, [
-    ...many(100, (i) => ({ at: minute - MINUTE + i * 100, error: false })),
-    ...many(100, (i) => ({ at: minute + MINUTE + i * 100, error: i < afterErrors })),
+    ...many(100, (i) => ({ at: changedAt - 30_000 + i * 100, error: false })),
+    ...many(100, (i) => ({ at: changedAt + 1_000 + i * 100, error: i < afterErrors })),
   ]);
   return { p, key, flag: toggled.body, hook, channelId: channel.body.id };
 }
@@ -112,7 +114,6 @@ let healthy: Scenario;
 beforeAll(async () => {
   app = await startTestApp();
   receiver = await startReceiver();
-  await clearOfMinuteEdge();
   [rolledBack, notifyOnly, healthy] = await Promise.all([
     toggledInProduction('trip', { guardrailAutoRollback: true }, 40),
     toggledInProduction('notify', { guardrailAutoRollback: false }, 40),

@@ -39,10 +39,21 @@ interface Evaluation {
   latencyMs?: number;
   reason?: string;
   value?: string;
+  /** A failed evaluation: reported as evaluationErrors, not as an application error. */
   errorCode?: string;
+  /** The application reports an `error` outcome for this evaluation's user at the same time. */
+  appError?: boolean;
 }
 
+/** Evaluations of one flag by users of their own (`<flagKey>-u<i>`), and the `error` outcomes of those that report one. */
 async function insertEvaluations(tenant: { projectId: string; serviceId: string }, flagKey: string, events: Evaluation[], environment = 'production') {
+  const user = (i: number) => `${flagKey}-u${i}`;
+  const outcomes = events.flatMap((e, i) =>
+    e.appError
+      ? [{ timestamp: ts(e.at), project_id: tenant.projectId, service_id: tenant.serviceId, environment, event: 'error', targeting_key_hash: user(i), value: null, flags: {}, origin: 'track', event_id: randomBytes(6).toString('hex') }]
+      : [],
+  );
+  if (outcomes.length) await app.platform.analytics.client.insert({ table: 'outcome_events', values: outcomes, format: 'JSONEachRow' });
   const values = events.map((e, i) => ({
     timestamp: ts(e.at),
     project_id: tenant.projectId,
@@ -54,7 +65,7 @@ async function insertEvaluations(tenant: { projectId: string; serviceId: string 
     value: e.value ?? 'true',
     latency_ms: e.latencyMs ?? 1,
     error_code: e.errorCode ?? '',
-    targeting_key_hash: `u${i}`,
+    targeting_key_hash: user(i),
     source: 'rest',
   }));
   await app.platform.analytics.client.insert({ table: 'evaluation_events', values, format: 'JSONEachRow' });
@@ -93,15 +104,16 @@ describe('GET /api/flags/:key/metrics', () => {
     const now = Date.now();
     const end = floorMinute(now) + MINUTE;
     const start = end - 60 * MINUTE;
-    // 1000 evaluations 30 and 20 minutes ago, latency 1..1000 ms, 50 errors, two values.
+    // 1000 evaluations 30 and 20 minutes ago, latency 1..1000 ms, 50 failed evaluations whose users also report an error, two values.
     const bulk = many(1000, (i) => ({
       at: floorMinute(now - (i < 500 ? 30 : 20) * MINUTE) + (i % 500) * 7,
       latencyMs: i + 1,
       reason: i < 50 ? 'ERROR' : i < 650 ? 'TARGETING_MATCH' : 'DEFAULT',
       errorCode: i < 50 ? 'TYPE_MISMATCH' : undefined,
+      appError: i < 50,
       value: i < 600 ? 'true' : 'false',
     }));
-    const recent = many(10, (i) => ({ at: now - 10_000 - i, latencyMs: 5, reason: 'DEFAULT', value: 'false', errorCode: i === 0 ? 'GENERAL' : undefined }));
+    const recent = many(10, (i) => ({ at: now - 10_000 - i, latencyMs: 5, reason: 'DEFAULT', value: 'false', errorCode: i === 0 ? 'GENERAL' : undefined, appError: i === 0 }));
     const older = many(5, (i) => ({ at: now - 7 * MINUTE - i, latencyMs: 5, reason: 'DEFAULT', value: 'false' }));
     const edges = [
       { at: start, latencyMs: 5, reason: 'DEFAULT', value: 'false' }, // exactly the range start: counted
@@ -125,6 +137,7 @@ describe('GET /api/flags/:key/metrics', () => {
     expect(m.summary.totalEvaluations).toBe(total);
     expect(m.summary.totalErrors).toBe(errors);
     expect(m.summary.errorRate).toBeCloseTo(errors / total, 6);
+    expect(m.summary.evaluationErrors).toBe(errors);
     expect(m.summary.avgLatencyMs).toBeCloseTo(latencies.reduce((s, l) => s + l, 0) / total, 2);
     expect(m.summary.evaluationsPerMinute).toBeCloseTo(total / 60, 3);
     expect(m.summary.evaluationsPerSecond).toBeCloseTo(total / 3600, 4);
@@ -139,7 +152,7 @@ describe('GET /api/flags/:key/metrics', () => {
     expect(m.timeSeries[0].timestamp).toBe(new Date(start).toISOString());
     expect(m.timeSeries.reduce((s: number, b: { evaluations: number }) => s + b.evaluations, 0)).toBe(total);
     const thirtyAgo = m.timeSeries.find((b: { timestamp: string }) => b.timestamp === new Date(floorMinute(now - 30 * MINUTE)).toISOString());
-    expect(thirtyAgo).toMatchObject({ evaluations: 500, errors: 50 });
+    expect(thirtyAgo).toMatchObject({ evaluations: 500, errors: 50, evaluationErrors: 50 });
     expect(Math.abs(thirtyAgo.p50LatencyMs - 250)).toBeLessThanOrEqual(10);
     const empty = m.timeSeries.find((b: { evaluations: number }) => b.evaluations === 0);
     expect(empty).toMatchObject({ errors: 0, avgLatencyMs: null, p99LatencyMs: null });
@@ -148,6 +161,7 @@ describe('GET /api/flags/:key/metrics', () => {
       evaluationsLastMinute: 10,
       evaluationsLast5Min: 10,
       errorRateLastMinute: 0.1,
+      evaluationErrorsLastMinute: 1,
       trend: 'increasing',
       topReason: 'DEFAULT',
       lastEvaluatedAt: new Date(now - 10_000).toISOString(),
@@ -195,21 +209,24 @@ describe('GET /api/flags/:key/metrics', () => {
   });
 });
 
-/** A flag switched on now, with `beforeErrors` of 100 evaluations failing before and `afterErrors` of 100 after. */
+/**
+ * A flag switched on now, with 100 evaluations before and 100 after, of whose users `beforeErrors`
+ * and `afterErrors` report an application error; and failed evaluations on either side, which
+ * are reported apart and do not count as errors.
+ */
 async function toggledFlag(label: string, beforeErrors: number, afterErrors: number, afterLatencyMs = 10) {
-  await clearOfMinuteEdge();
   const key = newKey(label);
   await createFlag(p.owner, p.serviceId, key);
   await toggle(p.owner, key, true);
   const impact = await p.viewer.request('GET', `/api/flags/${key}/toggle-impact${qs({ serviceId: p.serviceId })}`);
   expectStatus(impact, 200, 'toggle impact');
   const at: number = impact.body.impact.latestToggle.timestampMs;
-  const minute = floorMinute(at);
   await insertEvaluations(p, key, [
-    ...many(100, (i) => ({ at: minute - 5 * MINUTE + i, latencyMs: 10, errorCode: i < beforeErrors ? 'GENERAL' : undefined })),
-    // The toggle's own minute mixes both states: in neither window.
-    ...many(7, (i) => ({ at: minute + i, latencyMs: 10 })),
-    ...many(100, (i) => ({ at: minute + 2 * MINUTE + i, latencyMs: afterLatencyMs, errorCode: i < afterErrors ? 'GENERAL' : undefined })),
+    ...many(100, (i) => ({ at: at - 5 * MINUTE + i, latencyMs: 10, appError: i < beforeErrors })),
+    // The windows split at the toggle's millisecond; outside both, nothing counts.
+    { at: at - 15 * MINUTE - 1, latencyMs: 10, appError: true },
+    ...many(100, (i) => ({ at: at + 2 * MINUTE + i, latencyMs: afterLatencyMs, appError: i < afterErrors, errorCode: i % 10 === 9 ? 'GENERAL' : undefined })),
+    { at: at + 15 * MINUTE, latencyMs: 10, appError: true },
   ]);
   return { key, at };
 }
@@ -227,8 +244,10 @@ describe('GET /api/flags/:key/toggle-impact', () => {
     expect(impact.latestToggle.durationMs).toBeGreaterThanOrEqual(0);
     expect(recentToggles).toEqual([impact.latestToggle]);
     expect(impact).toMatchObject({ hasRecentToggle: true, healthStatus: 'degraded', windowMinutes: 15 });
-    expect(impact.before).toMatchObject({ evaluations: 100, errors: 0, errorRate: 0, avgLatencyMs: 10, p99LatencyMs: 10 });
-    expect(impact.after).toMatchObject({ evaluations: 100, errors: 30, errorRate: 0.3, avgLatencyMs: 10, p99LatencyMs: 10 });
+    expect(impact.before).toMatchObject({ evaluations: 100, errors: 0, errorRate: 0, evaluationErrors: 0, avgLatencyMs: 10, p99LatencyMs: 10 });
+    expect(impact.before).toMatchObject({ start: new Date(at - 15 * MINUTE).toISOString(), end: new Date(at).toISOString() });
+    expect(impact.after).toMatchObject({ start: new Date(at).toISOString(), end: new Date(at + 15 * MINUTE).toISOString() });
+    expect(impact.after).toMatchObject({ evaluations: 100, errors: 30, errorRate: 0.3, evaluationErrors: 10, avgLatencyMs: 10, p99LatencyMs: 10 });
     expect(impact.delta).toEqual({ errorRateDelta: 0.3, latencyP99DeltaMs: 0, evaluationsRatio: 1 });
     expect(impact.recommendation).toMatch(/roll back/i);
   });
@@ -388,7 +407,8 @@ describe('project health and heatmap', () => {
     const idle = await q.owner.request('POST', '/api/services', { projectId: q.projectId, name: 'zz-idle' });
     idleServiceId = idle.body.id;
     now = Date.now();
-    await insertEvaluations(q, 'busy', many(100, (i) => ({ at: now - 10 * MINUTE + i, latencyMs: 20, errorCode: i < 10 ? 'GENERAL' : undefined })));
+    // 10 users report an application error; 5 other evaluations failed (reported apart).
+    await insertEvaluations(q, 'busy', many(100, (i) => ({ at: now - 10 * MINUTE + i, latencyMs: 20, appError: i < 10, errorCode: i >= 95 ? 'GENERAL' : undefined })));
     await insertEvaluations(q, 'quiet', many(3, (i) => ({ at: now - 40 * MINUTE + i, latencyMs: 20 })), 'staging');
     await insertEvaluations(q, 'busy', many(100, (i) => ({ at: now - 90 * MINUTE + i, latencyMs: 20 })));
   });
@@ -408,9 +428,10 @@ describe('project health and heatmap', () => {
       scoreBreakdown: { errorPenalty: 50, latencyPenalty: 0, trafficDropPenalty: 0 },
     });
     expect(res.body.errorRate).toBeCloseTo(10 / 103, 6);
+    expect(res.body.evaluationErrors).toBe(5);
     expect(res.body.services).toEqual([
-      { serviceId: q.serviceId, name: 'checkout', status: 'critical', evaluations: 103, errors: 10, errorRate: expect.any(Number), p99LatencyMs: 20 },
-      { serviceId: idleServiceId, name: 'zz-idle', status: 'idle', evaluations: 0, errors: 0, errorRate: 0, p99LatencyMs: null },
+      { serviceId: q.serviceId, name: 'checkout', status: 'critical', evaluations: 103, errors: 10, errorRate: expect.any(Number), evaluationErrors: 5, p99LatencyMs: 20 },
+      { serviceId: idleServiceId, name: 'zz-idle', status: 'idle', evaluations: 0, errors: 0, errorRate: 0, evaluationErrors: 0, p99LatencyMs: null },
     ]);
     expect(res.body.issues).toEqual([
       expect.objectContaining({ type: 'error_rate', severity: 'critical', serviceId: q.serviceId, environment: 'production', flagKey: 'busy', value: 0.1, threshold: 0.05, evaluations: 100 }),
@@ -476,8 +497,8 @@ describe('GET /api/alerts', () => {
     await clearOfMinuteEdge();
     const r = await createProject(app);
     const now = Date.now();
-    // Last 5 minutes: 50 evaluations, 10 failing, 300 ms; the hour before: 6,000 (500 per 5 minutes).
-    await insertEvaluations(r, 'fragile', many(50, (i) => ({ at: now - 30_000 + i, latencyMs: 300, errorCode: i < 10 ? 'GENERAL' : undefined })));
+    // Last 5 minutes: 50 evaluations, 10 of whose users report an error, 300 ms; the hour before: 6,000 (500 per 5 minutes).
+    await insertEvaluations(r, 'fragile', many(50, (i) => ({ at: now - 30_000 + i, latencyMs: 300, appError: i < 10 })));
     await insertEvaluations(r, 'fragile', many(6000, (i) => ({ at: now - 30 * MINUTE + i, latencyMs: 5 })));
     const clientErrors = many(12, (i) => ({
       timestamp: ts(now - 20_000 + i),

@@ -10,6 +10,7 @@ import { aroundChange, rangeWindow } from '../../api/features/insights/window';
 const stats = (evaluations: number, errors: number, p99: number | null = 10): EvaluationStats => ({
   evaluations,
   errors,
+  evaluationErrors: 0,
   latencySumMs: evaluations * 10,
   p50LatencyMs: p99,
   p95LatencyMs: p99,
@@ -23,11 +24,11 @@ describe('windows', () => {
     expect(rangeWindow('30d', now).bucketMinutes).toBe(360);
   });
 
-  it('leave the change minute out of both sides', () => {
-    const at = Date.UTC(2026, 10, 23, 12, 30, 10);
+  it('split the change minute at the change, to the millisecond', () => {
+    const at = Date.UTC(2026, 10, 23, 12, 30, 10, 250);
     expect(aroundChange(at, 15)).toEqual({
-      before: { startMs: Date.UTC(2026, 10, 23, 12, 15), endMs: Date.UTC(2026, 10, 23, 12, 30) },
-      after: { startMs: Date.UTC(2026, 10, 23, 12, 31), endMs: Date.UTC(2026, 10, 23, 12, 46) },
+      before: { startMs: Date.UTC(2026, 10, 23, 12, 15, 10, 250), endMs: at },
+      after: { startMs: at, endMs: Date.UTC(2026, 10, 23, 12, 45, 10, 250) },
     });
   });
 });

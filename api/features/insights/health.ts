@@ -72,7 +72,7 @@ export function degradationIssues(flags: GroupedStats[]): HealthIssue[] {
     for (const { type, value, degraded, critical } of measured) {
       if (value === null || value < degraded) continue;
       const threshold = value >= critical ? critical : degraded;
-      const shown = type === 'error_rate' ? `${round(value * 100, 2)}% of ${f.evaluations} evaluations failed` : `p99 latency ${round(value, 1)} ms`;
+      const shown = type === 'error_rate' ? `${round(value * 100, 2)}% errors over ${f.evaluations} evaluations` : `p99 latency ${round(value, 1)} ms`;
       issues.push({
         type,
         severity: value >= critical ? 'critical' : 'warning',

@@ -23,8 +23,11 @@ export const IMPACT_THRESHOLDS = {
 
 export interface WindowSummary {
   evaluations: number;
+  /** Application outcomes attributed to the flag (docs/insights.md#error-rate). */
   errors: number;
   errorRate: number;
+  /** Failed evaluations, reported apart. */
+  evaluationErrors: number;
   avgLatencyMs: number | null;
   p99LatencyMs: number | null;
 }
@@ -48,6 +51,7 @@ export function windowSummary(stats: EvaluationStats): WindowSummary {
     evaluations: stats.evaluations,
     errors: stats.errors,
     errorRate: round(rateOf(stats.errors, stats.evaluations), 6),
+    evaluationErrors: stats.evaluationErrors,
     avgLatencyMs: stats.evaluations > 0 ? round(stats.latencySumMs / stats.evaluations) : null,
     p99LatencyMs: roundOrNull(stats.p99LatencyMs),
   };

@@ -6,6 +6,9 @@ const count = z.number().int().nonnegative();
 const rate = z.number().describe('0-1');
 const ms = z.number().nullable().describe('Milliseconds; null without evaluations');
 const iso = z.string().describe('ISO 8601 time');
+/** Application outcomes (docs/insights.md#error-rate), and failed evaluations apart. */
+const errors = count.describe('Application errors: `error` outcome events attributed to the flag');
+const evaluationErrors = count.describe('Failed evaluations (an error code), not counted in errors or errorRate');
 
 const range = z.object({ start: iso, end: iso, rangeLabel: z.string(), minutes: count });
 
@@ -19,7 +22,7 @@ const toggle = z.object({
   durationMs: z.number(),
 });
 
-const side = z.object({ evaluations: count, errors: count, errorRate: rate, avgLatencyMs: ms, p99LatencyMs: ms, start: iso, end: iso });
+const side = z.object({ evaluations: count, errors, errorRate: rate, evaluationErrors, avgLatencyMs: ms, p99LatencyMs: ms, start: iso, end: iso });
 const delta = z.object({ errorRateDelta: z.number(), latencyP99DeltaMs: z.number().nullable(), evaluationsRatio: z.number().nullable() });
 
 const impact = z.object({
@@ -42,8 +45,9 @@ export const MetricsResponse = z.object({
   bucketMinutes: count,
   summary: z.object({
     totalEvaluations: count,
-    totalErrors: count,
+    totalErrors: errors,
     errorRate: rate,
+    evaluationErrors,
     avgLatencyMs: ms,
     p50LatencyMs: ms,
     p95LatencyMs: ms,
@@ -57,6 +61,7 @@ export const MetricsResponse = z.object({
     evaluationsLastMinute: count,
     evaluationsLast5Min: count,
     errorRateLastMinute: rate,
+    evaluationErrorsLastMinute: evaluationErrors,
     trend: z.enum(['increasing', 'decreasing', 'stable', 'idle']),
     lastEvaluatedAt: iso.nullable(),
     topReason: z.string().nullable(),
@@ -66,7 +71,7 @@ export const MetricsResponse = z.object({
   reasonBreakdown: z.record(count),
   valueBreakdown: z.record(count),
   timeSeries: z.array(
-    z.object({ timestamp: iso, evaluations: count, errors: count, avgLatencyMs: ms, p50LatencyMs: ms, p95LatencyMs: ms, p99LatencyMs: ms }),
+    z.object({ timestamp: iso, evaluations: count, errors, evaluationErrors, avgLatencyMs: ms, p50LatencyMs: ms, p95LatencyMs: ms, p99LatencyMs: ms }),
   ),
 });
 
@@ -125,6 +130,7 @@ export const HealthResponse = z.object({
   previousWindowEvaluations: count,
   evaluationsPerMinute: z.number(),
   errorRate: rate,
+  evaluationErrors,
   p99LatencyMs: ms,
   services: z.array(
     z.object({
@@ -132,8 +138,9 @@ export const HealthResponse = z.object({
       name: z.string(),
       status: z.enum(['healthy', 'degraded', 'critical', 'idle']),
       evaluations: count,
-      errors: count,
+      errors,
       errorRate: rate,
+      evaluationErrors,
       p99LatencyMs: ms,
     }),
   ),

@@ -12,7 +12,7 @@ import { degradationIssues, HEALTH_WINDOW_MINUTES, healthScore, levelOf } from '
 import { compareWindows, impactVerdict, rateOf, rollbackDecision, round, windowSummary } from './impact';
 import { staleReportItem, staleSummary } from './stale';
 import type { EvaluationStats, EvaluationWarehouse, FlagScope } from './warehouse';
-import { aroundChange, floorMinute, HEATMAP_BUCKET_MINUTES, MINUTE_MS, rangeBody, rangeWindow, type MinuteWindow, type RangeLabel } from './window';
+import { aroundChange, floorMinute, HEATMAP_BUCKET_MINUTES, MINUTE_MS, rangeBody, rangeWindow, type MinuteWindow, type RangeLabel, type TimeSpan } from './window';
 
 export interface InsightsServiceDeps {
   sql: Sql;
@@ -81,6 +81,7 @@ export class InsightsService {
         totalEvaluations: total.evaluations,
         totalErrors: total.errors,
         errorRate: round(rateOf(total.errors, total.evaluations), 6),
+        evaluationErrors: total.evaluationErrors,
         avgLatencyMs: total.evaluations ? round(total.latencySumMs / total.evaluations) : null,
         p50LatencyMs: latency(total.p50LatencyMs),
         p95LatencyMs: latency(total.p95LatencyMs),
@@ -94,6 +95,7 @@ export class InsightsService {
         evaluationsLastMinute: realtime.lastMinute,
         evaluationsLast5Min: realtime.last5Min,
         errorRateLastMinute: round(rateOf(realtime.errorsLastMinute, realtime.lastMinute), 6),
+        evaluationErrorsLastMinute: realtime.evaluationErrorsLastMinute,
         trend: trendOf(realtime.last5Min, realtime.previous5Min),
         lastEvaluatedAt: realtime.lastEvaluatedAtMs === null ? null : new Date(realtime.lastEvaluatedAtMs).toISOString(),
         topReason: realtime.topReason,
@@ -277,6 +279,7 @@ export class InsightsService {
       previousWindowEvaluations: previousEvaluations,
       evaluationsPerMinute: round(total.evaluations / HEALTH_WINDOW_MINUTES, 3),
       errorRate: round(rateOf(total.errors, total.evaluations), 6),
+      evaluationErrors: total.evaluationErrors,
       p99LatencyMs: latency(total.p99LatencyMs),
       services: services.map((s) => {
         const stats = perService.get(s.id) ?? emptyStats();
@@ -287,6 +290,7 @@ export class InsightsService {
           evaluations: stats.evaluations,
           errors: stats.errors,
           errorRate: round(rateOf(stats.errors, stats.evaluations), 6),
+          evaluationErrors: stats.evaluationErrors,
           p99LatencyMs: latency(stats.p99LatencyMs),
         };
       }),
@@ -392,7 +396,7 @@ export class InsightsService {
     };
   }
 
-  private summaries(scope: FlagScope, windows: { before: MinuteWindow; after: MinuteWindow }) {
+  private summaries(scope: FlagScope, windows: { before: TimeSpan; after: TimeSpan }) {
     return Promise.all([windows.before, windows.after].map(async (w) => windowSummary(await this.deps.warehouse.flagStats(scope, w))));
   }
 
@@ -410,15 +414,16 @@ export class InsightsService {
 
 const scopeOf = (flag: FlagRecord): FlagScope => ({ projectId: flag.projectId, serviceId: flag.serviceId, environment: flag.environment, flagKey: flag.key });
 
-const windowBody = (w: MinuteWindow) => ({ start: new Date(w.startMs).toISOString(), end: new Date(w.endMs).toISOString() });
+const windowBody = (w: TimeSpan) => ({ start: new Date(w.startMs).toISOString(), end: new Date(w.endMs).toISOString() });
 
-const emptyStats = (): EvaluationStats => ({ evaluations: 0, errors: 0, latencySumMs: 0, p50LatencyMs: null, p95LatencyMs: null, p99LatencyMs: null });
+const emptyStats = (): EvaluationStats => ({ evaluations: 0, errors: 0, evaluationErrors: 0, latencySumMs: 0, p50LatencyMs: null, p95LatencyMs: null, p99LatencyMs: null });
 
 function seriesPoint(s: EvaluationStats | undefined) {
   const stats = s ?? emptyStats();
   return {
     evaluations: stats.evaluations,
     errors: stats.errors,
+    evaluationErrors: stats.evaluationErrors,
     avgLatencyMs: stats.evaluations ? round(stats.latencySumMs / stats.evaluations) : null,
     p50LatencyMs: latency(stats.p50LatencyMs),
     p95LatencyMs: latency(stats.p95LatencyMs),

@@ -1,5 +1,6 @@
 import type { Analytics } from '../../../analytics/client';
-import type { MinuteWindow } from './window';
+import { attributedOutcomes, EMPTY_OUTCOMES, outcomesOf, summaryOf, WHOLE_FLAG, WHOLE_FLAG_GROUP, type AttributedOutcomes, type OutcomeSummary } from '../../lib/release-safety/outcomes';
+import { floorMinute, MINUTE_MS, type MinuteWindow, type TimeSpan } from './window';
 
 /**
  * The ClickHouse reads of the flag insights. Everything a window of whole minutes can answer
@@ -8,6 +9,10 @@ import type { MinuteWindow } from './window';
  * read only for what minutes cannot say: sliding windows that end now and the exact time of the
  * last evaluation (`realtime`), both a primary-key range of one flag's last minutes. Client errors
  * have no rollup; the spike alert counts raw client_errors rows of the last 65 minutes.
+ * Windows to the millisecond (around a change) read the rollup for their whole minutes and the raw
+ * rows for the partial minutes at each edge. Errors are application outcomes attributed to the
+ * flag (attributedOutcomes, the query canary gates use; docs/insights.md#error-rate), always read
+ * raw; failed evaluations are counted apart (`evaluationErrors`).
  * Parameters are always bound ({name:Type}); no value is ever spliced into the text.
  */
 
@@ -21,7 +26,10 @@ export interface FlagScope {
 /** Counters and latency of a set of evaluations; latencies are null when there were none. */
 export interface EvaluationStats {
   evaluations: number;
+  /** Application outcomes: `error` events attributed to the flag (docs/insights.md#error-rate). */
   errors: number;
+  /** Evaluations that failed (error_code != ''). */
+  evaluationErrors: number;
   latencySumMs: number;
   p50LatencyMs: number | null;
   p95LatencyMs: number | null;
@@ -34,6 +42,7 @@ export interface RealtimeCounts {
   /** Evaluations 5 to 10 minutes ago (the trend compares them with the last 5). */
   previous5Min: number;
   errorsLastMinute: number;
+  evaluationErrorsLastMinute: number;
   topReason: string | null;
   lastEvaluatedAtMs: number | null;
 }
@@ -58,12 +67,12 @@ const FLAG_FILTER =
   'project_id = {projectId:String} AND service_id = {serviceId:String} AND environment = {environment:String} AND flag_key = {flagKey:String}';
 const IN_WINDOW = 'minute >= toDateTime({startS:UInt32}) AND minute < toDateTime({endS:UInt32})';
 // Aliases differ from the columns: an alias named like a column would replace it inside the other aggregates.
-const STATS_COLUMNS = `sum(evaluations) AS total_evaluations, sumIf(evaluations, error_code != '') AS total_errors,
+const STATS_COLUMNS = `sum(evaluations) AS total_evaluations, sumIf(evaluations, error_code != '') AS total_evaluation_errors,
   sum(latency_sum) AS total_latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(latency_histogram) AS q`;
 
 interface StatsRow {
   total_evaluations: string | number;
-  total_errors: string | number;
+  total_evaluation_errors: string | number;
   total_latency: string | number;
   q: (number | string | null)[];
 }
@@ -73,13 +82,43 @@ const windowParams = (w: MinuteWindow) => ({ startS: w.startMs / 1000, endS: w.e
 export class EvaluationWarehouse {
   constructor(private readonly analytics: Analytics) {}
 
-  /** One flag's counters and percentiles over a window. */
-  async flagStats(scope: FlagScope, window: MinuteWindow): Promise<EvaluationStats> {
-    const [row] = await this.select<StatsRow>(`SELECT ${STATS_COLUMNS} FROM evaluation_minutes WHERE ${FLAG_FILTER} AND ${IN_WINDOW}`, {
-      ...scope,
-      ...windowParams(window),
+  /**
+   * One flag's counters and percentiles over a span to the millisecond: the rollup for its whole
+   * minutes, the raw rows for the partial minutes at either edge; and its application outcomes.
+   */
+  async flagStats(scope: FlagScope, span: TimeSpan): Promise<EvaluationStats> {
+    const firstWholeMs = Math.ceil(span.startMs / MINUTE_MS) * MINUTE_MS;
+    const lastWholeMs = floorMinute(span.endMs);
+    // Without a whole minute inside, the raw rows answer it all.
+    const [wholeStartMs, wholeEndMs] = firstWholeMs < lastWholeMs ? [firstWholeMs, lastWholeMs] : [span.endMs, span.endMs];
+    const [[row], outcomes] = await Promise.all([
+      this.select<StatsRow>(
+        `SELECT sum(n) AS total_evaluations, sum(e) AS total_evaluation_errors, sum(l) AS total_latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(st) AS q
+         FROM (
+           SELECT sum(evaluations) AS n, sumIf(evaluations, error_code != '') AS e, sum(latency_sum) AS l,
+                  quantilesExactWeightedMergeState(0.5, 0.95, 0.99)(latency_histogram) AS st
+           FROM evaluation_minutes WHERE ${FLAG_FILTER}
+             AND minute >= fromUnixTimestamp64Milli({wholeStartMs:Int64}) AND minute < fromUnixTimestamp64Milli({wholeEndMs:Int64})
+           UNION ALL
+           SELECT sum(weight) AS n, sumIf(weight, error_code != '') AS e, sum(toFloat64(latency_ms) * weight) AS l,
+                  quantilesExactWeightedState(0.5, 0.95, 0.99)(latency_ms, weight) AS st
+           FROM (SELECT latency_ms, error_code, evaluations AS weight FROM evaluation_events WHERE ${FLAG_FILTER}
+             AND ((timestamp >= fromUnixTimestamp64Milli({startMs:Int64}) AND timestamp < fromUnixTimestamp64Milli({wholeStartMs:Int64}))
+               OR (timestamp >= fromUnixTimestamp64Milli({wholeEndMs:Int64}) AND timestamp < fromUnixTimestamp64Milli({endMs:Int64}))))
+         )`,
+        { ...scope, startMs: span.startMs, endMs: span.endMs, wholeStartMs, wholeEndMs },
+      ),
+      this.flagOutcomes(scope, span),
+    ]);
+    return toStats(row, outcomesOf(outcomes, WHOLE_FLAG_GROUP));
+  }
+
+  /** Application outcomes attributed to one flag over a span (with `bucketMinutes`, also per bucket). */
+  private flagOutcomes(scope: FlagScope, span: TimeSpan, bucketMinutes?: number): Promise<AttributedOutcomes[]> {
+    const { projectId, serviceId, environment, flagKey } = scope;
+    return attributedOutcomes(this.analytics, { projectIds: [projectId], serviceId, environment, flagKey }, WHOLE_FLAG, { fromMs: span.startMs, toMs: span.endMs }, {
+      bucketMs: bucketMinutes && bucketMinutes * MINUTE_MS,
     });
-    return toStats(row);
   }
 
   /**
@@ -89,8 +128,8 @@ export class EvaluationWarehouse {
    */
   async flagSeries(scope: FlagScope, window: MinuteWindow, bucketMinutes: number): Promise<{ total: EvaluationStats; buckets: Map<number, EvaluationStats> }> {
     // The totals row is the empty grouping set, whose bucket reads 0 (no real bucket starts in 1970).
-    const rows = await this.select<StatsRow & { bucket: string | number }>(
-      `SELECT bucket, sum(n) AS total_evaluations, sum(e) AS total_errors, sum(l) AS total_latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(st) AS q
+    const rowsQuery = this.select<StatsRow & { bucket: string | number }>(
+      `SELECT bucket, sum(n) AS total_evaluations, sum(e) AS total_evaluation_errors, sum(l) AS total_latency, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(st) AS q
        FROM (
          SELECT toUInt32(minute) - (toUInt32(minute) - {startS:UInt32}) % {bucketS:UInt32} AS bucket, sum(evaluations) AS n,
                 sumIf(evaluations, error_code != '') AS e, sum(latency_sum) AS l, quantilesExactWeightedMergeState(0.5, 0.95, 0.99)(latency_histogram) AS st
@@ -99,9 +138,14 @@ export class EvaluationWarehouse {
        GROUP BY GROUPING SETS ((bucket), ())`,
       { ...scope, ...windowParams(window), bucketS: bucketMinutes * 60 },
     );
+    const [rows, outcomes] = await Promise.all([rowsQuery, this.flagOutcomes(scope, window, bucketMinutes)]);
     const total = rows.find((r) => Number(r.bucket) === 0);
-    const buckets = rows.filter((r) => Number(r.bucket) !== 0);
-    return { total: toStats(total), buckets: new Map(buckets.map((r) => [Number(r.bucket) * 1000, toStats(r)])) };
+    const buckets = new Map(rows.filter((r) => Number(r.bucket) !== 0).map((r) => [Number(r.bucket) * 1000, toStats(r)]));
+    // A bucket may have outcomes without evaluations (a key evaluated earlier in the range).
+    for (const o of outcomes) {
+      if (o.bucketMs !== null) buckets.set(o.bucketMs, { ...(buckets.get(o.bucketMs) ?? toStats(undefined)), errors: o.errors });
+    }
+    return { total: toStats(total, outcomesOf(outcomes, WHOLE_FLAG_GROUP)), buckets };
   }
 
   /** Evaluations per reason and per value (JSON text, cut to 128 characters by the rollup), in one scan. */
@@ -126,12 +170,12 @@ export class EvaluationWarehouse {
    */
   async flagRealtime(scope: FlagScope, nowMs: number, sinceMs: number): Promise<RealtimeCounts> {
     const params = { ...scope, nowMs, m1: nowMs - 60_000, m5: nowMs - 300_000, m10: nowMs - 600_000, sinceMs };
-    const [[counts], [last]] = await Promise.all([
-      this.select<{ last1: string; last5: string; prev5: string; errors1: string; top: string[] }>(
+    const [[counts], [last], outcomes] = await Promise.all([
+      this.select<{ last1: string; last5: string; prev5: string; evaluation_errors1: string; top: string[] }>(
         `SELECT sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m1:Int64})) AS last1,
                 sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS last5,
                 sumIf(evaluations, timestamp <= fromUnixTimestamp64Milli({m5:Int64})) AS prev5,
-                sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m1:Int64}) AND error_code != '') AS errors1,
+                sumIf(evaluations, timestamp > fromUnixTimestamp64Milli({m1:Int64}) AND error_code != '') AS evaluation_errors1,
                 topKWeightedIf(1)(reason, evaluations, timestamp > fromUnixTimestamp64Milli({m5:Int64})) AS top
          FROM evaluation_events
          WHERE ${FLAG_FILTER} AND timestamp > fromUnixTimestamp64Milli({m10:Int64}) AND timestamp <= fromUnixTimestamp64Milli({nowMs:Int64})`,
@@ -144,12 +188,15 @@ export class EvaluationWarehouse {
          ORDER BY timestamp DESC LIMIT 1`,
         params,
       ),
+      // The last 60 s to the millisecond, now included.
+      this.flagOutcomes(scope, { startMs: nowMs - 60_000 + 1, endMs: nowMs + 1 }),
     ]);
     return {
       lastMinute: Number(counts.last1),
       last5Min: Number(counts.last5),
       previous5Min: Number(counts.prev5),
-      errorsLastMinute: Number(counts.errors1),
+      errorsLastMinute: outcomesOf(outcomes, WHOLE_FLAG_GROUP).errors,
+      evaluationErrorsLastMinute: Number(counts.evaluation_errors1),
       topReason: counts.top[0] ?? null,
       lastEvaluatedAtMs: last ? Number(last.at) : null,
     };
@@ -171,21 +218,28 @@ export class EvaluationWarehouse {
    */
   async groupedStats(projectIds: string[], window: MinuteWindow): Promise<GroupedStats[]> {
     if (!projectIds.length) return [];
-    const rows = await this.select<StatsRow & { project_id: string; service_id: string; environment: string; flag_key: string }>(
-      `SELECT project_id, service_id, environment, flag_key, ${STATS_COLUMNS}
-       FROM evaluation_minutes WHERE project_id IN {projectIds:Array(String)} AND ${IN_WINDOW}
-       GROUP BY GROUPING SETS ((project_id, service_id, environment, flag_key), (project_id, service_id), (project_id))`,
-      { projectIds, ...windowParams(window) },
-    );
+    const [rows, outcomes] = await Promise.all([
+      this.select<StatsRow & { project_id: string; service_id: string; environment: string; flag_key: string }>(
+        `SELECT project_id, service_id, environment, flag_key, ${STATS_COLUMNS}
+         FROM evaluation_minutes WHERE project_id IN {projectIds:Array(String)} AND ${IN_WINDOW}
+         GROUP BY GROUPING SETS ((project_id, service_id, environment, flag_key), (project_id, service_id), (project_id))`,
+        { projectIds, ...windowParams(window) },
+      ),
+      attributedOutcomes(this.analytics, { projectIds }, WHOLE_FLAG, { fromMs: window.startMs, toMs: window.endMs }, { totals: true }),
+    ]);
+    const outcomeOf = (level: GroupedStats['level'], r: { project_id: string; service_id: string; environment: string; flag_key: string }): OutcomeSummary => {
+      const found = outcomes.find((o) =>
+        level === 'flag'
+          ? o.level === 'group' && o.projectId === r.project_id && o.serviceId === r.service_id && o.environment === r.environment && o.flagKey === r.flag_key
+          : o.level === (level === 'service' ? 'service' : 'project') && o.projectId === r.project_id && (level === 'project' || o.serviceId === r.service_id),
+      );
+      return found ? summaryOf(found) : EMPTY_OUTCOMES;
+    };
     // A column outside a row's grouping set reads as '' (ids and keys are never empty).
-    return rows.map((r) => ({
-      projectId: r.project_id,
-      serviceId: r.service_id,
-      environment: r.environment,
-      flagKey: r.flag_key,
-      level: r.service_id === '' ? 'project' : r.flag_key === '' ? 'service' : 'flag',
-      ...toStats(r),
-    }));
+    return rows.map((r) => {
+      const level: GroupedStats['level'] = r.service_id === '' ? 'project' : r.flag_key === '' ? 'service' : 'flag';
+      return { projectId: r.project_id, serviceId: r.service_id, environment: r.environment, flagKey: r.flag_key, level, ...toStats(r, outcomeOf(level, r)) };
+    });
   }
 
   /** Evaluations per project over a window. */
@@ -243,12 +297,13 @@ function finiteOrNull(value: unknown): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-function toStats(row: StatsRow | undefined): EvaluationStats {
+function toStats(row: StatsRow | undefined, outcomes: OutcomeSummary = EMPTY_OUTCOMES): EvaluationStats {
   const evaluations = Number(row?.total_evaluations ?? 0);
   const q = evaluations > 0 ? (row?.q ?? []) : [];
   return {
     evaluations,
-    errors: Number(row?.total_errors ?? 0),
+    errors: outcomes.errors,
+    evaluationErrors: Number(row?.total_evaluation_errors ?? 0),
     latencySumMs: Number(row?.total_latency ?? 0),
     p50LatencyMs: finiteOrNull(q[0]),
     p95LatencyMs: finiteOrNull(q[1]),

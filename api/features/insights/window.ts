@@ -46,15 +46,20 @@ export const rangeBody = (w: RangeWindow) => ({
   minutes: w.minutes,
 });
 
+/** Any span of time [start, end), to the millisecond. */
+export interface TimeSpan {
+  /** Epoch ms; inclusive. */
+  startMs: number;
+  /** Epoch ms; exclusive. */
+  endMs: number;
+}
+
 /**
- * The windows compared around a change at `atMs`: `minutes` whole minutes before the change's
- * minute and as many after it. The change's own minute is in neither: the rollup cannot split
- * it, and it holds both the old and the new state.
+ * The windows compared around a change at `atMs`, to the millisecond: `before` is the `minutes`
+ * before it, [at - minutes, at), `after` the same length from it, [at, at + minutes). The change's
+ * own minute is split between them (docs/insights.md#get-apiflagskeytoggle-impact).
  */
-export function aroundChange(atMs: number, minutes: number): { before: MinuteWindow; after: MinuteWindow } {
-  const changeMinute = floorMinute(atMs);
-  return {
-    before: { startMs: changeMinute - minutes * MINUTE_MS, endMs: changeMinute },
-    after: { startMs: changeMinute + MINUTE_MS, endMs: changeMinute + (minutes + 1) * MINUTE_MS },
-  };
+export function aroundChange(atMs: number, minutes: number): { before: TimeSpan; after: TimeSpan } {
+  const length = minutes * MINUTE_MS;
+  return { before: { startMs: atMs - length, endMs: atMs }, after: { startMs: atMs, endMs: atMs + length } };
 }

@@ -3,6 +3,7 @@ import { meanDifferenceBounds } from './stats/means';
 import { rateDifferenceBounds } from './stats/proportions';
 import { sampleRatioTest } from './stats/srm';
 import type { CanaryGate } from '../../domain/canary';
+import type { OutcomeSummary } from './outcomes';
 
 /**
  * Canary gate (docs/canary.md): compares the treatment side of the canaried rule with its
@@ -19,18 +20,10 @@ import type { CanaryGate } from '../../domain/canary';
  *   p < SRM_P_VALUE blocks every decision.
  */
 
-export interface CohortSummary {
+/** One side's exposures and the application outcomes attributed to it (api/lib/release-safety/outcomes.ts). */
+export interface CohortSummary extends OutcomeSummary {
   /** Evaluations on this side in the window. */
   exposures: number;
-  /** Error signals attributed to this side. */
-  errors: number;
-  /** Latency samples (ms). */
-  latencyCount: number;
-  latencyMeanMs: number;
-  /** Sample variance (n - 1 denominator). */
-  latencyVarianceMs2: number;
-  latencyP50Ms: number | null;
-  latencyP99Ms: number | null;
 }
 
 export interface GateConfig {

@@ -12097,7 +12097,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -12117,7 +12120,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -12384,7 +12390,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -12404,7 +12413,10 @@ export interface operations {
                             end: string;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
@@ -14635,6 +14647,8 @@ export interface operations {
                         realtime: {
                             /** @description 0-1 */
                             errorRateLastMinute: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrorsLastMinute: number;
                             evaluationsLast5Min: number;
                             evaluationsLastMinute: number;
                             evaluationsPerMinute: number;
@@ -14670,6 +14684,8 @@ export interface operations {
                             avgLatencyMs: number | null;
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluationsPerMinute: number;
                             evaluationsPerSecond: number;
                             /** @description Milliseconds; null without evaluations */
@@ -14678,13 +14694,17 @@ export interface operations {
                             p95LatencyMs: number | null;
                             /** @description Milliseconds; null without evaluations */
                             p99LatencyMs: number | null;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             totalErrors: number;
                             totalEvaluations: number;
                         };
                         timeSeries: {
                             /** @description Milliseconds; null without evaluations */
                             avgLatencyMs: number | null;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             /** @description Milliseconds; null without evaluations */
                             p50LatencyMs: number | null;
@@ -14703,7 +14723,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -14717,7 +14740,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -15751,7 +15777,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -15765,7 +15794,10 @@ export interface operations {
                                 end: string;
                                 /** @description 0-1 */
                                 errorRate: number;
+                                /** @description Application errors: `error` outcome events attributed to the flag */
                                 errors: number;
+                                /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                                evaluationErrors: number;
                                 evaluations: number;
                                 /** @description Milliseconds; null without evaluations */
                                 p99LatencyMs: number | null;
@@ -27541,6 +27573,8 @@ export interface operations {
                     "application/json": {
                         /** @description 0-1 */
                         errorRate: number;
+                        /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                        evaluationErrors: number;
                         evaluationsPerMinute: number;
                         issues: {
                             environment: string;
@@ -27568,7 +27602,10 @@ export interface operations {
                         services: {
                             /** @description 0-1 */
                             errorRate: number;
+                            /** @description Application errors: `error` outcome events attributed to the flag */
                             errors: number;
+                            /** @description Failed evaluations (an error code), not counted in errors or errorRate */
+                            evaluationErrors: number;
                             evaluations: number;
                             name: string;
                             /** @description Milliseconds; null without evaluations */

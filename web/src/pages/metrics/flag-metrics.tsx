@@ -174,6 +174,7 @@ function FlagMetricsBody({ data, changes }: { data: FlagMetrics; changes: Change
           <Stat label="Average rate" value={perSecond(summary.evaluationsPerSecond)} />
           <Stat label="Last minute" value={perSecond(realtime.evaluationsPerSecond)} />
           <Stat label="Errors" value={`${count(summary.totalErrors)} (${percent(summary.errorRate)})`} />
+          <Stat label="Failed evaluations" value={count(summary.evaluationErrors)} />
           <Stat label="Latency p50" value={ms(summary.p50LatencyMs)} />
           <Stat label="Latency p95" value={ms(summary.p95LatencyMs)} />
           <Stat label="Latency p99" value={ms(summary.p99LatencyMs)} />
