@@ -15,6 +15,7 @@ import { createAlertChannelFeature } from './features/alert-channels/wiring';
 import { createAnalyticsFeature, createAnalyticsWriter } from './features/analytics/wiring';
 import { createAuditFeature } from './features/audit/wiring';
 import { createCanaryFeature } from './features/canary/wiring';
+import { PrometheusGuards } from './lib/release-safety/prometheus-guards';
 import { createCliLoginFeature } from './features/cli-login/wiring';
 import { createCohortFeature } from './features/cohorts/wiring';
 import { createDemoFeature } from './features/demo/wiring';
@@ -195,7 +196,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
     const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, logger });
     outbox.register(guardrails.consumer);
-    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, logger });
+    // Guard servers are internal by nature: only the operator's allow-list may be queried.
+    const guards = new PrometheusGuards({ allowedOrigins: config.PROMETHEUS_URL_ALLOWLIST, timeoutMs: config.PROMETHEUS_GUARD_TIMEOUT_MS });
+    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, guards, logger });
     const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
     const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });
     onShutdown(() => demo.stop());

@@ -12626,6 +12626,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -12654,6 +12661,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -12686,6 +12711,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -12730,6 +12762,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -12964,6 +13003,24 @@ export interface operations {
                     environment?: "development" | "staging" | "production";
                     /** @description Tolerated rise of the error rate (absolute, 0-1) */
                     errorRateGateDelta: number;
+                    /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                    guards?: {
+                        failWhen: {
+                            /** @enum {string} */
+                            op: ">" | "<";
+                            threshold: number;
+                        };
+                        name: string;
+                        /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                        query: string;
+                        /** @enum {string} */
+                        source: "prometheus";
+                        /**
+                         * Format: uri
+                         * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                         */
+                        url: string;
+                    }[];
                     initialRolloutPercent: number;
                     /** @description Tolerated rise of the mean latency in ms */
                     latencyGateDeltaMs: number;
@@ -13011,6 +13068,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13039,6 +13103,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -13071,6 +13153,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13115,6 +13204,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13377,6 +13473,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13405,6 +13508,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -13437,6 +13558,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13481,6 +13609,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13744,6 +13879,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13772,6 +13914,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -13804,6 +13964,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13848,6 +14015,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -25611,6 +25785,13 @@ export interface operations {
                                         lower: number;
                                         upper: number;
                                     };
+                                    guards?: {
+                                        /** @enum {string} */
+                                        decision: "pass" | "fail" | "wait";
+                                        name: string;
+                                        reason: string;
+                                        value: number | null;
+                                    }[];
                                     latencyDeltaMs: {
                                         estimate: number | null;
                                         lower: number | null;
@@ -25639,6 +25820,24 @@ export interface operations {
                                 autoRollbackOnBreach: boolean;
                                 /** @description Tolerated rise of the error rate (absolute, 0-1) */
                                 errorRateGateDelta: number;
+                                /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                                guards?: {
+                                    failWhen: {
+                                        /** @enum {string} */
+                                        op: ">" | "<";
+                                        threshold: number;
+                                    };
+                                    name: string;
+                                    /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                    query: string;
+                                    /** @enum {string} */
+                                    source: "prometheus";
+                                    /**
+                                     * Format: uri
+                                     * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                     */
+                                    url: string;
+                                }[];
                                 initialRolloutPercent: number;
                                 /** @description Tolerated rise of the mean latency in ms */
                                 latencyGateDeltaMs: number;
@@ -25671,6 +25870,13 @@ export interface operations {
                                         lower: number;
                                         upper: number;
                                     };
+                                    guards?: {
+                                        /** @enum {string} */
+                                        decision: "pass" | "fail" | "wait";
+                                        name: string;
+                                        reason: string;
+                                        value: number | null;
+                                    }[];
                                     latencyDeltaMs: {
                                         estimate: number | null;
                                         lower: number | null;
@@ -25715,6 +25921,13 @@ export interface operations {
                                         lower: number;
                                         upper: number;
                                     };
+                                    guards?: {
+                                        /** @enum {string} */
+                                        decision: "pass" | "fail" | "wait";
+                                        name: string;
+                                        reason: string;
+                                        value: number | null;
+                                    }[];
                                     latencyDeltaMs: {
                                         estimate: number | null;
                                         lower: number | null;
