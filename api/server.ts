@@ -178,7 +178,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const oauth = createOAuthFeature({ sql, logger, rateLimiter, authenticator, publicBaseUrl: config.PUBLIC_BASE_URL });
     const cliLogin = createCliLoginFeature({ tokens: personalTokens.tokens, rateLimiter });
     const invitations = createInvitationFeature({ sql, temporal, mail, publicBaseUrl, logger });
-    const projects = createProjectFeature({ sql, access: projectAccess, invitationTimers: invitations.timers });
+    // Guard servers are internal by nature: only the operator's allow-list may be queried.
+    const guards = new PrometheusGuards({ allowedOrigins: config.PROMETHEUS_URL_ALLOWLIST, timeoutMs: config.PROMETHEUS_GUARD_TIMEOUT_MS });
+    const projects = createProjectFeature({ sql, access: projectAccess, invitationTimers: invitations.timers, guards });
     const members = createMemberFeature({ sql, access: projectAccess });
     const services = createServiceFeature({ sql });
     const audit = createAuditFeature({ sql, access: projectAccess });
@@ -194,10 +196,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const alertChannels = createAlertChannelFeature({ sql, deliveries: webhooks.deliveries, mail, outbound, sends: accounts.sends, publicBaseUrl, logger });
     const { notifyOrgAlertChannels } = alertChannels;
     const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
-    const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, logger });
+    const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, guards, logger });
     outbox.register(guardrails.consumer);
-    // Guard servers are internal by nature: only the operator's allow-list may be queried.
-    const guards = new PrometheusGuards({ allowedOrigins: config.PROMETHEUS_URL_ALLOWLIST, timeoutMs: config.PROMETHEUS_GUARD_TIMEOUT_MS });
     const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, guards, logger });
     const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
     const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });

@@ -24665,6 +24665,24 @@ export interface operations {
                             description: string;
                             /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                             guardrailAutoRollback: boolean;
+                            /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                            guardrailGuards: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                             guardrailWindowMinutes: number;
                             id: string;
@@ -24896,6 +24914,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
@@ -25116,6 +25152,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
@@ -25524,6 +25578,23 @@ export interface operations {
                 "application/json": {
                     description?: string;
                     guardrailAutoRollback?: boolean;
+                    guardrailGuards?: {
+                        failWhen: {
+                            /** @enum {string} */
+                            op: ">" | "<";
+                            threshold: number;
+                        };
+                        name: string;
+                        /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                        query: string;
+                        /** @enum {string} */
+                        source: "prometheus";
+                        /**
+                         * Format: uri
+                         * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                         */
+                        url: string;
+                    }[];
                     guardrailWindowMinutes?: number;
                     name?: string;
                     requireInProcessCompatible?: boolean;
@@ -25545,6 +25616,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
@@ -30547,6 +30636,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
