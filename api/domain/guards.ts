@@ -19,6 +19,9 @@ export const PrometheusGuardSchema = z
       .max(MAX_GUARD_URL_LENGTH)
       .url()
       .refine((u) => /^https?:\/\//i.test(u), 'must be an http or https URL')
+      // Records are readable with flags:read: no secrets in them. The query endpoint is appended to the path.
+      .refine((u) => !/^https?:\/\/[^/?#]*@/i.test(u), 'must not contain credentials')
+      .refine((u) => !/[?#]/.test(u), 'must not have a query string or fragment')
       .describe('Base URL of the Prometheus server; the check calls <url>/api/v1/query'),
     query: z.string().min(1).max(MAX_GUARD_QUERY_LENGTH).describe('PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}}'),
     failWhen: z.object({ op: z.enum(['>', '<']), threshold: z.number().finite() }).strict(),

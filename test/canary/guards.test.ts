@@ -149,6 +149,8 @@ describe('Prometheus guards on a canary', () => {
     const cases: [unknown[], RegExp][] = [
       [[guard({ url: 'http://169.254.169.254' })], /not in PROMETHEUS_URL_ALLOWLIST/],
       [[guard({ url: 'file:///etc/passwd' })], /http or https/],
+      [[guard({ url: `${prometheus.url.replace('://', '://admin:secret@')}` })], /must not contain credentials/],
+      [[guard({ url: `${prometheus.url}/?query=up` })], /query string/],
       [[guard(), guard()], /another guard is named "app errors"/],
       [[1, 2, 3, 4, 5, 6].map((i) => guard({ name: `g${i}` })), /at most 5|5 element/],
       [[guard({ query: 'x'.repeat(2_001) })], /2000/],
