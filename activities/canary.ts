@@ -7,6 +7,7 @@ import { runCanaryGate } from '../api/features/canary/gate';
 import { CanaryStore } from '../api/features/canary/store';
 import { CanaryWarehouse } from '../api/features/canary/warehouse';
 import type { FlagService } from '../api/features/flags/service';
+import type { PrometheusGuards } from '../api/lib/release-safety/prometheus-guards';
 import type { FlagRef } from '../api/features/flags/types';
 import { withRollout } from '../api/features/canary/rules';
 import type { CanaryTarget } from '../api/domain/canary';
@@ -23,6 +24,8 @@ export interface CanaryActivityDeps {
   /** The one flag write path: every stage, rollback and abort is a versioned, audited change. */
   flags: FlagService;
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
+  /** Asks the pipeline's Prometheus guards at every gate. */
+  guards: PrometheusGuards;
 }
 
 /** Flag changes a pipeline makes are attributed to it, as triggers' are to `trigger:<name>`. */
@@ -82,7 +85,7 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
     },
 
     async evaluateCanaryGate(request) {
-      return runCanaryGate({ flags: deps.flags, warehouse }, request);
+      return runCanaryGate({ flags: deps.flags, warehouse, guards: deps.guards }, request);
     },
 
     async restoreCanaryFlag(restore) {

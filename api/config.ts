@@ -223,6 +223,17 @@ const envSchema = z.object({
    * session cookies without `Secure` (plain-HTTP dashboards).
    */
   ALLOW_PRIVATE_WEBHOOK_TARGETS: booleanFlag.optional(),
+  /**
+   * Prometheus servers canary and guardrail guards may query (docs/canary.md#who-may-point-a-guard-where):
+   * comma-separated http(s) origins; empty, the default, allows none.
+   */
+  PROMETHEUS_URL_ALLOWLIST: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.string().url().regex(/^https?:\/\//i, 'must be an http or https origin'))),
+  /** Budget of one guard query: connect, answer and body. */
+  PROMETHEUS_GUARD_TIMEOUT_MS: positiveInt.default(5_000),
   DEV_MAILBOX: booleanFlag.optional(),
   INSECURE_COOKIES: booleanFlag.optional(),
   SHUTDOWN_GRACE_MS: positiveInt.default(8000),

@@ -15,6 +15,7 @@ import { createAlertChannelFeature } from './features/alert-channels/wiring';
 import { createAnalyticsFeature, createAnalyticsWriter } from './features/analytics/wiring';
 import { createAuditFeature } from './features/audit/wiring';
 import { createCanaryFeature } from './features/canary/wiring';
+import { PrometheusGuards } from './lib/release-safety/prometheus-guards';
 import { createCliLoginFeature } from './features/cli-login/wiring';
 import { createCohortFeature } from './features/cohorts/wiring';
 import { createDemoFeature } from './features/demo/wiring';
@@ -177,7 +178,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const oauth = createOAuthFeature({ sql, logger, rateLimiter, authenticator, publicBaseUrl: config.PUBLIC_BASE_URL });
     const cliLogin = createCliLoginFeature({ tokens: personalTokens.tokens, rateLimiter });
     const invitations = createInvitationFeature({ sql, temporal, mail, publicBaseUrl, logger });
-    const projects = createProjectFeature({ sql, access: projectAccess, invitationTimers: invitations.timers });
+    // Guard servers are internal by nature: only the operator's allow-list may be queried.
+    const guards = new PrometheusGuards({ allowedOrigins: config.PROMETHEUS_URL_ALLOWLIST, timeoutMs: config.PROMETHEUS_GUARD_TIMEOUT_MS });
+    const projects = createProjectFeature({ sql, access: projectAccess, invitationTimers: invitations.timers, guards });
     const members = createMemberFeature({ sql, access: projectAccess });
     const services = createServiceFeature({ sql });
     const audit = createAuditFeature({ sql, access: projectAccess });
@@ -193,9 +196,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const alertChannels = createAlertChannelFeature({ sql, deliveries: webhooks.deliveries, mail, outbound, sends: accounts.sends, publicBaseUrl, logger });
     const { notifyOrgAlertChannels } = alertChannels;
     const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
-    const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, logger });
+    const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, guards, logger });
     outbox.register(guardrails.consumer);
-    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, logger });
+    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, guards, logger });
     const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
     const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });
     onShutdown(() => demo.stop());

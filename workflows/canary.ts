@@ -43,7 +43,9 @@ export const HISTORY_LIMIT = 5_000;
 
 /** Healthy: passed, or soaking with enough data and no harm shown; insufficient_data: waiting for data (or a sound split). */
 function healthOf(gate: CanaryGate, at: string, config: CanaryConfig): CanaryHealth {
-  const enough = gate.treatment.exposures >= config.minSamplesPerCohort && gate.control.exposures >= config.minSamplesPerCohort && gate.srm.ok;
+  // A guard that could not be judged is missing evidence like too few exposures.
+  const guardsJudged = (gate.guards ?? []).every((g) => g.decision !== 'wait');
+  const enough = gate.treatment.exposures >= config.minSamplesPerCohort && gate.control.exposures >= config.minSamplesPerCohort && gate.srm.ok && guardsJudged;
   const status = gate.decision === 'fail' ? 'breach' : gate.decision === 'pass' || enough ? 'healthy' : 'insufficient_data';
   return { status, checkedAt: at, gate };
 }

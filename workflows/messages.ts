@@ -271,9 +271,10 @@ export interface GuardrailWatchInput extends GuardrailCheckInput {
 /**
  * `passed`: not tripped (including too little data after the change); `tripped`: tripped but not
  * rolled back (the project's automatic rollback is off, or the flag moved on while judged);
- * `rolled_back`; `superseded`: a newer change came first and is the one judged; `flag_deleted`.
+ * `rolled_back`; `superseded`: a newer change came first and is the one judged; `flag_deleted`;
+ * `waiting`: not tripped, but a Prometheus guard could not be judged (never a pass: checked again).
  */
-export const GUARDRAIL_VERDICTS = ['passed', 'tripped', 'rolled_back', 'superseded', 'flag_deleted'] as const;
+export const GUARDRAIL_VERDICTS = ['passed', 'waiting', 'tripped', 'rolled_back', 'superseded', 'flag_deleted'] as const;
 export type GuardrailVerdict = (typeof GUARDRAIL_VERDICTS)[number];
 
 export interface GuardrailCheckResult {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EnvironmentSchema } from './environments';
+import { GuardResultSchema, GuardsSchema } from './guards';
 
 /**
  * Every shape of a canary pipeline, once: the routes' request and response schemas
@@ -31,6 +32,7 @@ export const CanaryConfigSchema = z
     // The default, 10 soaks, may exceed what a request may ask for.
     maxWaitMinutes: z.number().finite().min(0).max(10 * MAX_SOAK_MINUTES).describe(maxWaitMinutesDescription),
     alpha,
+    guards: GuardsSchema.optional().describe('Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none'),
   })
   .strict();
 export type CanaryConfig = z.infer<typeof CanaryConfigSchema>;
@@ -74,6 +76,8 @@ export const CanaryGateSchema = z.object({
   /** Null when a side has fewer than two latency samples (services that send no latency). */
   latencyDeltaMs: z.object({ estimate: z.number().nullable(), lower: z.number().nullable(), upper: z.number().nullable() }),
   srm: z.object({ pValue: z.number(), ok: z.boolean() }),
+  /** The answers of the pipeline's Prometheus guards, when it has any. */
+  guards: z.array(GuardResultSchema).optional(),
 });
 export type CanaryGate = z.infer<typeof CanaryGateSchema>;
 

@@ -188,6 +188,7 @@ function serviceOn(queue: string, answerWaitMs?: number): CanaryService {
     store: new CanaryStore(),
     flags: app.platform.flagService,
     warehouse: new CanaryWarehouse(app.platform.analytics),
+    guards: app.platform.canary.guards,
     temporal,
     logger: app.platform.logger,
     answerWaitMs,

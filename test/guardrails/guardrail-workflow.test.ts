@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createGuardrailActivities } from '../../activities/guardrail';
-import { guardrailWatch } from '../../workflows/guardrail';
+import { GUARD_RECHECKS, GUARD_RECHECK_MS, guardrailWatch } from '../../workflows/guardrail';
 import { GUARDRAIL_SETTLE_MS, guardrailCheckAt, guardrailWatchId, type GuardrailCheckInput, type GuardrailCheckResult } from '../../workflows/messages';
 
 /**
@@ -29,8 +29,8 @@ interface Call {
   atMs: number;
 }
 
-/** A worker whose check records when and with what it was called, and answers `verdict`. */
-async function withWorker(calls: Call[], fn: () => Promise<void>, answer: GuardrailCheckResult = { verdict: 'rolled_back', reason: 'error rate rose' }) {
+/** A worker whose check records when and with what it was called, and answers `verdict` (or the n-th call's answer). */
+async function withWorker(calls: Call[], fn: () => Promise<void>, answer: GuardrailCheckResult | ((call: number) => GuardrailCheckResult) = { verdict: 'rolled_back', reason: 'error rate rose' }) {
   const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
   const worker = await Worker.create({
     connection: env.nativeConnection,
@@ -40,7 +40,7 @@ async function withWorker(calls: Call[], fn: () => Promise<void>, answer: Guardr
       guardrail: {
         async check(input) {
           calls.push({ input, atMs: await env.currentTimeMs() });
-          return answer;
+          return typeof answer === 'function' ? answer(calls.length) : answer;
         },
       },
     }),
@@ -99,6 +99,35 @@ it('judges at once when started after its window (an outbox backlog)', async () 
     { verdict: 'passed', reason: 'healthy' },
   );
 });
+
+it('checks again every minute while a guard cannot be judged, and ends waiting after the last recheck', async () => {
+  const waiting: GuardrailCheckResult = { verdict: 'waiting', reason: 'guard "p99" cannot be judged: no data: the query answered no series' };
+  const breachedOnThird = (call: number): GuardrailCheckResult => (call < 3 ? waiting : { verdict: 'rolled_back', reason: 'guard "p99" breached: 900 > 500' });
+  const cases: [(call: number) => GuardrailCheckResult, number][] = [
+    [breachedOnThird, 3],
+    [() => waiting, GUARD_RECHECKS + 1],
+  ];
+  for (const [answer, expected] of cases) {
+    const calls: Call[] = [];
+    const id = flagId();
+    await withWorker(
+      calls,
+      async () => {
+        const now = await env.currentTimeMs();
+        const handle = await env.client.workflow.start(guardrailWatch, {
+          taskQueue,
+          workflowId: guardrailWatchId(id, 3),
+          args: [{ flagId: id, version: 3, windowMinutes: 1, changedAt: new Date(now - 60 * MINUTE).toISOString() }],
+        });
+        const result = await handle.result();
+        expect(calls).toHaveLength(expected);
+        expect(result.verdict).toBe(expected === 3 ? 'rolled_back' : 'waiting');
+        for (let i = 1; i < calls.length; i++) expect(calls[i].atMs - calls[i - 1].atMs).toBeGreaterThanOrEqual(GUARD_RECHECK_MS);
+      },
+      answer,
+    );
+  }
+}, 60_000);
 
 it('fails the check (to be retried) on a worker started without the checker', async () => {
   await expect(createGuardrailActivities({}).checkGuardrail({ flagId: 'flg_x', version: 2, windowMinutes: 1 })).rejects.toThrow(/without the guardrail checker/);

@@ -26,6 +26,7 @@ describe('POST /api/projects', () => {
       guardrailAutoRollback: true,
       guardrailWindowMinutes: 15,
       requireInProcessCompatible: false,
+      guardrailGuards: [],
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       role: 'owner',

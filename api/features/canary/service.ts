@@ -25,6 +25,7 @@ import { runCanaryGate } from './gate';
 import { ACTIVE_STATUSES, canaryConfigOf, type CanaryConfigRequest, type CanaryGate, type CanaryRecord, type CanaryState, type CanaryTarget } from '../../domain/canary';
 import { activePipelineExists, type CanaryPipeline, type CanaryStore } from './store';
 import type { CanaryWarehouse } from './warehouse';
+import type { PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 
 /** The start request's configuration and the rule it ramps (an existing one) or inserts (with this value). */
 export interface CanaryStartInput extends CanaryConfigRequest {
@@ -40,6 +41,8 @@ export interface CanaryServiceDeps {
   store: CanaryStore;
   flags: FlagService;
   warehouse: CanaryWarehouse;
+  /** The pipeline's Prometheus guards: their servers must be allowed at start, and they are asked at every gate. */
+  guards: PrometheusGuards;
   temporal: Temporal;
   logger: Logger;
   /** Default ANSWER_WAIT_MS. */
@@ -97,6 +100,7 @@ export class CanaryService {
         problems.push(...flagContentProblems({ targeting }, flag.type, 'body.').filter((p) => p.path.startsWith('body.targeting.0')).map((p) => ({ ...p, path: 'body.value' })));
       }
     }
+    problems.push(...this.deps.guards.problems(input.guards ?? [], 'body.guards'));
     if (problems.length) throw validationFailed(problems);
 
     const config = canaryConfigOf(input);

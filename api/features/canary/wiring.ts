@@ -6,6 +6,7 @@ import type { Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { FlagService } from '../flags/service';
+import type { PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 import { canaryRoutes } from './routes';
 import { CanaryService } from './service';
 import { CanaryStore } from './store';
@@ -17,14 +18,15 @@ export interface CanaryFeatureDeps {
   temporal: Temporal;
   flags: FlagService;
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
+  guards: PrometheusGuards;
   logger: Logger;
 }
 
 /** Canary pipelines: the control-plane routes and what this process's worker runs the pipeline's activities with. */
 export function createCanaryFeature(deps: CanaryFeatureDeps): { routes: ListenerRoutes; activityDeps: CanaryActivityDeps } {
-  const canaries = new CanaryService({ sql: deps.sql, store: new CanaryStore(), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), temporal: deps.temporal, logger: deps.logger });
+  const canaries = new CanaryService({ sql: deps.sql, store: new CanaryStore(), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), guards: deps.guards, temporal: deps.temporal, logger: deps.logger });
   return {
     routes: { control: canaryRoutes({ canaries }) },
-    activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels },
+    activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels, guards: deps.guards },
   };
 }

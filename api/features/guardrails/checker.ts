@@ -7,6 +7,8 @@ import type { Environment } from '../../domain/environments';
 import type { FlagRef } from '../flags/types';
 import { AUTO_ROLLBACK_DEFAULTS } from '../insights/impact';
 import type { InsightsService } from '../insights/service';
+import type { GuardResult, PrometheusGuard } from '../../domain/guards';
+import { withGuards, type PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 
 /** Who the guardrail's rollbacks and verdicts are recorded as. */
 export const GUARDRAIL_ACTOR: AuditActor = { name: 'system:guardrail', userId: null };
@@ -21,6 +23,9 @@ interface WatchedFlag {
   project_id: string;
   org_id: string;
   guardrail_auto_rollback: boolean;
+  guardrail_guards: PrometheusGuard[];
+  /** When the watched version was committed: the start of the guards' window. */
+  changed_at: Date | null;
 }
 
 type RollbackAnswer = Awaited<ReturnType<InsightsService['autoRollback']>>;
@@ -30,14 +35,17 @@ type RollbackAnswer = Awaited<ReturnType<InsightsService['autoRollback']>>;
  * (InsightsService.autoRollback, its default limits) on the watched version only, a real run when
  * the project has guardrailAutoRollback and a dry run otherwise. Every verdict is written as a
  * `guardrail.checked` audit entry of the flag; a tripped check that did not roll back notifies the
- * organization's alert channels (a rollback notifies them itself).
+ * organization's alert channels (a rollback notifies them itself). The project's Prometheus
+ * guards are asked first (docs/guardrails.md#prometheus-guards): a breached guard trips the
+ * change whatever the windows say; one that cannot be judged turns a pass into `waiting`.
  */
 export class GuardrailChecker {
-  constructor(private readonly deps: { sql: Sql; insights: InsightsService; notifyOrgAlertChannels: NotifyOrgAlertChannels; logger: Logger }) {}
+  constructor(private readonly deps: { sql: Sql; insights: InsightsService; notifyOrgAlertChannels: NotifyOrgAlertChannels; guards: PrometheusGuards; logger: Logger }) {}
 
   async check(input: GuardrailCheckInput): Promise<GuardrailCheckResult> {
     const [flag] = await this.deps.sql<WatchedFlag[]>`
-      SELECT f.key, f.service_id, f.environment, f.version, f.project_id, p.org_id, p.guardrail_auto_rollback
+      SELECT f.key, f.service_id, f.environment, f.version, f.project_id, p.org_id, p.guardrail_auto_rollback, p.guardrail_guards,
+        (SELECT created_at FROM flag_versions v WHERE v.flag_id = f.id AND v.version = ${input.version}) AS changed_at
       FROM flags f JOIN projects p ON p.id = f.project_id WHERE f.id = ${input.flagId}`;
     // The audit trail of a deleted flag already says what happened to it.
     if (!flag) return { verdict: 'flag_deleted', reason: 'the flag was deleted before the check' };
@@ -54,17 +62,29 @@ export class GuardrailChecker {
     }
 
     const ref: FlagRef = { key: flag.key, serviceId: flag.service_id, environment: flag.environment };
+    const now = Date.now();
+    const guards = await this.deps.guards.check(flag.guardrail_guards, {
+      flagKey: flag.key,
+      environment: flag.environment,
+      serviceId: flag.service_id,
+      startMs: flag.changed_at?.getTime() ?? now - input.windowMinutes * 60_000,
+      endMs: now,
+    });
+    const guarded = withGuards<{ decision: 'pass' | 'fail' | 'wait'; reason: string }>({ decision: 'pass', reason: '' }, guards);
     const answer = await this.deps.insights.autoRollback(GUARDRAIL_ACTOR, flag.org_id, ref, {
       ...AUTO_ROLLBACK_DEFAULTS,
       windowMinutes: input.windowMinutes,
       dryRun: !flag.guardrail_auto_rollback,
       version: input.version,
+      ...(guarded.decision === 'fail' ? { externalBreach: guarded.reason } : {}),
     });
-    const verdict = verdictOf(answer);
+    let result: GuardrailCheckResult = { verdict: verdictOf(answer), reason: answer.reason };
+    // Never a pass while a guard could not be judged: the watch checks again (workflows/guardrail.ts).
+    if (result.verdict === 'passed' && guarded.decision === 'wait') result = { verdict: 'waiting', reason: `${guarded.reason}; ${answer.reason}` };
     let notified = answer.alertNotifiedChannels;
     if (answer.actionTaken === 'would_roll_back') notified = await this.notifyTripped(input, flag, answer);
-    await this.record(input, flag, { verdict, reason: answer.reason }, answer, notified);
-    return { verdict, reason: answer.reason };
+    await this.record(input, flag, result, answer, notified, guards);
+    return result;
   }
 
   private async rolledBackBefore(input: GuardrailCheckInput): Promise<boolean> {
@@ -96,7 +116,7 @@ export class GuardrailChecker {
     }
   }
 
-  private async record(input: GuardrailCheckInput, flag: WatchedFlag, result: GuardrailCheckResult, answer?: RollbackAnswer, notified: NotifiedChannel[] = []) {
+  private async record(input: GuardrailCheckInput, flag: WatchedFlag, result: GuardrailCheckResult, answer?: RollbackAnswer, notified: NotifiedChannel[] = [], guards: GuardResult[] = []) {
     const judged = answer && 'delta' in answer ? { before: answer.before, after: answer.after, delta: answer.delta } : {};
     await this.deps.sql.begin((tx) =>
       writeAudit(tx, GUARDRAIL_ACTOR, {
@@ -116,6 +136,7 @@ export class GuardrailChecker {
           ...(answer ? { actionTaken: answer.actionTaken, tripped: answer.tripped, limits: answer.limits, targetVersionNumber: answer.targetVersionNumber } : {}),
           ...(answer && 'newVersionNumber' in answer ? { newVersionNumber: answer.newVersionNumber } : {}),
           ...judged,
+          ...(guards.length ? { guards } : {}),
           alertNotifiedChannels: notified,
         },
       }),

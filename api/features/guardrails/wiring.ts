@@ -5,12 +5,14 @@ import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { InsightsService } from '../insights/service';
 import { GuardrailChecker } from './checker';
 import { GuardrailConsumer } from './consumer';
+import type { PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 
 export interface GuardrailDeps {
   sql: Sql;
   temporal: Temporal;
   insights: InsightsService;
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
+  guards: PrometheusGuards;
   logger: Logger;
 }
 
@@ -21,6 +23,6 @@ export interface GuardrailDeps {
 export function createGuardrailFeature(deps: GuardrailDeps): { consumer: GuardrailConsumer; checker: GuardrailChecker } {
   return {
     consumer: new GuardrailConsumer({ sql: deps.sql, temporal: deps.temporal }),
-    checker: new GuardrailChecker({ sql: deps.sql, insights: deps.insights, notifyOrgAlertChannels: deps.notifyOrgAlertChannels, logger: deps.logger }),
+    checker: new GuardrailChecker({ sql: deps.sql, insights: deps.insights, notifyOrgAlertChannels: deps.notifyOrgAlertChannels, guards: deps.guards, logger: deps.logger }),
   };
 }

@@ -38,6 +38,8 @@ export interface RollbackOptions {
   windowMinutes: number;
   /** Judge only this version (the production guardrail's watch): a flag that moved on is left alone. */
   version?: number;
+  /** A breached Prometheus guard of the guardrail (docs/guardrails.md#prometheus-guards): trips the change whatever the windows say. */
+  externalBreach?: string;
 }
 
 const latency = (n: number | null) => (n === null ? null : round(n));
@@ -159,7 +161,10 @@ export class InsightsService {
     const windows = aroundChange(change.atMs, opts.windowMinutes);
     const [before, after] = await this.summaries(scopeOf(flag), windows);
     const delta = compareWindows(before, after);
-    const decision = rollbackDecision(before, after, delta, limits);
+    const windowsDecision = rollbackDecision(before, after, delta, limits);
+    const decision = opts.externalBreach
+      ? { tripped: true, reason: windowsDecision.tripped ? `${opts.externalBreach}; ${windowsDecision.reason}` : opts.externalBreach }
+      : windowsDecision;
     const targetVersionNumber = change.version - 1;
     const judged = {
       limits,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, reply, type AnyRoute } from '../../http/route';
 import { PROJECT_ROLES } from '../members/types';
+import { GuardsSchema } from '../../domain/guards';
 import { callerOf, descriptionSchema, idSchema, nameSchema, nonEmptyPatch, slugSchema, tagsSchema } from './common';
 import type { ProjectService } from './service';
 
@@ -17,6 +18,7 @@ export const ProjectSchema = z.object({
   requireInProcessCompatible: z
     .boolean()
     .describe("Flag and cohort writes that would add targeting flagd's in-process providers cannot evaluate are refused with 400 (docs/flagd.md#compatibility)"),
+  guardrailGuards: GuardsSchema.describe('Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards)'),
   createdAt: z.string(),
   updatedAt: z.string(),
   role: z.enum(PROJECT_ROLES).nullable().describe("The caller's role; null for a project API token"),
@@ -114,6 +116,7 @@ export function projectRoutes(deps: { projects: ProjectService }): AnyRoute[] {
         guardrailAutoRollback: z.boolean().optional(),
         guardrailWindowMinutes: z.number().int().min(1).max(1_440).optional(),
         requireInProcessCompatible: z.boolean().optional(),
+        guardrailGuards: GuardsSchema.optional(),
       }),
       response: ProjectSchema,
       async handler(ctx) {

@@ -1,6 +1,7 @@
 import type { ProjectAccess, ProjectGrant } from '../../auth/access';
 import { actingUser, type Principal } from '../../auth/principal';
-import { badRequest, conflict, forbidden, notFound } from '../../http/errors';
+import { badRequest, conflict, forbidden, notFound, validationFailed } from '../../http/errors';
+import type { PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 import { newId } from '../../infra/ids';
 import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit } from '../audit/writer';
@@ -16,6 +17,8 @@ export interface ProjectServiceDeps {
   store: ProjectStore;
   invitations: InvitationStore;
   invitationTimers: InvitationExpiryTimers;
+  /** Refuses guardrail guards whose servers are not on the allow-list. */
+  guards: PrometheusGuards;
 }
 
 const slugTaken = (slug: string) => conflict(`A project with slug '${slug}' already exists in this organization`);
@@ -104,6 +107,8 @@ export class ProjectService {
     const current = await store.findById(sql, id);
     if (!current) throw notFound('Project');
     if (patch.slug !== undefined && patch.slug !== current.slug) await access.require(caller.principal, id, 'settings:slug');
+    const guardProblems = this.deps.guards.problems(patch.guardrailGuards ?? [], 'body.guardrailGuards');
+    if (guardProblems.length) throw validationFailed(guardProblems);
     try {
       const updated = await sql.begin(async (tx) => {
         const before = await store.findById(tx, id, { forUpdate: true });

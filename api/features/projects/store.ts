@@ -2,6 +2,7 @@ import type { OrgRole } from '../../auth/principal';
 import { isUniqueViolation } from '../../http/errors';
 import type { Queryable, TransactionSql } from '../../infra/postgres';
 import type { ProjectPatch, ProjectRecord } from './types';
+import type { PrometheusGuard } from '../../domain/guards';
 
 export class ProjectSlugTakenError extends Error {
   constructor(readonly slug: string) {
@@ -20,6 +21,7 @@ interface ProjectRow {
   guardrail_auto_rollback: boolean;
   guardrail_window_minutes: number;
   require_in_process_compatible: boolean;
+  guardrail_guards: PrometheusGuard[];
   created_at: Date;
   updated_at: Date;
 }
@@ -36,6 +38,7 @@ export function toProject(row: ProjectRow): ProjectRecord {
     guardrailAutoRollback: row.guardrail_auto_rollback,
     guardrailWindowMinutes: row.guardrail_window_minutes,
     requireInProcessCompatible: row.require_in_process_compatible,
+    guardrailGuards: row.guardrail_guards,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -87,6 +90,7 @@ export class ProjectStore {
           guardrail_auto_rollback = COALESCE(${patch.guardrailAutoRollback ?? null}, guardrail_auto_rollback),
           guardrail_window_minutes = COALESCE(${patch.guardrailWindowMinutes ?? null}, guardrail_window_minutes),
           require_in_process_compatible = COALESCE(${patch.requireInProcessCompatible ?? null}, require_in_process_compatible),
+          guardrail_guards = COALESCE(${patch.guardrailGuards ? db.json(patch.guardrailGuards as never) : null}::jsonb, guardrail_guards),
           updated_at = now()
         WHERE id = ${id} RETURNING *`;
       return toProject(row);

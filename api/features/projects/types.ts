@@ -1,3 +1,4 @@
+import type { PrometheusGuard } from '../../domain/guards';
 import type { ProjectRole } from '../../auth/principal';
 
 /**
@@ -21,6 +22,8 @@ export interface ProjectRecord {
   guardrailWindowMinutes: number;
   /** Flag writes whose targeting flagd's in-process providers cannot evaluate exactly are refused (docs/flagd.md#compatibility). */
   requireInProcessCompatible: boolean;
+  /** Prometheus guards asked at every guardrail check (docs/guardrails.md#prometheus-guards). */
+  guardrailGuards: PrometheusGuard[];
   createdAt: string;
   updatedAt: string;
 }
@@ -38,4 +41,4 @@ export interface ProjectInput {
   orgId?: string;
 }
 
-export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken' | 'guardrailAutoRollback' | 'guardrailWindowMinutes' | 'requireInProcessCompatible'>>;
+export type ProjectPatch = Partial<Pick<ProjectRecord, 'name' | 'description' | 'slug' | 'tags' | 'requireWriteToken' | 'guardrailAutoRollback' | 'guardrailWindowMinutes' | 'requireInProcessCompatible' | 'guardrailGuards'>>;

@@ -12672,6 +12672,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -12700,6 +12707,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -12732,6 +12757,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -12776,6 +12808,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13010,6 +13049,24 @@ export interface operations {
                     environment?: "development" | "staging" | "production";
                     /** @description Tolerated rise of the error rate (absolute, 0-1) */
                     errorRateGateDelta: number;
+                    /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                    guards?: {
+                        failWhen: {
+                            /** @enum {string} */
+                            op: ">" | "<";
+                            threshold: number;
+                        };
+                        name: string;
+                        /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                        query: string;
+                        /** @enum {string} */
+                        source: "prometheus";
+                        /**
+                         * Format: uri
+                         * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                         */
+                        url: string;
+                    }[];
                     initialRolloutPercent: number;
                     /** @description Tolerated rise of the mean latency in ms */
                     latencyGateDeltaMs: number;
@@ -13057,6 +13114,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13085,6 +13149,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -13117,6 +13199,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13161,6 +13250,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13423,6 +13519,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13451,6 +13554,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -13483,6 +13604,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13527,6 +13655,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13790,6 +13925,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13818,6 +13960,24 @@ export interface operations {
                             autoRollbackOnBreach: boolean;
                             /** @description Tolerated rise of the error rate (absolute, 0-1) */
                             errorRateGateDelta: number;
+                            /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                            guards?: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             initialRolloutPercent: number;
                             /** @description Tolerated rise of the mean latency in ms */
                             latencyGateDeltaMs: number;
@@ -13850,6 +14010,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -13894,6 +14061,13 @@ export interface operations {
                                     lower: number;
                                     upper: number;
                                 };
+                                guards?: {
+                                    /** @enum {string} */
+                                    decision: "pass" | "fail" | "wait";
+                                    name: string;
+                                    reason: string;
+                                    value: number | null;
+                                }[];
                                 latencyDeltaMs: {
                                     estimate: number | null;
                                     lower: number | null;
@@ -24557,6 +24731,24 @@ export interface operations {
                             description: string;
                             /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                             guardrailAutoRollback: boolean;
+                            /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                            guardrailGuards: {
+                                failWhen: {
+                                    /** @enum {string} */
+                                    op: ">" | "<";
+                                    threshold: number;
+                                };
+                                name: string;
+                                /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                query: string;
+                                /** @enum {string} */
+                                source: "prometheus";
+                                /**
+                                 * Format: uri
+                                 * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                 */
+                                url: string;
+                            }[];
                             /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                             guardrailWindowMinutes: number;
                             id: string;
@@ -24788,6 +24980,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
@@ -25008,6 +25218,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
@@ -25416,6 +25644,23 @@ export interface operations {
                 "application/json": {
                     description?: string;
                     guardrailAutoRollback?: boolean;
+                    guardrailGuards?: {
+                        failWhen: {
+                            /** @enum {string} */
+                            op: ">" | "<";
+                            threshold: number;
+                        };
+                        name: string;
+                        /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                        query: string;
+                        /** @enum {string} */
+                        source: "prometheus";
+                        /**
+                         * Format: uri
+                         * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                         */
+                        url: string;
+                    }[];
                     guardrailWindowMinutes?: number;
                     name?: string;
                     requireInProcessCompatible?: boolean;
@@ -25437,6 +25682,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
@@ -25677,6 +25940,13 @@ export interface operations {
                                         lower: number;
                                         upper: number;
                                     };
+                                    guards?: {
+                                        /** @enum {string} */
+                                        decision: "pass" | "fail" | "wait";
+                                        name: string;
+                                        reason: string;
+                                        value: number | null;
+                                    }[];
                                     latencyDeltaMs: {
                                         estimate: number | null;
                                         lower: number | null;
@@ -25705,6 +25975,24 @@ export interface operations {
                                 autoRollbackOnBreach: boolean;
                                 /** @description Tolerated rise of the error rate (absolute, 0-1) */
                                 errorRateGateDelta: number;
+                                /** @description Prometheus guards checked at every gate (docs/canary.md#prometheus-guards); absent: none */
+                                guards?: {
+                                    failWhen: {
+                                        /** @enum {string} */
+                                        op: ">" | "<";
+                                        threshold: number;
+                                    };
+                                    name: string;
+                                    /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                                    query: string;
+                                    /** @enum {string} */
+                                    source: "prometheus";
+                                    /**
+                                     * Format: uri
+                                     * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                                     */
+                                    url: string;
+                                }[];
                                 initialRolloutPercent: number;
                                 /** @description Tolerated rise of the mean latency in ms */
                                 latencyGateDeltaMs: number;
@@ -25737,6 +26025,13 @@ export interface operations {
                                         lower: number;
                                         upper: number;
                                     };
+                                    guards?: {
+                                        /** @enum {string} */
+                                        decision: "pass" | "fail" | "wait";
+                                        name: string;
+                                        reason: string;
+                                        value: number | null;
+                                    }[];
                                     latencyDeltaMs: {
                                         estimate: number | null;
                                         lower: number | null;
@@ -25781,6 +26076,13 @@ export interface operations {
                                         lower: number;
                                         upper: number;
                                     };
+                                    guards?: {
+                                        /** @enum {string} */
+                                        decision: "pass" | "fail" | "wait";
+                                        name: string;
+                                        reason: string;
+                                        value: number | null;
+                                    }[];
                                     latencyDeltaMs: {
                                         estimate: number | null;
                                         lower: number | null;
@@ -30405,6 +30707,24 @@ export interface operations {
                         description: string;
                         /** @description A tripped guardrail check after a production change rolls it back; false: only notify and record (docs/guardrails.md) */
                         guardrailAutoRollback: boolean;
+                        /** @description Prometheus guards asked at every guardrail check; a breach trips it (docs/guardrails.md#prometheus-guards) */
+                        guardrailGuards: {
+                            failWhen: {
+                                /** @enum {string} */
+                                op: ">" | "<";
+                                threshold: number;
+                            };
+                            name: string;
+                            /** @description PromQL, templated with {{flagKey}}, {{environment}}, {{serviceId}}, {{stageStart}}, {{window}} */
+                            query: string;
+                            /** @enum {string} */
+                            source: "prometheus";
+                            /**
+                             * Format: uri
+                             * @description Base URL of the Prometheus server; the check calls <url>/api/v1/query
+                             */
+                            url: string;
+                        }[];
                         /** @description Minutes a production change is watched before the guardrail judges it (1-1440) */
                         guardrailWindowMinutes: number;
                         id: string;
