@@ -108,7 +108,11 @@ async function main() {
     RATE_LIMIT_PER_TOKEN: '1000000000',
     RATE_LIMIT_PER_SERVICE: '1000000000',
   });
-  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL));
+  // A platform that fails to start leaves its data directory behind otherwise.
+  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL)).catch((error: unknown) => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   const running = await startRoles(platform, config.ROLES);
   try {
     const api = running.urls.control!;
