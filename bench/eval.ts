@@ -36,11 +36,12 @@
  * profile, where ClickHouse is another machine), BENCH_SERVER_NODE_ARGS (extra node flags for the
  * server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { openLoop } from './open-loop';
 import { ask, call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
+import { fmt, median, pinSelf } from './report';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -71,14 +72,6 @@ interface Row {
   ratio: number | undefined;
 }
 
-function pinSelf(cpu: number) {
-  try {
-    execFileSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the server.
 const PROFILE_ARGS = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
@@ -181,7 +174,6 @@ async function halfLoad(child: ChildProcess, s: Scenario, rps: number) {
   return { rate, open, stallMs: stall.max };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 /**
  * Sequential requests: the handler's own time (`_debug.totalMs`: snapshot, limits, evaluation),
@@ -209,7 +201,6 @@ async function serverTime(child: ChildProcess, url: string, body: string, header
   return { handler: stats(handler), server: stats(server), roundTrip: stats(roundTrip) };
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function main() {
   // BENCH_PIN=0 leaves scheduling to the OS (the server's helper threads may then use CPU 1 too).

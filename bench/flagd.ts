@@ -39,6 +39,7 @@ import { OpenFeature, ProviderEvents } from '@openfeature/server-sdk';
 import { toFlagdDocument, type TranslatableFlag } from '../api/features/flagd/translate';
 import { FlagSyncService } from '../api/gen/flagd/sync/v1/sync_pb';
 import { ask, call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
+import { fmt, median, pinSelf } from './report';
 
 const SYNC_STREAMS = Number(process.env.BENCH_SYNC_STREAMS ?? 1_000);
 const TOGGLES = Number(process.env.BENCH_TOGGLES ?? 50);
@@ -73,18 +74,8 @@ async function settledMemory(child: ChildProcess): Promise<{ heap: number; rss: 
 
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
 const ms = (n: number) => `${n.toFixed(0)} ms`;
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
-function pinSelf(cpu: number): boolean {
-  try {
-    execFileSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** 10,000 flags of every kind the translation handles: static, rules, rollouts, weighted variants. */
 function payloadFlags(n: number): TranslatableFlag[] {

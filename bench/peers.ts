@@ -25,12 +25,13 @@
  * bulk, bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to our server's node.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { call, signUp, startEvalServer, stopServer } from './server-process';
+import { fmt, median, pinSelf } from './report';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -61,14 +62,6 @@ interface Comparison {
   ours: Target;
 }
 
-function pinSelf(cpu: number): boolean {
-  try {
-    execFileSync('taskset', ['-a', '-cp', String(cpu), String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Starts a peer binary on CPU 0 and waits until `readyUrl` answers. */
 async function startPeer(bin: string, args: string[], env: Record<string, string>, readyUrl: string, readyInit?: RequestInit): Promise<ChildProcess> {
@@ -171,8 +164,6 @@ async function peak(target: Target): Promise<{ rps: number; errors: number }> {
   return { rps: result.requests.average, errors: result.errors + result.non2xx };
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 async function main() {
   const pinned = pinSelf(1);
