@@ -151,4 +151,6 @@ export type AnalyticsTable = keyof AnalyticsRows;
  */
 export interface AnalyticsSink {
   record<T extends AnalyticsTable>(table: T, row: AnalyticsRows[T]): boolean;
+  /** Rows of the table `record` would take now, for a producer that must take all of a request or none. */
+  room(table: AnalyticsTable): number;
 }

@@ -126,6 +126,11 @@ export class TableWriter<R> {
     this.timer.unref();
   }
 
+  /** Rows `record` would take now: what the memory bound leaves. */
+  room(): number {
+    return Math.max(0, this.opts.maxBuffered - this.buffered - this.inFlight);
+  }
+
   /** Never blocks and never throws: false when the memory bound refused the row (counted as dropped). */
   record(row: R): boolean {
     if (this.buffered + this.inFlight >= this.opts.maxBuffered) {
@@ -481,6 +486,10 @@ export class AnalyticsWriter implements AnalyticsSink {
 
   record<T extends AnalyticsTable>(table: T, row: AnalyticsRows[T]): boolean {
     return (this.writers[table] as TableWriter<AnalyticsRows[T]>).record(row);
+  }
+
+  room(table: AnalyticsTable): number {
+    return this.writers[table].room();
   }
 
   start(): void {

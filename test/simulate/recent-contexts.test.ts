@@ -45,6 +45,9 @@ class CollectingSink implements AnalyticsSink {
     if (table === 'recent_contexts') this.rows.push(row as AnalyticsRows['recent_contexts']);
     return true;
   }
+  room(): number {
+    return Infinity;
+  }
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));

@@ -10,7 +10,7 @@ import { evaluate } from '../evaluation/engine/index';
 import type { EvaluationEvent } from '../evaluation/recorder';
 import type { SnapshotStore } from '../evaluation/snapshots';
 import { DEFAULT_ENVIRONMENT, isEnvironment } from '../evaluation/service';
-import { pending, recordAll } from './ingest-common';
+import type { Environment } from '../../domain/environments';
 import { serviceReader, type SdkIngestDeps } from './ingest-sdk';
 import { decodeRequest, encodingOf, HEX_ID_FIELDS, OTLP_BODY_LIMIT, OtlpRefusal, readBody, sendMessage, sendRefusal, type OtlpEncoding } from './otlp-body';
 import { deriveFromLogs, deriveFromTraces, TraceJoin, type Derived, type Tenant } from './otlp-outcomes';
@@ -18,6 +18,7 @@ import { deriveFromLogs, deriveFromTraces, TraceJoin, type Derived, type Tenant 
 /** Where exposures are written: the evaluation events writer, so every reader of evaluations counts them. */
 export interface ExposureSink {
   record(event: EvaluationEvent): boolean;
+  room(): number;
 }
 
 export interface OtlpIngestDeps extends SdkIngestDeps {
@@ -79,8 +80,11 @@ export function otlpIngestRoutes(deps: OtlpIngestDeps, join = new TraceJoin()): 
           encoding = encodingOf(ctx.req.get('content-type'));
           const body = await readBody(ctx.req, ctx.res);
           const request = decodeRequest(signal.request, body, encoding, signal.ids);
+          const flags = await rolloutFlags(deps.snapshots, serviceId, environment);
+          // From here to the answer nothing awaits: the join sees requests one at a time, and a
+          // request refused by the writer takes back what it added to the join.
           const derived = signal.derive(request, { projectId: ctx.granted[0].projectId, serviceId, environment }, join, Date.now());
-          if (deps.snapshots) await placeOnRollouts(deps.snapshots, serviceId, environment, derived.exposures);
+          if (flags) placeOnRollouts(flags, derived.exposures);
           store(deps, derived);
           sendMessage(ctx.res, 200, signal.response, signal.answer(derived), encoding);
         } catch (error) {
@@ -115,17 +119,21 @@ export function otlpIngestRoutes(deps: OtlpIngestDeps, join = new TraceJoin()): 
   ];
 }
 
+type EnvironmentFlags = NonNullable<Awaited<ReturnType<SnapshotStore['resolve']>>>['environments'][Environment];
+
+/** The flags of the service's environment this process evaluates, to place exposures with. */
+async function rolloutFlags(snapshots: OtlpIngestDeps['snapshots'], serviceId: string, environment: string): Promise<EnvironmentFlags | undefined> {
+  if (!snapshots || !isEnvironment(environment)) return undefined;
+  return (await snapshots.resolve(serviceId))?.environments[environment];
+}
+
 /**
  * Which side of a partial rollout each exposure is on, so canary gates count it
  * (docs/opentelemetry.md#what-counts): the flag evaluated here for the context id alone. Placed
  * only when that gives the value the application reported; otherwise the application's context
  * decided by attributes we do not have, and the exposure stays on no side.
  */
-async function placeOnRollouts(snapshots: Pick<SnapshotStore, 'resolve'>, serviceId: string, environment: string, exposures: EvaluationEvent[]): Promise<void> {
-  if (exposures.length === 0 || !isEnvironment(environment)) return;
-  const service = await snapshots.resolve(serviceId);
-  if (!service) return;
-  const flags = service.environments[environment];
+function placeOnRollouts(flags: EnvironmentFlags, exposures: EvaluationEvent[]): void {
   for (const exposure of exposures) {
     const compiled = flags.get(exposure.flagKey)?.compiled;
     if (!compiled || exposure.value === undefined || exposure.targetingKey === undefined) continue;
@@ -136,13 +144,16 @@ async function placeOnRollouts(snapshots: Pick<SnapshotStore, 'resolve'>, servic
   }
 }
 
-/** Exposures, then outcomes, into the one writer; its memory bound answers 503 as every ingestion route does. */
+/**
+ * Exposures and outcomes into the one writer, all of them or none: over its memory bound the
+ * request is answered 503 with Retry-After and its trace join steps are taken back, so the
+ * exporter's retry counts everything once.
+ */
 function store(deps: { evaluations: ExposureSink; sink: AnalyticsSink }, derived: Derived): void {
-  for (const exposure of derived.exposures) {
-    if (!deps.evaluations.record(exposure)) throw new HttpError(503, 'Analytics ingestion is over its memory bound; retry shortly', { retryAfter: 5 });
+  if (deps.evaluations.room() < derived.exposures.length || deps.sink.room('outcome_events') < derived.outcomes.length) {
+    derived.rollback();
+    throw new HttpError(503, 'Analytics ingestion is over its memory bound; retry shortly', { retryAfter: 5 });
   }
-  recordAll(
-    deps.sink,
-    derived.outcomes.map((row) => pending('outcome_events', row)),
-  );
+  for (const exposure of derived.exposures) deps.evaluations.record(exposure);
+  for (const row of derived.outcomes) deps.sink.record('outcome_events', row);
 }

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { OutcomeRow } from '../../../analytics/rows';
 import type { AnyValue, KeyValue } from '../../gen/opentelemetry/proto/common/v1/common_pb';
 import type { ExportLogsServiceRequest } from '../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb';
@@ -74,6 +75,8 @@ export interface Derived {
   rejected: number;
   /** The first rejection's reason, and how many there were, for the partial success answer. */
   errorMessage: string;
+  /** Forgets what this request added to the trace join: its rows were refused, so a retry must count them again. */
+  rollback(): void;
 }
 
 /** An attribute value as JSON would hold it: int64 beyond 2^53 as text, bytes as base64. */
@@ -122,26 +125,67 @@ function text(v: AnyValue | undefined): string | undefined {
   return undefined;
 }
 
+/** The attributes an evaluation is read from, current names and deprecated ones. */
+interface EvaluationAttributes {
+  flagKey?: AnyValue;
+  contextId?: AnyValue;
+  variant?: AnyValue;
+  legacyVariant?: AnyValue;
+  value?: AnyValue;
+  reason?: AnyValue;
+  errorType?: AnyValue;
+}
+
+function evaluationAttributes(attributes: readonly KeyValue[]): EvaluationAttributes {
+  const found: EvaluationAttributes = {};
+  // The first of a repeated key counts, as the first of a JSON object's keys would.
+  for (let i = 0; i < attributes.length && i < OTLP_LIMITS.attributesPerEvent; i++) {
+    const { key, value } = attributes[i];
+    switch (key) {
+      case 'feature_flag.key':
+        found.flagKey ??= value;
+        break;
+      case 'feature_flag.context.id':
+        found.contextId ??= value;
+        break;
+      case 'feature_flag.result.variant':
+        found.variant ??= value;
+        break;
+      case 'feature_flag.variant':
+        found.legacyVariant ??= value;
+        break;
+      case 'feature_flag.result.value':
+        found.value ??= value;
+        break;
+      case 'feature_flag.result.reason':
+        found.reason ??= value;
+        break;
+      case 'error.type':
+        found.errorType ??= value;
+        break;
+    }
+  }
+  return found;
+}
+
 /** The evaluation an event's attributes describe, undefined when it has no context id, or why it is unusable. */
 function readEvaluation(attributes: readonly KeyValue[], timestamp: number): Evaluation | undefined | string {
-  const at = new Map<string, AnyValue | undefined>();
-  for (let i = 0; i < attributes.length && i < OTLP_LIMITS.attributesPerEvent; i++) at.set(attributes[i].key, attributes[i].value);
-  const flagKey = text(at.get('feature_flag.key'));
+  const at = evaluationAttributes(attributes);
+  const flagKey = text(at.flagKey);
   if (!flagKey) return 'a flag evaluation event without feature_flag.key';
   if (flagKey.length > OTLP_LIMITS.flagKey) return `feature_flag.key is over ${OTLP_LIMITS.flagKey} characters`;
-  const contextId = text(at.get('feature_flag.context.id'));
+  const contextId = text(at.contextId);
   // Without a context the evaluation is nobody's exposure (docs/opentelemetry.md#what-counts).
   if (!contextId) return undefined;
   if (contextId.length > OTLP_LIMITS.contextId) return `feature_flag.context.id is over ${OTLP_LIMITS.contextId} characters`;
-  const variant = text(at.get('feature_flag.result.variant') ?? at.get('feature_flag.variant'));
+  const variant = text(at.variant ?? at.legacyVariant);
   if (variant !== undefined && variant.length > OTLP_LIMITS.variant) return `feature_flag.result.variant is over ${OTLP_LIMITS.variant} characters`;
-  const valueAttribute = at.get('feature_flag.result.value');
-  const value = valueAttribute === undefined ? undefined : flagValue(valueAttribute);
+  const value = at.value === undefined ? undefined : flagValue(at.value);
   const valueJson = value === undefined ? undefined : JSON.stringify(value);
   if (valueJson !== undefined && valueJson.length > OTLP_LIMITS.valueJson) return `feature_flag.result.value is over ${OTLP_LIMITS.valueJson} characters as JSON`;
   if (variant === undefined && value === undefined) return 'a flag evaluation event without feature_flag.result.variant or feature_flag.result.value';
-  const reason = (text(at.get('feature_flag.result.reason')) ?? 'unknown').slice(0, 64).toUpperCase();
-  const errorType = text(at.get('error.type'));
+  const reason = (text(at.reason) ?? 'unknown').slice(0, 64).toUpperCase();
+  const errorType = text(at.errorType);
   return { timestamp, flagKey, contextId, variant, value, valueJson, reason, errorCode: errorType ? errorType.slice(0, 64).toUpperCase() : undefined };
 }
 
@@ -157,16 +201,40 @@ function isLocalRoot(span: Span): boolean {
 
 interface TraceEntry {
   expires: number;
-  /** contextId -> flagKey -> the value's JSON (undefined when only a variant came). */
-  seen: Map<string, Map<string, string | undefined>>;
-  roots: Map<string, Root>;
+  /** The first evaluation of each context and flag: at most MAX_FLAGS_PER_EVENT contexts, and flags per context. */
+  evaluations: Evaluation[];
+  /** The flags of each context among the evaluations, once there are more than a scan should cover. */
+  index: Map<string, Set<string>> | undefined;
+  contexts: number;
+  roots: Root[];
 }
 
-/** What a trace's root counts for one context: the flags it evaluated. */
+/** A root and the evaluations it newly counts for. */
 interface Attribution {
   root: Root;
-  contextId: string;
-  flags: Map<string, string | undefined>;
+  evaluations: readonly Evaluation[];
+}
+
+/** What one request added to one trace, so that it can be taken back. */
+interface JoinStep {
+  key: string;
+  entry: TraceEntry;
+  created: boolean;
+  evaluations: number;
+  roots: number;
+}
+
+/** Evaluations per trace read by a scan before an index is built. */
+const SCANNED_EVALUATIONS = 16;
+
+function indexOf(evaluations: readonly Evaluation[]): Map<string, Set<string>> {
+  const index = new Map<string, Set<string>>();
+  for (const e of evaluations) {
+    let flags = index.get(e.contextId);
+    if (!flags) index.set(e.contextId, (flags = new Set()));
+    flags.add(e.flagKey);
+  }
+  return index;
 }
 
 /**
@@ -176,54 +244,82 @@ interface Attribution {
  * spans reach one ingestion replica to be joined (docs/opentelemetry.md#sampling-and-batching).
  */
 export class TraceJoin {
-  private readonly traces = new Map<string, TraceEntry>();
+  // Least recently joined goes first: a plain Map's oldest-first eviction scans the holes its
+  // deletions leave at its front, quadratic at this size (bench:otlp).
+  private readonly traces: LRUCache<string, TraceEntry>;
 
-  constructor(private readonly limits: { traces: number; ttlMs: number } = { traces: OTLP_LIMITS.traces, ttlMs: OTLP_LIMITS.traceTtlMs }) {}
+  constructor(private readonly limits: { traces: number; ttlMs: number } = { traces: OTLP_LIMITS.traces, ttlMs: OTLP_LIMITS.traceTtlMs }) {
+    this.traces = new LRUCache({ max: limits.traces });
+  }
 
   get size(): number {
     return this.traces.size;
   }
 
-  /** Adds a trace's evaluations and roots from one request; answers what newly counts. */
-  join(key: string, evaluations: readonly Evaluation[], roots: readonly Root[], now: number): Attribution[] {
-    this.expire(now);
+  /** Adds a trace's evaluations and roots from one request (recorded in `steps`); answers what newly counts. */
+  join(key: string, evaluations: readonly Evaluation[], roots: readonly Root[], now: number, steps: JoinStep[]): Attribution[] {
     let entry = this.traces.get(key);
-    if (!entry) {
-      while (this.traces.size >= this.limits.traces) this.traces.delete(this.traces.keys().next().value as string);
-      entry = { expires: now + this.limits.ttlMs, seen: new Map(), roots: new Map() };
+    // Expired entries are dropped when met; the count bound evicts the ones never met again.
+    const created = !entry || entry.expires <= now;
+    if (!entry || created) {
+      entry = { expires: now + this.limits.ttlMs, evaluations: [], index: undefined, contexts: 0, roots: [] };
       this.traces.set(key, entry);
     }
-    const fresh = new Map<string, Map<string, string | undefined>>();
-    for (const e of evaluations) {
-      let flags = entry.seen.get(e.contextId);
-      if (!flags) {
-        if (entry.seen.size >= MAX_FLAGS_PER_EVENT) continue;
-        flags = new Map();
-        entry.seen.set(e.contextId, flags);
-      }
-      if (flags.has(e.flagKey) || flags.size >= MAX_FLAGS_PER_EVENT) continue;
-      flags.set(e.flagKey, e.valueJson);
-      let freshFlags = fresh.get(e.contextId);
-      if (!freshFlags) fresh.set(e.contextId, (freshFlags = new Map()));
-      freshFlags.set(e.flagKey, e.valueJson);
-    }
+    steps.push({ key, entry, created, evaluations: entry.evaluations.length, roots: entry.roots.length });
+    const known = entry.evaluations.length;
+    for (const e of evaluations) admit(entry, e);
+    const fresh = entry.evaluations.slice(known);
     const out: Attribution[] = [];
     // Roots seen before count for the evaluations new to this request only.
-    for (const root of entry.roots.values()) for (const [contextId, flags] of fresh) out.push({ root, contextId, flags });
+    if (fresh.length) for (const root of entry.roots) out.push({ root, evaluations: fresh });
     for (const root of roots) {
-      if (entry.roots.has(root.spanId)) continue;
-      entry.roots.set(root.spanId, root);
-      for (const [contextId, flags] of entry.seen) out.push({ root, contextId, flags });
+      if (entry.roots.some((r) => r.spanId === root.spanId)) continue;
+      entry.roots.push(root);
+      if (entry.evaluations.length) out.push({ root, evaluations: entry.evaluations.slice() });
     }
     return out;
   }
 
-  private expire(now: number): void {
-    for (const [key, entry] of this.traces) {
-      if (entry.expires > now) break;
-      this.traces.delete(key);
+  /** Takes back the steps of a request whose rows were refused, newest first. */
+  rollback(steps: readonly JoinStep[]): void {
+    for (let i = steps.length - 1; i >= 0; i--) {
+      const step = steps[i];
+      if (step.created) {
+        if (this.traces.peek(step.key) === step.entry) this.traces.delete(step.key);
+        continue;
+      }
+      const { entry } = step;
+      entry.evaluations.length = step.evaluations;
+      entry.roots.length = step.roots;
+      entry.contexts = new Set(entry.evaluations.map((e) => e.contextId)).size;
+      entry.index = entry.evaluations.length > SCANNED_EVALUATIONS ? indexOf(entry.evaluations) : undefined;
     }
   }
+}
+
+/** Keeps a trace's first evaluation of each context and flag, within the per-event bounds. */
+function admit(entry: TraceEntry, e: Evaluation): void {
+  const list = entry.evaluations;
+  let sameContext = 0;
+  if (entry.index) {
+    const flags = entry.index.get(e.contextId);
+    if (flags?.has(e.flagKey)) return;
+    sameContext = flags?.size ?? 0;
+  } else {
+    for (const x of list) {
+      if (x.contextId !== e.contextId) continue;
+      if (x.flagKey === e.flagKey) return;
+      sameContext++;
+    }
+  }
+  if (sameContext === 0 ? entry.contexts >= MAX_FLAGS_PER_EVENT : sameContext >= MAX_FLAGS_PER_EVENT) return;
+  if (sameContext === 0) entry.contexts++;
+  list.push(e);
+  if (entry.index) {
+    const flags = entry.index.get(e.contextId);
+    if (flags) flags.add(e.flagKey);
+    else entry.index.set(e.contextId, new Set([e.flagKey]));
+  } else if (list.length > SCANNED_EVALUATIONS) entry.index = indexOf(list);
 }
 
 /** Collects one request's rows and rejections. */
@@ -274,18 +370,31 @@ class Collector {
 
   finish(join: TraceJoin): Derived {
     const { projectId, serviceId, environment } = this.tenant;
+    const prefix = `${projectId}\u0001${serviceId}\u0001${environment}\u0001`;
+    const steps: JoinStep[] = [];
     for (const [traceId, t] of this.perTrace) {
-      for (const { root, contextId, flags } of join.join(`${projectId}\u0001${serviceId}\u0001${environment}\u0001${traceId}`, t.evaluations, t.roots, this.now)) {
-        const seen: Record<string, string> = {};
-        for (const [flagKey, json] of flags) if (json !== undefined) seen[flagKey] = json;
-        const base = { timestamp: root.timestamp, ...this.tenant, targetingKeyHash: hashTargetingKey(contextId), flags: seen, origin: 'otlp' as const };
-        if (root.error) this.outcomes.push({ ...base, event: 'error', value: null, eventId: newEventId() });
-        this.outcomes.push({ ...base, event: 'latency', value: root.latencyMs, eventId: newEventId() });
+      for (const { root, evaluations } of join.join(prefix + traceId, t.evaluations, t.roots, this.now, steps)) {
+        for (const [contextId, flags] of flagsByContext(evaluations)) {
+          const base = { timestamp: root.timestamp, projectId, serviceId, environment, targetingKeyHash: hashTargetingKey(contextId), flags, origin: 'otlp' as const };
+          if (root.error) this.outcomes.push({ ...base, event: 'error', value: null, eventId: newEventId() });
+          this.outcomes.push({ ...base, event: 'latency', value: root.latencyMs, eventId: newEventId() });
+        }
       }
     }
     const errorMessage = this.rejected === 0 ? '' : this.rejected === 1 ? this.firstProblem : `${this.firstProblem} (and ${this.rejected - 1} more rejected)`;
-    return { exposures: this.exposures, outcomes: this.outcomes, rejected: this.rejected, errorMessage };
+    return { exposures: this.exposures, outcomes: this.outcomes, rejected: this.rejected, errorMessage, rollback: () => join.rollback(steps) };
   }
+}
+
+/** Each context's flags with their values' JSON (a flag sent with only a variant has none), in order of appearance. */
+function flagsByContext(evaluations: readonly Evaluation[]): Map<string, Record<string, string>> {
+  const out = new Map<string, Record<string, string>>();
+  for (const e of evaluations) {
+    let flags = out.get(e.contextId);
+    if (!flags) out.set(e.contextId, (flags = {}));
+    if (e.valueJson !== undefined) flags[e.flagKey] = e.valueJson;
+  }
+  return out;
 }
 
 /**
