@@ -16,7 +16,7 @@ const id = (n: number, bytes: number) => Buffer.from(n.toString(16).padStart(byt
 const attrs = (list: Record<string, string>) => Object.entries(list).map(([key, v]) => ({ key, value: { value: { case: 'stringValue' as const, value: v } } }));
 
 function request(
-  spans: { trace: number; span: number; parent?: number; flags?: number; kind?: Span_SpanKind; error?: boolean; user?: string; name?: string; attributes?: Record<string, string> }[],
+  spans: { trace: number; span: number; parent?: number; flags?: number; kind?: Span_SpanKind; error?: boolean; user?: string; evaluates?: string[]; name?: string; attributes?: Record<string, string> }[],
 ) {
   return create(ExportTraceServiceRequestSchema, {
     resourceSpans: [
@@ -35,7 +35,7 @@ function request(
               endTimeUnixNano: nanos(NOW),
               status: { code: s.error ? Status_StatusCode.ERROR : Status_StatusCode.UNSET },
               events: s.user
-                ? [{ name: 'feature_flag.evaluation', timeUnixNano: nanos(NOW - 10), attributes: attrs({ 'feature_flag.key': 'f', 'feature_flag.result.value': 'v', 'feature_flag.context.id': s.user }) }]
+                ? (s.evaluates ?? ['f']).map((flag) => ({ name: 'feature_flag.evaluation', timeUnixNano: nanos(NOW - 10), attributes: attrs({ 'feature_flag.key': flag, 'feature_flag.result.value': `${flag}-value`, 'feature_flag.context.id': s.user! }) }))
                 : [],
             })),
           },
@@ -99,6 +99,41 @@ describe('TraceJoin', () => {
     const join = new TraceJoin();
     deriveFromTraces(request([{ trace: 7, span: 2, parent: 1, flags: 0x100, user: 'u' }]), tenant, join, NOW);
     expect(deriveFromTraces(request([{ trace: 7, span: 1, error: true }]), { ...tenant, serviceId: 'svc_2' }, join, NOW).outcomes).toHaveLength(0);
+  });
+
+  it('takes back a refused request, so that its retry counts the same outcomes once', () => {
+    const join = new TraceJoin();
+    // Evaluations accepted earlier stay; the refused request's root and evaluations do not.
+    deriveFromTraces(request([{ trace: 8, span: 2, parent: 1, flags: 0x100, user: 'early' }]), tenant, join, NOW);
+    const body = request([
+      { trace: 8, span: 3, parent: 1, flags: 0x100, user: 'late' },
+      { trace: 8, span: 1, error: true },
+      { trace: 9, span: 1, user: 'other' },
+    ]);
+    const refused = deriveFromTraces(body, tenant, join, NOW);
+    expect(refused.outcomes.map((o) => o.event)).toEqual(['error', 'latency', 'error', 'latency', 'latency']);
+    refused.rollback();
+    const retried = deriveFromTraces(body, tenant, join, NOW);
+    expect(retried.outcomes.map((o) => [o.event, o.flags])).toEqual(refused.outcomes.map((o) => [o.event, o.flags]));
+    expect(deriveFromTraces(body, tenant, join, NOW).outcomes).toHaveLength(0);
+  });
+
+  it('keeps the first value of each context and flag, at most 100 flags per context', () => {
+    const flags = Array.from({ length: 150 }, (_, i) => `flag-${i}`);
+    const derived = deriveFromTraces(
+      request([
+        { trace: 11, span: 2, parent: 1, flags: 0x100, user: 'u', evaluates: flags.slice(0, 75) },
+        { trace: 11, span: 4, parent: 1, flags: 0x100, user: 'u', evaluates: [...flags.slice(75), 'flag-0'] },
+        { trace: 11, span: 3, parent: 1, flags: 0x100, user: 'v', evaluates: ['flag-0'] },
+        { trace: 11, span: 1 },
+      ]),
+      tenant,
+      new TraceJoin(),
+      NOW,
+    );
+    expect(derived.exposures).toHaveLength(152);
+    expect(derived.outcomes.map((o) => Object.keys(o.flags).length)).toEqual([100, 1]);
+    expect(derived.outcomes[0].flags['flag-0']).toBe('"flag-0-value"');
   });
 
   it('rejects the spans past the per-request bound', () => {
