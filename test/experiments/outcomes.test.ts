@@ -120,7 +120,7 @@ describe('bandit errors guardrail', () => {
       ...range('a', 500).map((k) => evaluation(k, 'a', '"red"', at)),
       ...range('b', 500).map((k) => evaluation(k, 'b', '"green"', at)),
       ...range('c', 499).map((k) => evaluation(k, 'c', '"blue"', at)),
-      // A failed evaluation of c: a request and an error.
+      // A failed evaluation of c: a request, and no application error.
       evaluation('c499', 'c', '"blue"', at, { error_code: 'GENERAL' }),
     ]);
     await insert('outcome_events', [
@@ -137,7 +137,7 @@ describe('bandit errors guardrail', () => {
     expect(a.allocation).toBeCloseTo(0.1, 6);
     expect(variantOf(res.body, 'b').allocation).toBeCloseTo(0.45, 6);
     expect(variantOf(res.body, 'c').allocation).toBeCloseTo(0.45, 6);
-    expect(a.cut).toMatchObject({ errorRate: 101 / 500, bestErrorRate: 5 / 500 });
+    expect(a.cut).toMatchObject({ errorRate: 101 / 500, bestErrorRate: 4 / 500 });
     expect(a.cut.statistic).toBeGreaterThan(0);
     expect(a.cut.interval.lower).toBeGreaterThan(0);
     expect(variantOf(res.body, 'b').cut).toBeNull();
@@ -148,7 +148,7 @@ describe('bandit errors guardrail', () => {
     const cuts = audit.filter((e) => e.action === 'experiment.arm_cut');
     expect(cuts).toHaveLength(1);
     expect(cuts[0].actor).toBe(`bandit:${exp.id}`);
-    expect(cuts[0].metadata).toMatchObject({ variant: 'a', flagKey: key, guardrail: { name: 'a', comparedWith: 'b', errorRate: 101 / 500 } });
+    expect(cuts[0].metadata).toMatchObject({ variant: 'a', flagKey: key, guardrail: { name: 'a', comparedWith: 'c', errorRate: 101 / 500 } });
     expect(cuts[0].metadata.guardrail.statistic).toBe(a.cut.statistic);
     const change = audit.filter((e) => e.action === 'flag.update').pop()!;
     expect(change.metadata.bandit.cuts[0]).toMatchObject({ name: 'a' });

@@ -13,9 +13,10 @@ import type { ArmErrors, ArmStats } from './allocation';
  * arm serves, or (without `flags` naming it) the key's own last served arm. An event whose key
  * was never served a variant is no trial and is not counted.
  *
- * Errors (the guardrail): requests = evaluations that served the arm; errors = those that
- * failed plus `error` outcome events attributed to the arm (through `flags` when it names the
- * flag, else through the key's last served arm).
+ * Errors (the guardrail): requests = evaluations that served the arm; errors = `error` outcome
+ * events attributed to the arm (through `flags` when it names the flag, else through the key's
+ * last served arm). A failed evaluation is no application error (docs/insights.md#error-rate), as
+ * everywhere else error rates are read.
  *
  * Values are compared as the JSON text both tables keep. Every parameter is bound.
  */
@@ -71,8 +72,8 @@ export class BanditWarehouse {
   /** Requests and errors per arm for the errors guardrail. */
   async errors(scope: ArmScope): Promise<ArmErrors[]> {
     const [served, reported] = await Promise.all([
-      this.select<{ arm: string; requests: string; errors: string }>(
-        `SELECT variant AS arm, sum(evaluations) AS requests, sumIf(evaluations, error_code != '') AS errors FROM evaluation_events WHERE ${SERVED} GROUP BY arm`,
+      this.select<{ arm: string; requests: string }>(
+        `SELECT variant AS arm, sum(evaluations) AS requests FROM evaluation_events WHERE ${SERVED} GROUP BY arm`,
         { ...scope },
       ),
       this.select<{ arm: string; errors: string }>(
@@ -85,7 +86,7 @@ export class BanditWarehouse {
       ),
     ]);
     const arms = new Map<string, ArmErrors>();
-    for (const r of served) arms.set(r.arm, { name: r.arm, requests: Number(r.requests), errors: Number(r.errors) });
+    for (const r of served) arms.set(r.arm, { name: r.arm, requests: Number(r.requests), errors: 0 });
     for (const r of reported) {
       const arm = arms.get(r.arm);
       // An error attributed to an arm that served nothing in the window has no rate to raise.
