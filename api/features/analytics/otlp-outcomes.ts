@@ -5,6 +5,7 @@ import type { ExportLogsServiceRequest } from '../../gen/opentelemetry/proto/col
 import type { ExportTraceServiceRequest } from '../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import { Span_SpanKind, Status_StatusCode, type Span } from '../../gen/opentelemetry/proto/trace/v1/trace_pb';
 import { hashTargetingKey, type EvaluationEvent } from '../evaluation/recorder';
+import { boundedMemo } from '../../infra/ids';
 import { inWindow, MAX_FLAGS_PER_EVENT, newEventId } from './ingest-common';
 
 /**
@@ -189,6 +190,9 @@ function readEvaluation(attributes: readonly KeyValue[], timestamp: number): Eva
   return { timestamp, flagKey, contextId, variant, value, valueJson, reason, errorCode: errorType ? errorType.slice(0, 64).toUpperCase() : undefined };
 }
 
+/** Hex of an id, read in place. */
+const hex = (id: Uint8Array) => Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex');
+
 const nanosToMs = (nanos: bigint) => Number(nanos / 1_000_000n);
 
 /** The span's own trace: its root within this service when the parent is absent or remote. */
@@ -209,10 +213,11 @@ interface TraceEntry {
   roots: Root[];
 }
 
-/** A root and the evaluations it newly counts for. */
+/** A root and the evaluations it newly counts for: its trace's, from `from` on. */
 interface Attribution {
   root: Root;
   evaluations: readonly Evaluation[];
+  from: number;
 }
 
 /** What one request added to one trace, so that it can be taken back. */
@@ -256,6 +261,9 @@ export class TraceJoin {
     return this.traces.size;
   }
 
+  /** The outcome row's hash of a context id; ids repeat across traces, so recent ones are kept. */
+  readonly hash = boundedMemo(hashTargetingKey, OTLP_LIMITS.traces);
+
   /** Adds a trace's evaluations and roots from one request (recorded in `steps`); answers what newly counts. */
   join(key: string, evaluations: readonly Evaluation[], roots: readonly Root[], now: number, steps: JoinStep[]): Attribution[] {
     let entry = this.traces.get(key);
@@ -268,14 +276,14 @@ export class TraceJoin {
     steps.push({ key, entry, created, evaluations: entry.evaluations.length, roots: entry.roots.length });
     const known = entry.evaluations.length;
     for (const e of evaluations) admit(entry, e);
-    const fresh = entry.evaluations.slice(known);
     const out: Attribution[] = [];
-    // Roots seen before count for the evaluations new to this request only.
-    if (fresh.length) for (const root of entry.roots) out.push({ root, evaluations: fresh });
+    // Roots seen before count for the evaluations new to this request only. The arrays handed
+    // out are read before the next join changes them.
+    if (entry.evaluations.length > known) for (const root of entry.roots) out.push({ root, evaluations: entry.evaluations, from: known });
     for (const root of roots) {
       if (entry.roots.some((r) => r.spanId === root.spanId)) continue;
       entry.roots.push(root);
-      if (entry.evaluations.length) out.push({ root, evaluations: entry.evaluations.slice() });
+      if (entry.evaluations.length) out.push({ root, evaluations: entry.evaluations, from: 0 });
     }
     return out;
   }
@@ -345,16 +353,19 @@ class Collector {
   }
 
   trace(traceId: Uint8Array) {
-    const key = Buffer.from(traceId).toString('hex');
+    const key = hex(traceId);
     let t = this.perTrace.get(key);
     if (!t) this.perTrace.set(key, (t = { evaluations: [], roots: [] }));
     return t;
   }
 
   expose(e: Evaluation): void {
+    const { projectId, serviceId, environment } = this.tenant;
     this.exposures.push({
       timestamp: e.timestamp,
-      ...this.tenant,
+      projectId,
+      serviceId,
+      environment,
       flagKey: e.flagKey,
       reason: e.reason,
       variant: e.variant,
@@ -373,11 +384,14 @@ class Collector {
     const prefix = `${projectId}\u0001${serviceId}\u0001${environment}\u0001`;
     const steps: JoinStep[] = [];
     for (const [traceId, t] of this.perTrace) {
-      for (const { root, evaluations } of join.join(prefix + traceId, t.evaluations, t.roots, this.now, steps)) {
-        for (const [contextId, flags] of flagsByContext(evaluations)) {
-          const base = { timestamp: root.timestamp, projectId, serviceId, environment, targetingKeyHash: hashTargetingKey(contextId), flags, origin: 'otlp' as const };
-          if (root.error) this.outcomes.push({ ...base, event: 'error', value: null, eventId: newEventId() });
-          this.outcomes.push({ ...base, event: 'latency', value: root.latencyMs, eventId: newEventId() });
+      for (const { root, evaluations, from } of join.join(prefix + traceId, t.evaluations, t.roots, this.now, steps)) {
+        for (const [contextId, flags] of flagsByContext(evaluations, from)) {
+          const targetingKeyHash = join.hash(contextId);
+          const outcome = (event: string, value: number | null): OutcomeRow => ({
+            timestamp: root.timestamp, projectId, serviceId, environment, event, targetingKeyHash, value, flags, origin: 'otlp', eventId: newEventId(),
+          });
+          if (root.error) this.outcomes.push(outcome('error', null));
+          this.outcomes.push(outcome('latency', root.latencyMs));
         }
       }
     }
@@ -386,13 +400,21 @@ class Collector {
   }
 }
 
-/** Each context's flags with their values' JSON (a flag sent with only a variant has none), in order of appearance. */
-function flagsByContext(evaluations: readonly Evaluation[]): Map<string, Record<string, string>> {
-  const out = new Map<string, Record<string, string>>();
-  for (const e of evaluations) {
-    let flags = out.get(e.contextId);
-    if (!flags) out.set(e.contextId, (flags = {}));
-    if (e.valueJson !== undefined) flags[e.flagKey] = e.valueJson;
+/**
+ * Each context's flags with their values' JSON (a flag sent with only a variant has none), in
+ * order of appearance, for the evaluations from `from` on.
+ */
+function flagsByContext(evaluations: readonly Evaluation[], from: number): [string, Record<string, string>][] {
+  const out: [string, Record<string, string>][] = [];
+  let current: [string, Record<string, string>] | undefined;
+  for (let i = from; i < evaluations.length; i++) {
+    const e = evaluations[i];
+    // Most traces have one context: a scan of the few found so far beats a map.
+    if (current?.[0] !== e.contextId) {
+      current = out.find(([contextId]) => contextId === e.contextId);
+      if (!current) out.push((current = [e.contextId, {}]));
+    }
+    if (e.valueJson !== undefined) current[1][e.flagKey] = e.valueJson;
   }
   return out;
 }
@@ -455,7 +477,7 @@ export function deriveFromTraces(request: ExportTraceServiceRequest, tenant: Ten
             continue;
           }
           const latencyMs = Number(span.endTimeUnixNano - span.startTimeUnixNano) / 1e6;
-          root = { spanId: Buffer.from(span.spanId).toString('hex'), timestamp: end, error: span.status?.code === Status_StatusCode.ERROR, latencyMs };
+          root = { spanId: hex(span.spanId), timestamp: end, error: span.status?.code === Status_StatusCode.ERROR, latencyMs };
         }
         for (const e of evaluations) c.expose(e);
         if (evaluations.length === 0 && !root) continue;
