@@ -34,10 +34,13 @@ interface AppSummary {
   exports: { ok: number; failed: number };
 }
 
+/** Which OpenTelemetry exporter the application uses: OTLP protobuf or OTLP JSON. */
+type ExporterKind = 'proto' | 'http';
+
 /** Starts the application for `flagKey`; `stop()` ends it and answers what it did. */
-function startApplication(flagKey: string, failEvery: number) {
+function startApplication(flagKey: string, failEvery: number, exporter: ExporterKind) {
   const child = spawn(process.execPath, ['-r', projectPath('node_modules/tsx/dist/cjs/index.cjs'), projectPath('test/canary/otlp-flagd-app.ts')], {
-    env: { ...process.env, OTLP_URL: app.urls.ingest, SYNC_PORT: new URL(app.urls.flagdSync!).port, TOKEN: token, FLAG_KEY: flagKey, FAIL_EVERY: String(failEvery), USER_PREFIX: flagKey },
+    env: { ...process.env, OTLP_URL: app.urls.ingest, SYNC_PORT: new URL(app.urls.flagdSync!).port, TOKEN: token, FLAG_KEY: flagKey, FAIL_EVERY: String(failEvery), USER_PREFIX: flagKey, OTLP_EXPORTER: exporter },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -57,18 +60,16 @@ function startApplication(flagKey: string, failEvery: number) {
 
 const recordPath = (key: string) => `/api/flags/${key}/canary${qs({ serviceId: fx.serviceId, environment: 'production' })}`;
 
-/** Runs a one-stage canary at 50% while the application serves it; the record once it ended, and what the application did. */
-async function canaryWithApplication(failEvery: number) {
+/** Runs a canary while the application serves it; the record once it ended, and what the application did. */
+async function canaryWithApplication(failEvery: number, exporter: ExporterKind, ramp: { initialRolloutPercent: number; targetRolloutPercent: number; rampStepPercent: number }) {
   const key = uniqueKey('otlp-canary');
   const created = await fx.owner.request('POST', '/api/flags', { key, name: key, type: 'boolean', serviceId: fx.serviceId, environment: 'production', enabled: true, defaultValue: false });
   expectStatus(created, 201, 'create flag');
-  const application = startApplication(key, failEvery);
+  const application = startApplication(key, failEvery, exporter);
   try {
     const started = await fx.owner.request('POST', `/api/flags/${key}/canary`, {
       serviceId: fx.serviceId,
-      initialRolloutPercent: 50,
-      targetRolloutPercent: 50,
-      rampStepPercent: 50,
+      ...ramp,
       soakPeriodMinutes: 0.05,
       errorRateGateDelta: 0.05,
       latencyGateDeltaMs: 100,
@@ -102,8 +103,8 @@ async function provenance(key: string) {
 }
 
 describe('a canary judged by OpenTelemetry from an in-process flagd application', () => {
-  it('rolls back when one in five treated requests fails, with nothing but OTLP as the error source', async () => {
-    const { key, record, summary } = await canaryWithApplication(5);
+  it('rolls back when one in five treated requests fails, with nothing but OTLP (protobuf) as the error source', async () => {
+    const { key, record, summary } = await canaryWithApplication(5, 'proto', { initialRolloutPercent: 50, targetRolloutPercent: 50, rampStepPercent: 50 });
 
     expect(record.status).toBe('rolled_back');
     expect(record.statusReason).toMatch(/gate failed at 50%/);
@@ -125,17 +126,19 @@ describe('a canary judged by OpenTelemetry from an in-process flagd application'
     expect(flag.body.targeting).toEqual([]);
   }, 150_000);
 
-  it('lets the canary complete when the same application is healthy', async () => {
-    const { key, record, summary } = await canaryWithApplication(0);
+  it('lets the canary ramp through every stage when the same application is healthy, exporting OTLP JSON', async () => {
+    const { key, record, summary } = await canaryWithApplication(0, 'http', { initialRolloutPercent: 25, targetRolloutPercent: 75, rampStepPercent: 25 });
 
     expect(record.status).toBe('completed');
-    const gate = record.completedStages[0].gate;
-    expect(gate.decision).toBe('pass');
-    expect(gate.treatment.exposures).toBeGreaterThanOrEqual(100);
-    expect(gate.control.exposures).toBeGreaterThanOrEqual(100);
-    expect(gate.treatment.errors).toBe(0);
-    expect(gate.control.errors).toBe(0);
-    expect(gate.srm.ok).toBe(true);
+    expect(record.completedStages.map((s: { rolloutPercent: number }) => s.rolloutPercent)).toEqual([25, 50, 75]);
+    for (const { gate } of record.completedStages) {
+      expect(gate.decision).toBe('pass');
+      expect(gate.treatment.exposures).toBeGreaterThanOrEqual(100);
+      expect(gate.control.exposures).toBeGreaterThanOrEqual(100);
+      expect(gate.treatment.errors).toBe(0);
+      expect(gate.control.errors).toBe(0);
+      expect(gate.srm.ok).toBe(true);
+    }
 
     expect(summary.treated).toBeGreaterThan(0);
     expect(summary.exports.failed).toBe(0);

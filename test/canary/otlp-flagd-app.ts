@@ -1,5 +1,6 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { FlagdProvider } from '@openfeature/flagd-provider';
 import { SpanEventHook } from '@openfeature/open-telemetry-hooks';
@@ -9,8 +10,8 @@ import { OpenFeature } from '@openfeature/server-sdk';
  * An application that evaluates in-process and reports only through OpenTelemetry, as teams run
  * one (test/canary/otlp-e2e.test.ts runs it in its own process): the flagd provider in in-process
  * mode on our sync listener with a bound token as selector (docs/local-evaluation.md), OpenFeature's
- * span event hook, and the Node SDK exporting OTLP protobuf with a bound token
- * (docs/opentelemetry.md). Each user is one server request that evaluates FLAG_KEY; with
+ * span event hook, and the Node SDK exporting OTLP with a bound token (docs/opentelemetry.md):
+ * protobuf, or JSON with OTLP_EXPORTER=http. Each user is one server request that evaluates FLAG_KEY; with
  * FAIL_EVERY=n every n-th user served `true` ends in error. Runs until SIGTERM, then flushes and
  * prints what it did as JSON.
  */
@@ -21,7 +22,8 @@ async function main() {
   let stopping = false;
   process.on('SIGTERM', () => (stopping = true));
 
-  const exporter = new OTLPTraceExporter({ url: `${env.OTLP_URL}/v1/traces`, headers: { authorization: `Bearer ${env.TOKEN}` } });
+  const Exporter = env.OTLP_EXPORTER === 'http' ? JsonExporter : ProtobufExporter;
+  const exporter = new Exporter({ url: `${env.OTLP_URL}/v1/traces`, headers: { authorization: `Bearer ${env.TOKEN}` } });
   const exports = { ok: 0, failed: 0 };
   const provider = new NodeTracerProvider({
     spanProcessors: [
