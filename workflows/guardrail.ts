@@ -18,7 +18,7 @@ export const GUARD_RECHECKS = 10;
  * Workflow time (Date.now here) is Temporal's, so a watch started late (outbox backlog) judges
  * at once. A `waiting` verdict (a Prometheus guard could not be judged, docs/guardrails.md#prometheus-guards)
  * is never taken as a pass: the check runs again every minute, and after GUARD_RECHECKS the watch
- * ends `waiting`.
+ * ends `waiting`, its last check notifying the organization's alert channels.
  */
 export async function guardrailWatch(input: GuardrailWatchInput): Promise<GuardrailCheckResult> {
   const waitMs = guardrailCheckAt(Date.parse(input.changedAt), input.windowMinutes) - Date.now();
@@ -27,7 +27,7 @@ export async function guardrailWatch(input: GuardrailWatchInput): Promise<Guardr
   let result = await checkGuardrail(check);
   for (let recheck = 0; result.verdict === 'waiting' && recheck < GUARD_RECHECKS; recheck++) {
     await sleep(GUARD_RECHECK_MS);
-    result = await checkGuardrail(check);
+    result = await checkGuardrail(recheck === GUARD_RECHECKS - 1 ? { ...check, lastCheck: true } : check);
   }
   return result;
 }

@@ -261,6 +261,8 @@ export interface GuardrailCheckInput {
   version: number;
   /** Minutes compared before and after the change (the project's guardrailWindowMinutes). */
   windowMinutes: number;
+  /** The watch's last check: a `waiting` verdict is final here, so the people on call hear of it. */
+  lastCheck?: boolean;
 }
 
 export interface GuardrailWatchInput extends GuardrailCheckInput {

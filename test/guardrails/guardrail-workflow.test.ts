@@ -122,6 +122,8 @@ it('checks again every minute while a guard cannot be judged, and ends waiting a
         const result = await handle.result();
         expect(calls).toHaveLength(expected);
         expect(result.verdict).toBe(expected === 3 ? 'rolled_back' : 'waiting');
+        // Only the watch's last check says so: a waiting verdict there notifies the people on call.
+        expect(calls.map((c) => c.input.lastCheck ?? false)).toEqual(calls.map((_, i) => i === GUARD_RECHECKS));
         for (let i = 1; i < calls.length; i++) expect(calls[i].atMs - calls[i - 1].atMs).toBeGreaterThanOrEqual(GUARD_RECHECK_MS);
       },
       answer,

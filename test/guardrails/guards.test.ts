@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { startTestApp, type TestApp } from '../support/harness';
+import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { GUARD_METRIC, requirePrometheus, startFixtureExporter, type FixtureExporter } from '../support/prometheus';
-import { createFlag, createProject, expectStatus, qs, type Project } from '../webhooks/support';
+import { createFlag, createProject, expectStatus, qs, startReceiver, uniquePath, type Project } from '../webhooks/support';
 
 /**
  * Prometheus guards of the production guardrail: set over HTTP on the project, asked by the
@@ -96,6 +96,23 @@ describe('Prometheus guards of the production guardrail', () => {
     const [entry] = await checkedAudit(flagId);
     expect(entry.verdict).toBe('waiting');
     expect(entry.guards.map((g: { decision: string }) => g.decision)).toEqual(['wait', 'wait']);
+    expect(entry.alertNotifiedChannels).toEqual([]);
+
+    // The watch's last check still cannot judge: the organization's alert channels hear of it.
+    const receiver = await startReceiver();
+    try {
+      const hook = uniquePath('unjudged');
+      const channel = await p.owner.request('POST', `/api/orgs/${p.orgId}/alert-channels`, { type: 'webhook', name: 'on-call', url: receiver.url(hook) });
+      expectStatus(channel, 201, 'alert channel');
+      const last = await app.platform.guardrail.check({ flagId, version, windowMinutes: 1, lastCheck: true });
+      expect(last.verdict).toBe('waiting');
+      expect((await checkedAudit(flagId)).at(-1).alertNotifiedChannels).toEqual([{ id: channel.body.id, name: 'on-call', type: 'webhook' }]);
+      const delivered = await eventually(async () => receiver.received(hook).length > 0 && receiver.received(hook), 30_000);
+      expect(delivered[0].body.data).toMatchObject({ kind: 'flag.guardrail_unjudged', severity: 'warning', flagKey: key, details: { version } });
+      expect((await flagOf(p, key)).enabled).toBe(true);
+    } finally {
+      await receiver.close();
+    }
   }, 90_000);
 
   it('guards are project settings: settings:manage only, servers on the allow-list, bounded, refused whole', async () => {

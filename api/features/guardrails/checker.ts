@@ -83,6 +83,7 @@ export class GuardrailChecker {
     if (result.verdict === 'passed' && guarded.decision === 'wait') result = { verdict: 'waiting', reason: `${guarded.reason}; ${answer.reason}` };
     let notified = answer.alertNotifiedChannels;
     if (answer.actionTaken === 'would_roll_back') notified = await this.notifyTripped(input, flag, answer);
+    else if (result.verdict === 'waiting' && input.lastCheck) notified = await this.notifyUnjudged(input, flag, result.reason);
     await this.record(input, flag, result, answer, notified, guards);
     return result;
   }
@@ -94,21 +95,42 @@ export class GuardrailChecker {
   }
 
   /** Automatic rollback is off: the people on call decide, so they hear of it. */
-  private async notifyTripped(input: GuardrailCheckInput, flag: WatchedFlag, answer: RollbackAnswer): Promise<NotifiedChannel[]> {
+  private notifyTripped(input: GuardrailCheckInput, flag: WatchedFlag, answer: RollbackAnswer): Promise<NotifiedChannel[]> {
+    return this.notify(input, flag, {
+      id: `guardrail-${input.flagId}-v${input.version}`,
+      kind: 'flag.guardrail_tripped',
+      title: `Flag "${flag.key}" tripped its guardrail (${flag.environment}); automatic rollback is off`,
+      summary: `Version ${input.version} would be rolled back to version ${answer.targetVersionNumber}: ${answer.reason}`,
+      severity: 'critical',
+      timestamp: new Date().toISOString(),
+      projectId: flag.project_id,
+      serviceId: flag.service_id,
+      environment: flag.environment,
+      flagKey: flag.key,
+      details: { version: input.version, targetVersionNumber: answer.targetVersionNumber, windowMinutes: input.windowMinutes, ...('delta' in answer ? { delta: answer.delta } : {}), limits: answer.limits },
+    });
+  }
+
+  /** The watch ends without a verdict: the change was never judged healthy, and someone should look. */
+  private notifyUnjudged(input: GuardrailCheckInput, flag: WatchedFlag, reason: string): Promise<NotifiedChannel[]> {
+    return this.notify(input, flag, {
+      id: `guardrail-${input.flagId}-v${input.version}-unjudged`,
+      kind: 'flag.guardrail_unjudged',
+      title: `Flag "${flag.key}": its guardrail could not judge the change (${flag.environment})`,
+      summary: `Version ${input.version} was neither passed nor rolled back: ${reason}`,
+      severity: 'warning',
+      timestamp: new Date().toISOString(),
+      projectId: flag.project_id,
+      serviceId: flag.service_id,
+      environment: flag.environment,
+      flagKey: flag.key,
+      details: { version: input.version, windowMinutes: input.windowMinutes },
+    });
+  }
+
+  private async notify(input: GuardrailCheckInput, flag: WatchedFlag, alert: Parameters<NotifyOrgAlertChannels>[1]): Promise<NotifiedChannel[]> {
     try {
-      return await this.deps.notifyOrgAlertChannels(flag.org_id, {
-        id: `guardrail-${input.flagId}-v${input.version}`,
-        kind: 'flag.guardrail_tripped',
-        title: `Flag "${flag.key}" tripped its guardrail (${flag.environment}); automatic rollback is off`,
-        summary: `Version ${input.version} would be rolled back to version ${answer.targetVersionNumber}: ${answer.reason}`,
-        severity: 'critical',
-        timestamp: new Date().toISOString(),
-        projectId: flag.project_id,
-        serviceId: flag.service_id,
-        environment: flag.environment,
-        flagKey: flag.key,
-        details: { version: input.version, targetVersionNumber: answer.targetVersionNumber, windowMinutes: input.windowMinutes, ...('delta' in answer ? { delta: answer.delta } : {}), limits: answer.limits },
-      });
+      return await this.deps.notifyOrgAlertChannels(flag.org_id, alert);
     } catch (error) {
       // The verdict still gets recorded; the audit entry says no channel was notified.
       this.deps.logger.error({ err: error, flagId: input.flagId }, 'guardrail alert notification failed');
