@@ -20,4 +20,10 @@ fi
 # npm ci would refuse this npm version's lockfiles (other platforms' optional packages are not recorded).
 [ -d node_modules ] || npm install --no-audit --no-fund
 npm run --silent build >/dev/null
-exec node dist/api/main.js "$@"
+# A process that ingests (every process of the embedded profile) gets a larger young generation:
+# OTLP and event ingestion allocate short-lived objects fast (docs/opentelemetry.md#throughput).
+roles="${ROLES:-control,data,ingest,worker}"
+for arg in "$@"; do case "$arg" in --roles=*) roles="${arg#--roles=}" ;; esac; done
+node_args=()
+case ",$roles," in *,ingest,*) node_args+=(--max-semi-space-size=64) ;; esac
+exec node "${node_args[@]}" dist/api/main.js "$@"

@@ -5,7 +5,6 @@ import type { ExportLogsServiceRequest } from '../../gen/opentelemetry/proto/col
 import type { ExportTraceServiceRequest } from '../../gen/opentelemetry/proto/collector/trace/v1/trace_service_pb';
 import { Span_SpanKind, Status_StatusCode, type Span } from '../../gen/opentelemetry/proto/trace/v1/trace_pb';
 import { hashTargetingKey, type EvaluationEvent } from '../evaluation/recorder';
-import { boundedMemo } from '../../infra/ids';
 import { inWindow, MAX_FLAGS_PER_EVENT, newEventId } from './ingest-common';
 
 /**
@@ -193,7 +192,8 @@ function readEvaluation(attributes: readonly KeyValue[], timestamp: number): Eva
 /** Hex of an id, read in place. */
 const hex = (id: Uint8Array) => Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex');
 
-const nanosToMs = (nanos: bigint) => Number(nanos / 1_000_000n);
+// Through a double: no BigInt is allocated, and what rounding loses (under a microsecond) is below a millisecond.
+const nanosToMs = (nanos: bigint) => Math.floor(Number(nanos) / 1e6);
 
 /** The span's own trace: its root within this service when the parent is absent or remote. */
 function isLocalRoot(span: Span): boolean {
@@ -260,9 +260,6 @@ export class TraceJoin {
   get size(): number {
     return this.traces.size;
   }
-
-  /** The outcome row's hash of a context id; ids repeat across traces, so recent ones are kept. */
-  readonly hash = boundedMemo(hashTargetingKey, OTLP_LIMITS.traces);
 
   /** Adds a trace's evaluations and roots from one request (recorded in `steps`); answers what newly counts. */
   join(key: string, evaluations: readonly Evaluation[], roots: readonly Root[], now: number, steps: JoinStep[]): Attribution[] {
@@ -386,7 +383,7 @@ class Collector {
     for (const [traceId, t] of this.perTrace) {
       for (const { root, evaluations, from } of join.join(prefix + traceId, t.evaluations, t.roots, this.now, steps)) {
         for (const [contextId, flags] of flagsByContext(evaluations, from)) {
-          const targetingKeyHash = join.hash(contextId);
+          const targetingKeyHash = hashTargetingKey(contextId);
           const outcome = (event: string, value: number | null): OutcomeRow => ({
             timestamp: root.timestamp, projectId, serviceId, environment, event, targetingKeyHash, value, flags, origin: 'otlp', eventId: newEventId(),
           });
@@ -476,7 +473,7 @@ export function deriveFromTraces(request: ExportTraceServiceRequest, tenant: Ten
             c.reject('a span that ends before it starts');
             continue;
           }
-          const latencyMs = Number(span.endTimeUnixNano - span.startTimeUnixNano) / 1e6;
+          const latencyMs = (Number(span.endTimeUnixNano) - Number(span.startTimeUnixNano)) / 1e6;
           root = { spanId: hex(span.spanId), timestamp: end, error: span.status?.code === Status_StatusCode.ERROR, latencyMs };
         }
         for (const e of evaluations) c.expose(e);
