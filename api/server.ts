@@ -21,6 +21,7 @@ import { createCohortFeature } from './features/cohorts/wiring';
 import { createDemoFeature } from './features/demo/wiring';
 import type { DemoServiceRegistry } from './features/demo/registry';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
+import { snapshotReadiness } from './features/evaluation/snapshot-health';
 import { createExperimentFeature } from './features/experiments/wiring';
 import { createFlagdFeature, type FlagdFeature, type FlagdListeners } from './features/flagd/wiring';
 import { createExplainFeature } from './features/explain/wiring';
@@ -136,6 +137,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
   const instanceId = randomUUID();
   const metrics = new Metrics({ version: APP_VERSION, commit: config.APP_COMMIT });
   const readiness = new Readiness();
+  metrics.gauge({ name: 'flagship_ready', help: '1 while /readyz answers 200, else 0', collect: (set) => set({}, readiness.state().ready ? 1 : 0) });
   try {
     const applicationName = `flags ${instanceId}`;
     const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, applicationName, logger });
@@ -226,7 +228,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
         ? await createEvaluationFeature({ config, sql, cache, analytics, logger, authenticator, jwt: tokens.jwt, projectAccess, openapi, recorder, metrics, demo: demo.registry, recordContext: simulate.recordContext })
         : undefined;
     if (evaluation) {
-      readiness.require('snapshots', () => (evaluation.snapshots.snapshotStats().ready ? undefined : 'evaluation snapshots not loaded yet'));
+      readiness.require('snapshots', snapshotReadiness(evaluation.snapshots));
       onShutdown(() => evaluation.stop());
       drainHooks.push(() => evaluation.drain());
     }

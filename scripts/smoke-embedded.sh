@@ -9,7 +9,7 @@ data_dir="$(mktemp -d)"
 port=$((20000 + RANDOM % 20000))
 log="$data_dir/server.log"
 unset DATABASE_URL REDIS_URL CLICKHOUSE_URL TEMPORAL_ADDRESS
-export DATA_DIR="$data_dir" PORT="$port" DATA_PORT="$((port + 1))" INGEST_PORT="$((port + 2))" FLAGD_PORT=0 FLAGD_SYNC_PORT=0
+export DATA_DIR="$data_dir" PORT="$port" DATA_PORT="$((port + 1))" INGEST_PORT="$((port + 2))" MANAGEMENT_PORT="$((port + 3))" FLAGD_PORT=0 FLAGD_SYNC_PORT=0
 base="http://127.0.0.1:$port"
 
 node dist/api/main.js >"$log" 2>&1 &

@@ -27,7 +27,7 @@ import type { EvaluationRecorder } from './recorder';
 import { restBatchRoute, restEvaluateRoute } from './rest';
 import { evaluationControlRoutes, evaluationRoutes } from './routes';
 import { EvaluationService } from './service';
-import { watchSnapshots } from './snapshot-metrics';
+import { watchSnapshots } from './snapshot-health';
 import { SnapshotStore } from './snapshots';
 import { sseRoutes } from './sse';
 import { EvaluationStore } from './store';

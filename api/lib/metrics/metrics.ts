@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type LabelValues } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type LabelValues } from 'prom-client';
 
 /**
  * The process's Prometheus metrics (docs/operations.md#metrics), in one registry of its own
@@ -21,7 +21,6 @@ export class Metrics {
 
   constructor(build: { version: string; commit: string }) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: 'flagship_' });
     new Gauge({ name: 'flagship_build_info', help: 'Always 1: the running version and commit', labelNames: ['version', 'commit'], registers }).set(
       { version: build.version, commit: build.commit },
       1,
@@ -36,6 +35,37 @@ export class Metrics {
       registers,
     });
     this.canary = new CanaryMetrics(this.registry);
+    this.watchProcess();
+  }
+
+  /**
+   * CPU, memory and start time of the process. Not prom-client's default set: some of its names
+   * fail `promtool check metrics`, and its event-loop monitor wakes the process 100 times a
+   * second even when idle.
+   */
+  private watchProcess(): void {
+    const startedAt = Date.now() / 1000 - process.uptime();
+    this.counterOf({
+      name: 'flagship_process_cpu_seconds_total',
+      help: 'CPU time the process used (user and system)',
+      labelNames: [],
+      read: () => {
+        const { user, system } = process.cpuUsage();
+        return [[{}, (user + system) / 1e6]];
+      },
+    });
+    this.gauge({ name: 'flagship_process_resident_memory_bytes', help: 'Resident memory of the process', collect: (set) => set({}, process.memoryUsage.rss()) });
+    this.gauge({
+      name: 'flagship_nodejs_heap_bytes',
+      help: 'V8 heap, by state (used, total)',
+      labelNames: ['state'],
+      collect: (set) => {
+        const { heapUsed, heapTotal } = process.memoryUsage();
+        set({ state: 'used' }, heapUsed);
+        set({ state: 'total' }, heapTotal);
+      },
+    });
+    this.gauge({ name: 'flagship_process_start_time_seconds', help: 'When the process started, in seconds since the epoch', collect: (set) => set({}, startedAt) });
   }
 
   /** A gauge whose values are read from existing state when Prometheus scrapes. */
@@ -76,6 +106,12 @@ export class Metrics {
   }
 }
 
+/** A counter's series, exposed at zero from now on. */
+function zeroCounter<L extends string>(counter: Counter<L>, labels: LabelValues<L>): Counter.Internal {
+  counter.inc(labels, 0);
+  return counter.labels(labels);
+}
+
 /** The route label of a request no route declared (a 404, the console's static files). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -108,6 +144,7 @@ export class HttpMetrics {
     const key = `${method} ${template}`;
     let route = this.routes.get(key);
     if (route === undefined) {
+      this.duration.zero({ route: template, method });
       route = new RouteMetrics(this.requests, this.duration.labels({ route: template, method }), method, template);
       this.routes.set(key, route);
     }
@@ -170,9 +207,10 @@ export class EvaluationMetrics {
     });
     for (const protocol of EVALUATION_PROTOCOLS) {
       const byReason: Record<string, Counter.Internal> = {};
-      for (const reason of EVALUATION_REASONS) if (reason !== 'ERROR') byReason[reason] = evaluations.labels({ protocol, reason, error_type: 'none' });
+      for (const reason of EVALUATION_REASONS) if (reason !== 'ERROR') byReason[reason] = zeroCounter(evaluations, { protocol, reason, error_type: 'none' });
       const byError: Record<string, Counter.Internal> = {};
-      for (const error of EVALUATION_ERRORS) byError[error] = evaluations.labels({ protocol, reason: 'ERROR', error_type: error });
+      for (const error of EVALUATION_ERRORS) byError[error] = zeroCounter(evaluations, { protocol, reason: 'ERROR', error_type: error });
+      duration.zero({ protocol });
       this.series[protocol] = { byReason, byError, duration: duration.labels({ protocol }) };
     }
   }
@@ -215,7 +253,7 @@ export class StreamMetrics {
       this.open[kind] = open.labels({ kind });
       this.open[kind].set(0);
       this.ends[kind] = {};
-      for (const reason of DISCONNECT_REASONS) this.ends[kind][reason] = disconnects.labels({ kind, reason });
+      for (const reason of DISCONNECT_REASONS) this.ends[kind][reason] = zeroCounter(disconnects, { kind, reason });
     }
   }
 

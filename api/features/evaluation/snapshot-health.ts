@@ -1,4 +1,5 @@
 import { ENVIRONMENTS } from '../../domain/environments';
+import type { ReadinessCheck } from '../../lib/management/readiness';
 import type { Metrics } from '../../lib/metrics/metrics';
 import type { SnapshotStore } from './snapshots';
 
@@ -46,4 +47,12 @@ export function watchSnapshots(metrics: Metrics, snapshots: SnapshotStore): void
     help: 'Flags held in the evaluation snapshots (every service and environment)',
     collect: (set) => set({}, snapshots.snapshotStats().flags),
   });
+}
+
+/**
+ * The data plane's readiness condition (docs/operations.md#readiness): the snapshots loaded.
+ * Only the first load counts; a Postgres outage later leaves the process serving what it holds.
+ */
+export function snapshotReadiness(snapshots: SnapshotStore): ReadinessCheck {
+  return () => (snapshots.snapshotStats().ready ? undefined : 'evaluation snapshots not loaded yet');
 }
