@@ -83,8 +83,9 @@ describe('the management listener', () => {
     const post = await fetch(`${management()}/metrics`, { method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET, HEAD');
-    // The public listeners do not serve it.
-    expect((await app.request('GET', '/metrics')).status).toBe(404);
+    // The public listeners do not serve it (the control plane may answer the console's page).
+    expect((await app.request('GET', '/metrics', { listener: 'data' })).status).toBe(404);
+    expect((await app.request('GET', '/metrics')).text).not.toContain('flagship_');
   });
 
   it('has its counters at zero before any traffic, for their known label values', async () => {

@@ -153,7 +153,8 @@ export function watchWorker(metrics: Metrics, worker: WorkerHandle, temporal: Te
     },
   });
   const failed = boundedProbe(async () => {
-    const counted = await temporal.client.workflow.count(`TaskQueue = "${temporal.taskQueue}" AND ExecutionStatus IN ("Failed", "TimedOut")`);
+    const queue = temporal.taskQueue.replace(/["\\]/g, '\\$&');
+    const counted = await temporal.client.workflow.count(`TaskQueue = "${queue}" AND ExecutionStatus IN ("Failed", "TimedOut")`);
     return counted.count;
   });
   metrics.gauge({

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, type LabelValues } from 'prom-client';
+import { HotCounter, HotHistogram, type CounterCell, type HistogramCell } from './hot';
 
 /**
  * The process's Prometheus metrics (docs/operations.md#metrics), in one registry of its own
@@ -119,33 +120,21 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 
 /** Requests by route template, method and status, and their duration: the Express chain's and the lean path's. */
 export class HttpMetrics {
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
-  private readonly duration: Histogram<'route' | 'method'>;
+  private readonly requests: HotCounter;
+  private readonly duration: HotHistogram;
   private readonly routes = new Map<string, RouteMetrics>();
 
   constructor(registry: Registry) {
-    this.requests = new Counter({
-      name: 'flagship_http_requests_total',
-      help: 'HTTP requests answered, by route template, method and status',
-      labelNames: ['route', 'method', 'status'],
-      registers: [registry],
-    });
-    this.duration = new Histogram({
-      name: 'flagship_http_request_duration_seconds',
-      help: 'Time from a request arriving to its answer being sent, by route template and method',
-      labelNames: ['route', 'method'],
-      buckets: HTTP_BUCKETS,
-      registers: [registry],
-    });
+    this.requests = new HotCounter(registry, 'flagship_http_requests_total', 'HTTP requests answered, by route template, method and status');
+    this.duration = new HotHistogram(registry, 'flagship_http_request_duration_seconds', 'Time from a request arriving to its answer being sent, by route template and method', HTTP_BUCKETS);
   }
 
-  /** The pre-bound series of one route (its duration histogram exists at zero from now on). */
+  /** The series of one route (its duration histogram exists at zero from now on). */
   route(method: string, template: string): RouteMetrics {
     const key = `${method} ${template}`;
     let route = this.routes.get(key);
     if (route === undefined) {
-      this.duration.zero({ route: template, method });
-      route = new RouteMetrics(this.requests, this.duration.labels({ route: template, method }), method, template);
+      route = new RouteMetrics(this.requests, this.duration.cell({ route: template, method }), method, template);
       this.routes.set(key, route);
     }
     return route;
@@ -153,11 +142,11 @@ export class HttpMetrics {
 }
 
 export class RouteMetrics {
-  private readonly byStatus = new Map<number, Counter.Internal>();
+  private readonly byStatus = new Map<number, CounterCell>();
 
   constructor(
-    private readonly requests: Counter<'route' | 'method' | 'status'>,
-    private readonly duration: Histogram.Internal<'route' | 'method'>,
+    private readonly requests: HotCounter,
+    private readonly duration: HistogramCell,
     private readonly method: string,
     private readonly template: string,
   ) {}
@@ -166,25 +155,25 @@ export class RouteMetrics {
   observe(status: number, seconds: number): void {
     let counter = this.byStatus.get(status);
     if (counter === undefined) {
-      counter = this.requests.labels({ route: this.template, method: this.method, status: String(status) });
+      counter = this.requests.cell({ route: this.template, method: this.method, status: String(status) });
       this.byStatus.set(status, counter);
     }
-    counter.inc();
+    counter.value++;
     this.duration.observe(seconds);
   }
 }
 
 /** The protocols an evaluation arrives by (EvaluationSource) and the engine's reasons and error codes. */
 const EVALUATION_PROTOCOLS = ['rest', 'ofrep', 'connect', 'grpc-web', 'flagd', 'otlp'] as const;
-const EVALUATION_REASONS = ['TARGETING_MATCH', 'DEFAULT', 'VARIANT', 'ERROR'] as const;
+const EVALUATION_REASONS = ['TARGETING_MATCH', 'DEFAULT', 'VARIANT'] as const;
 const EVALUATION_ERRORS = ['FLAG_NOT_FOUND', 'TYPE_MISMATCH', 'PARSE_ERROR', 'TARGETING_KEY_MISSING', 'INVALID_CONTEXT', 'GENERAL'] as const;
 type Protocol = (typeof EVALUATION_PROTOCOLS)[number];
 
-/** Pre-bound series of one protocol: no label string is built per request. */
+/** The series of one protocol, bound at startup. */
 interface ProtocolSeries {
-  byReason: Record<string, Counter.Internal>;
-  byError: Record<string, Counter.Internal>;
-  duration: Histogram.Internal<'protocol'>;
+  byReason: Record<string, CounterCell>;
+  byError: Record<string, CounterCell>;
+  duration: HistogramCell;
 }
 
 /** Flag evaluations by protocol, reason and error type, and evaluation request durations. */
@@ -192,26 +181,19 @@ export class EvaluationMetrics {
   private readonly series: Record<string, ProtocolSeries> = {};
 
   constructor(registry: Registry) {
-    const evaluations = new Counter({
-      name: 'flagship_evaluations_total',
-      help: 'Flag evaluations served, by protocol, reason and error type (none when it succeeded)',
-      labelNames: ['protocol', 'reason', 'error_type'],
-      registers: [registry],
-    });
-    const duration = new Histogram({
-      name: 'flagship_evaluation_duration_seconds',
-      help: 'Server time of one evaluation request (one or many flags), by protocol',
-      labelNames: ['protocol'],
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers: [registry],
-    });
+    const evaluations = new HotCounter(registry, 'flagship_evaluations_total', 'Flag evaluations served, by protocol, reason and error type (none when it succeeded)');
+    const duration = new HotHistogram(
+      registry,
+      'flagship_evaluation_duration_seconds',
+      'Server time of one evaluation request (one or many flags), by protocol',
+      [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    );
     for (const protocol of EVALUATION_PROTOCOLS) {
-      const byReason: Record<string, Counter.Internal> = {};
-      for (const reason of EVALUATION_REASONS) if (reason !== 'ERROR') byReason[reason] = zeroCounter(evaluations, { protocol, reason, error_type: 'none' });
-      const byError: Record<string, Counter.Internal> = {};
-      for (const error of EVALUATION_ERRORS) byError[error] = zeroCounter(evaluations, { protocol, reason: 'ERROR', error_type: error });
-      duration.zero({ protocol });
-      this.series[protocol] = { byReason, byError, duration: duration.labels({ protocol }) };
+      const byReason: Record<string, CounterCell> = {};
+      for (const reason of EVALUATION_REASONS) byReason[reason] = evaluations.cell({ protocol, reason, error_type: 'none' });
+      const byError: Record<string, CounterCell> = {};
+      for (const error of EVALUATION_ERRORS) byError[error] = evaluations.cell({ protocol, reason: 'ERROR', error_type: error });
+      this.series[protocol] = { byReason, byError, duration: duration.cell({ protocol }) };
     }
   }
 
@@ -220,7 +202,8 @@ export class EvaluationMetrics {
     const series = this.series[protocol];
     for (let i = 0; i < results.length; i++) {
       const r = results[i];
-      (r.errorCode === undefined ? series.byReason[r.reason] : series.byError[r.errorCode])?.inc();
+      const cell = r.errorCode === undefined ? series.byReason[r.reason] : series.byError[r.errorCode];
+      if (cell !== undefined) cell.value++;
     }
     series.duration.observe(seconds);
   }
