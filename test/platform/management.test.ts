@@ -13,6 +13,7 @@ import { Readiness } from '../../api/lib/management/readiness';
 import { Metrics } from '../../api/lib/metrics/metrics';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 import { createFixture, createFlag, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
+import { boundToken, evaluationV1, follow, selector, syncClient } from '../flagd/support';
 
 // The management listener (docs/operations.md#management-listener): metrics, liveness and
 // readiness on MANAGEMENT_PORT, on every role, against the real backends.
@@ -158,6 +159,37 @@ describe('the management listener', () => {
     expect(`${checked.stdout}${checked.stderr}`.trim()).toBe('');
     expect(checked.status).toBe(0);
   }, 120_000);
+});
+
+describe('flagd protocols in the metrics', () => {
+  it('counts flagd evaluations, open flagd streams, and a revoked token\'s streams ending as revoked', async () => {
+    const flag = await createFlag(fx.owner, fx.serviceId, { type: 'boolean', enabled: true, defaultValue: true });
+    const { token: record, value } = await boundToken(fx);
+    await untilEvaluated(app, { flagKey: flag.key, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken, listener: 'data' });
+    const before = await scrape();
+    const evaluated = (text: string) => sample(text, 'flagship_evaluations_total{protocol="flagd",reason="DEFAULT",error_type="none"}') ?? 0;
+    expect((await evaluationV1(app, 'grpc').resolveBoolean({ flagKey: flag.key }, selector(value))).value).toBe(true);
+
+    const aborts = [new AbortController(), new AbortController()];
+    const sync = follow(syncClient(app).syncFlags({}, { ...selector(value), signal: aborts[0].signal }));
+    const events = follow(evaluationV1(app, 'grpc').eventStream({}, { ...selector(value), signal: aborts[1].signal }));
+    try {
+      await eventually(async () => sync.messages.length > 0 && events.messages.length > 0);
+      const open = await scrape();
+      expect(sample(open, 'flagship_streams_open{kind="flagd_sync"}')).toBe(1);
+      expect(sample(open, 'flagship_streams_open{kind="flagd"}')).toBe(1);
+      expect(evaluated(open)).toBe(evaluated(before) + 1);
+      expect((await fx.owner.request('DELETE', `/api/projects/${fx.projectId}/tokens/${record.id}`)).status).toBe(204);
+      await eventually(async () => {
+        const text = await scrape();
+        return sample(text, 'flagship_stream_disconnects_total{kind="flagd_sync",reason="revoked"}') === 1 && sample(text, 'flagship_stream_disconnects_total{kind="flagd",reason="revoked"}') === 1;
+      }, 30_000);
+      expect(sample(await scrape(), 'flagship_streams_open{kind="flagd_sync"}')).toBe(0);
+    } finally {
+      for (const abort of aborts) abort.abort();
+      await Promise.all([sync.done, events.done]);
+    }
+  }, 60_000);
 });
 
 describe('readiness', () => {
