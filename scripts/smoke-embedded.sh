@@ -31,6 +31,15 @@ for l in "$((port + 1))" "$((port + 2))"; do
   curl -sf "http://127.0.0.1:$l/api/health" >/dev/null || fail "listener $l not healthy"
 done
 
+management="http://127.0.0.1:$((port + 3))"
+# Ready once the Temporal worker has started too, which may come after the listeners answer.
+until curl -sf "$management/readyz" >/dev/null; do
+  [ $(( $(date +%s) - start )) -lt 120 ] || fail "management /readyz not ready within 120 s: $(curl -s "$management/readyz")"
+  sleep 0.5
+done
+echo "smoke: ready after $(( $(date +%s) - start )) s"
+curl -sf "$management/metrics" | grep -q '^flagship_build_info' || fail "management /metrics without flagship_build_info"
+
 email="smoke-$RANDOM@example.com"
 json='{"email":"'"$email"'","password":"smoke password 1","name":"Smoke"}'
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d "$json" "$base/api/auth/signup")
