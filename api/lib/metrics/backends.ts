@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnalyticsWriter } from '../../../analytics/writer';
 import type { WorkerHandle } from '../../../activities/worker';
 import type { Sql } from '../../infra/postgres';
@@ -26,11 +27,7 @@ function boundedProbe<T>(read: () => Promise<T>): () => Promise<T | undefined> {
       .finally(() => {
         running = undefined;
       });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), PROBE_TIMEOUT_MS);
-    });
-    return Promise.race([running, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([running, sleep(PROBE_TIMEOUT_MS, undefined, { ref: false })]);
   };
 }
 
