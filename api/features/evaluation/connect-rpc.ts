@@ -224,13 +224,15 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
       const { res } = connection;
       // The adapter writes only after 'drain', so a client that stops reading leaves this
       // generator suspended: the guard, checked on every delivery and heartbeat, cuts it.
-      const guard = new StallGuard(res, streamClient.stallTimeoutMs);
+      let endedBy: DisconnectReason | undefined;
+      const guard = new StallGuard(res, streamClient.stallTimeoutMs, undefined, () => {
+        endedBy ??= 'slow_client';
+      });
       const environment = req.environment === '' ? undefined : t.environment;
       const queue: StreamMessage[] = [];
       let wake: (() => void) | undefined;
       let done = false;
       let heartbeats = 0;
-      let endedBy: DisconnectReason | undefined;
       const subscriber: Subscriber = {
         serviceId: t.grant.service.id,
         environment,

@@ -296,12 +296,17 @@ export class StallGuard {
     private readonly res: ServerResponse,
     private readonly timeoutMs: number,
     private readonly onDrain?: () => void,
+    /** Told before a stalled response is destroyed (its stream ends as a slow client). */
+    private readonly onStall?: () => void,
   ) {}
 
   /** Call after a write (or whenever the stream is touched): arms the timer if the socket is backed up. */
   check(): void {
     if (this.timer !== undefined || !this.res.writableNeedDrain) return;
-    this.timer = setTimeout(() => this.res.destroy(), this.timeoutMs);
+    this.timer = setTimeout(() => {
+      this.onStall?.();
+      this.res.destroy();
+    }, this.timeoutMs);
     this.timer.unref();
     this.res.once('drain', this.drained);
   }
@@ -345,7 +350,14 @@ class SseClient implements Subscriber {
     this.serviceId = target.serviceId;
     this.environment = target.environment;
     this.visibility = target.visibility;
-    this.guard = new StallGuard(res, limits.stallTimeoutMs, () => this.pump());
+    this.guard = new StallGuard(
+      res,
+      limits.stallTimeoutMs,
+      () => this.pump(),
+      () => {
+        this.endedBy ??= 'slow_client';
+      },
+    );
   }
 
   /** Writes the opening frames, then the replay (if any) as the client takes it. */
