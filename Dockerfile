@@ -15,5 +15,5 @@ WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0
 COPY --from=build /app /app
 USER node
-EXPOSE 3000 3001 3002
+EXPOSE 3000 3001 3002 3003
 CMD ["node", "dist/api/main.js"]

@@ -7,6 +7,7 @@ import { runCanaryGate } from '../api/features/canary/gate';
 import { CanaryStore } from '../api/features/canary/store';
 import { CanaryWarehouse } from '../api/features/canary/warehouse';
 import type { FlagService } from '../api/features/flags/service';
+import type { CANARY_ROLLBACK_REASONS, CanaryMetrics } from '../api/lib/metrics/metrics';
 import type { PrometheusGuards } from '../api/lib/release-safety/prometheus-guards';
 import type { FlagRef } from '../api/features/flags/types';
 import { withRollout } from '../api/features/canary/rules';
@@ -26,6 +27,8 @@ export interface CanaryActivityDeps {
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
   /** Asks the pipeline's Prometheus guards at every gate. */
   guards: PrometheusGuards;
+  /** Stages applied, gate decisions and rollbacks (docs/operations.md#metrics). */
+  metrics: CanaryMetrics;
 }
 
 /** Flag changes a pipeline makes are attributed to it, as triggers' are to `trigger:<name>`. */
@@ -33,6 +36,9 @@ export const pipelineActor = (pipelineId: string): AuditActor => ({ name: `canar
 
 /** The flag or rule the pipeline works on is gone: retrying cannot help, the workflow stops instead. */
 const targetGone = (message: string) => ApplicationFailure.nonRetryable(message, CANARY_TARGET_GONE);
+
+/** A restore's outcome as the rollback metric's reason. */
+const ROLLBACK_REASON: Record<'rolled_back' | 'aborted', (typeof CANARY_ROLLBACK_REASONS)[number]> = { rolled_back: 'gate_failed', aborted: 'aborted' };
 
 const refOf = (t: CanaryTarget): FlagRef => ({ key: t.flagKey, serviceId: t.serviceId, environment: t.environment });
 
@@ -81,11 +87,14 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
           },
         },
       );
+      deps.metrics.stageTransitions.inc();
       return flag.version;
     },
 
     async evaluateCanaryGate(request) {
-      return runCanaryGate({ flags: deps.flags, warehouse, guards: deps.guards }, request);
+      const gate = await runCanaryGate({ flags: deps.flags, warehouse, guards: deps.guards }, request);
+      deps.metrics.gateDecisions.inc({ result: gate.decision });
+      return gate;
     },
 
     async restoreCanaryFlag(restore) {
@@ -101,6 +110,7 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
           },
         },
       });
+      deps.metrics.rollbacks.inc({ reason: ROLLBACK_REASON[restore.outcome] });
       return flag.version;
     },
 

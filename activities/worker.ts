@@ -4,8 +4,20 @@ import { projectPath } from '../api/infra/paths';
 import { createActivities, type ActivityDeps } from './index';
 
 export interface WorkerHandle {
+  /** Task slots in use and available, for the management listener's metrics. */
+  slots(): WorkerSlots;
   stop(): Promise<void>;
 }
+
+export interface WorkerSlots {
+  running: boolean;
+  workflow: { used: number; max: number };
+  activity: { used: number; max: number };
+}
+
+/** Concurrent workflow tasks and activities per worker: Temporal's defaults, named so the slot metrics know them. */
+const WORKFLOW_TASK_SLOTS = 100;
+const ACTIVITY_TASK_SLOTS = 100;
 
 let runtimeInstalled = false;
 
@@ -40,10 +52,20 @@ export async function startWorker(opts: {
     activities: createActivities(opts.deps),
     ...source,
     shutdownGraceTime: '5 seconds',
+    maxConcurrentWorkflowTaskExecutions: WORKFLOW_TASK_SLOTS,
+    maxConcurrentActivityTaskExecutions: ACTIVITY_TASK_SLOTS,
   });
   const running = worker.run().catch((error) => opts.logger.error({ err: error }, 'Temporal worker stopped'));
   opts.logger.info({ taskQueue: opts.taskQueue }, 'Temporal worker running');
   return {
+    slots() {
+      const status = worker.getStatus();
+      return {
+        running: status.runState === 'RUNNING',
+        workflow: { used: status.numInFlightWorkflowActivations, max: WORKFLOW_TASK_SLOTS },
+        activity: { used: status.numInFlightNonLocalActivities, max: ACTIVITY_TASK_SLOTS },
+      };
+    },
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;

@@ -36,8 +36,12 @@ export interface TableWriterStats {
   /** False while the latest insert attempt failed. */
   healthy: boolean;
   buffered: number;
+  /** Serialized rows waiting (rows not serialized yet are counted in `buffered` only). */
+  bufferedBytes: number;
   inFlight: number;
   written: number;
+  /** Inserts that succeeded. */
+  batches: number;
   dropped: number;
   failedBatches: number;
   lastFlushAt: string | null;
@@ -106,7 +110,7 @@ export class TableWriter<R> {
   private closed = false;
   private batchSequence = 0;
   private readonly instanceId: string;
-  private readonly counters = { written: 0, dropped: 0, failedBatches: 0 };
+  private readonly counters = { written: 0, batches: 0, dropped: 0, failedBatches: 0 };
   private lastFlushAt: string | null = null;
   private lastError: string | null = null;
   private healthy = true;
@@ -172,6 +176,7 @@ export class TableWriter<R> {
     return {
       healthy: this.healthy,
       buffered: this.buffered,
+      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.text.length, 0) + this.openRows.reduce((n, row) => n + row.length, 0),
       inFlight: this.inFlight,
       ...this.counters,
       lastFlushAt: this.lastFlushAt,
@@ -275,6 +280,7 @@ export class TableWriter<R> {
     try {
       await this.insertWithRetry(batch);
       this.counters.written += batch.rows;
+      this.counters.batches++;
       this.lastFlushAt = new Date().toISOString();
     } catch (error) {
       this.counters.failedBatches++;

@@ -38,6 +38,11 @@ const envSchema = z.object({
   PORT: port.default(3000),
   DATA_PORT: port.default(3001),
   INGEST_PORT: port.default(3002),
+  /**
+   * The management listener (docs/operations.md#management-listener): /metrics, /livez and
+   * /readyz, on every role, bound to HOST like the others and without authentication.
+   */
+  MANAGEMENT_PORT: port.default(3003),
   /** Which processes this instance runs; the embedded profile runs all four. */
   ROLES: z
     .string()
@@ -298,8 +303,8 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     if (!parsed.JWT_PRIVATE_KEY) problems.push('JWT_PRIVATE_KEY: required when NODE_ENV=production (an Ed25519 PKCS#8 PEM, e.g. `openssl genpkey -algorithm ed25519`)');
   }
   const flagdPorts = parsed.FLAGD_ENABLED ? [parsed.FLAGD_PORT, parsed.FLAGD_SYNC_PORT] : [];
-  const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT, ...flagdPorts].filter((p) => p !== 0);
-  if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT, FLAGD_PORT, FLAGD_SYNC_PORT: must differ');
+  const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT, parsed.MANAGEMENT_PORT, ...flagdPorts].filter((p) => p !== 0);
+  if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT, MANAGEMENT_PORT, FLAGD_PORT, FLAGD_SYNC_PORT: must differ');
   if (Boolean(parsed.FLAGD_TLS_CERT) !== Boolean(parsed.FLAGD_TLS_KEY)) problems.push('FLAGD_TLS_CERT, FLAGD_TLS_KEY: set both or neither');
   if (problems.length) throw new ConfigError(problems);
 

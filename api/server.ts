@@ -21,6 +21,7 @@ import { createCohortFeature } from './features/cohorts/wiring';
 import { createDemoFeature } from './features/demo/wiring';
 import type { DemoServiceRegistry } from './features/demo/registry';
 import { createEvaluationFeature, type EvaluationFeature, type FrontHandler } from './features/evaluation/wiring';
+import { snapshotReadiness } from './features/evaluation/snapshot-health';
 import { createExperimentFeature } from './features/experiments/wiring';
 import { createFlagdFeature, type FlagdFeature, type FlagdListeners } from './features/flagd/wiring';
 import { createExplainFeature } from './features/explain/wiring';
@@ -46,6 +47,10 @@ import type { CanaryActivityDeps } from '../activities/canary';
 import type { BanditActivityDeps } from '../activities/bandit';
 import { consoleSite } from './lib/console/site';
 import { healthRoutes } from './lib/health/routes';
+import { startManagementListener, type ManagementListener } from './lib/management/listener';
+import { Readiness } from './lib/management/readiness';
+import { watchAnalyticsWriter, watchOutbox, watchPostgres, watchWorker } from './lib/metrics/backends';
+import { Metrics } from './lib/metrics/metrics';
 import { MailQueue } from './lib/mail/mail-queue';
 import { OutboxRelay } from './lib/outbox/relay';
 import { openApiRoutes } from './http/openapi-route';
@@ -98,6 +103,10 @@ export interface Platform {
   demo: DemoServiceRegistry;
   /** The SSRF-guarded HTTP client for every user-supplied URL (webhooks, alert channels, export). */
   outbound: OutboundClient;
+  /** This process's Prometheus metrics (docs/operations.md#metrics), served by the management listener. */
+  metrics: Metrics;
+  /** What /readyz answers (docs/operations.md#readiness). */
+  readiness: Readiness;
   /** Every analytics table's batched writer (its `flush` writes what producers recorded, e.g. before a test reads). */
   analyticsWriter: AnalyticsWriter;
   /** Evaluation data plane (snapshots, streams, evaluation events); absent on worker/ingest-only processes. */
@@ -125,9 +134,15 @@ export async function createPlatform(config: Config, logger = createLogger(confi
   const hooks: ShutdownHook[] = [];
   const onShutdown = (hook: ShutdownHook) => hooks.push(hook);
   const drainHooks: ShutdownHook[] = [];
+  const instanceId = randomUUID();
+  const metrics = new Metrics({ version: APP_VERSION, commit: config.APP_COMMIT });
+  const readiness = new Readiness();
+  metrics.gauge({ name: 'flagship_ready', help: '1 while /readyz answers 200, else 0', collect: (set) => set({}, readiness.state().ready ? 1 : 0) });
   try {
-    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, logger });
+    const applicationName = `flags ${instanceId}`;
+    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, applicationName, logger });
     onShutdown(() => db.close());
+    watchPostgres(metrics, { sql: db.sql, applicationName, poolSize: db.backend === 'pglite' ? 1 : config.DATABASE_POOL_SIZE });
     const applied = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'database migrations applied');
 
@@ -154,7 +169,6 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       : detachedTemporal(temporalOptions);
     onShutdown(() => temporal.close());
 
-    const instanceId = randomUUID();
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
     const sql = db.sql;
     const rateLimiter = new RateLimiter(cache, config.RATE_LIMIT_WINDOW_SECONDS);
@@ -198,7 +212,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
     const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, guards, logger });
     outbox.register(guardrails.consumer);
-    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, guards, logger });
+    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, guards, metrics: metrics.canary, logger });
     const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
     const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });
     onShutdown(() => demo.stop());
@@ -206,13 +220,15 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // The one batched analytics writer (evaluation events and every other table); the analytics
     // feature's stop() flushes and closes it.
     const { writer: analyticsWriter, evaluations: recorder } = createAnalyticsWriter({ config, analytics, logger, instanceId });
+    watchAnalyticsWriter(metrics, analyticsWriter);
     const simulate = createSimulateFeature({ config, analytics, sink: analyticsWriter });
     // The evaluation data plane runs where flags are evaluated: control and data processes.
     const evaluation =
       config.ROLES.includes('control') || config.ROLES.includes('data')
-        ? await createEvaluationFeature({ config, sql, cache, analytics, logger, authenticator, jwt: tokens.jwt, projectAccess, openapi, recorder, demo: demo.registry, recordContext: simulate.recordContext })
+        ? await createEvaluationFeature({ config, sql, cache, analytics, logger, authenticator, jwt: tokens.jwt, projectAccess, openapi, recorder, metrics, demo: demo.registry, recordContext: simulate.recordContext })
         : undefined;
     if (evaluation) {
+      readiness.require('snapshots', snapshotReadiness(evaluation.snapshots));
       onShutdown(() => evaluation.stop());
       drainHooks.push(() => evaluation.drain());
     }
@@ -278,6 +294,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     if (config.ROLES.includes('control')) {
       outbox.start();
       onShutdown(() => outbox.stop());
+      watchOutbox(metrics, outbox);
     }
 
     return {
@@ -300,6 +317,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       bandit: experiments.activityDeps,
       demo: demo.registry,
       outbound,
+      metrics,
+      readiness,
       routes: { control, data, ingest },
       evaluation,
       flagd,
@@ -328,8 +347,11 @@ export async function createPlatform(config: Config, logger = createLogger(confi
 }
 
 export interface RunningListeners {
-  /** flagd and flagdSync: FLAGD_PORT and FLAGD_SYNC_PORT (with the port bound when 0 was asked). */
-  urls: Partial<Record<'control' | 'data' | 'ingest' | 'flagd' | 'flagdSync', string>>;
+  /**
+   * flagd and flagdSync: FLAGD_PORT and FLAGD_SYNC_PORT; management: MANAGEMENT_PORT, on every
+   * role (with the port bound when 0 was asked).
+   */
+  urls: Partial<Record<'control' | 'data' | 'ingest' | 'flagd' | 'flagdSync' | 'management', string>>;
   worker?: WorkerHandle;
   /** Stop accepting, let in-flight requests finish (bounded), then close the platform. */
   stop(): Promise<void>;
@@ -343,7 +365,13 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
   const urls: RunningListeners['urls'] = {};
   let worker: WorkerHandle | undefined;
   let flagd: FlagdListeners | undefined;
+  let management: ManagementListener | undefined;
+  // Opened first, so probes see a process that is starting (unready) rather than a refused connection.
+  let started = false;
+  platform.readiness.require('listeners', () => (started ? undefined : 'listeners and worker still starting'));
   try {
+    management = await startManagementListener({ host: config.HOST, port: config.MANAGEMENT_PORT, registry: platform.metrics.registry, readiness: platform.readiness, logger });
+    urls.management = management.url;
     for (const name of ['control', 'data', 'ingest'] as const) {
       if (!roles.includes(name)) continue;
       const app = createHttpApp({
@@ -358,6 +386,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         openapi: platform.openapi,
         routes: platform.routes[name],
         site: name === 'control' ? platform.consoleSite : undefined,
+        metrics: platform.metrics.http,
       });
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;
@@ -390,11 +419,14 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary, bandit: platform.bandit },
         logger,
       });
+      watchWorker(platform.metrics, worker, platform.temporal);
     }
+    started = true;
   } catch (error) {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
     await flagd?.close(0);
     await worker?.stop();
+    await management?.close();
     throw error;
   }
 
@@ -402,10 +434,12 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
     urls,
     worker,
     async stop() {
+      platform.readiness.drain();
       await platform.beforeDrain();
       await Promise.all([...servers.map((s) => drain(s, config.SHUTDOWN_GRACE_MS)), flagd?.close(config.SHUTDOWN_GRACE_MS)]);
       await worker?.stop();
       await platform.close();
+      await management?.close();
     },
   };
 }

@@ -101,6 +101,7 @@ async function main() {
     PORT: '0',
     DATA_PORT: '0',
     INGEST_PORT: '0',
+    MANAGEMENT_PORT: '0',
     FLAGD_PORT: '0',
     FLAGD_SYNC_PORT: '0',
     ROLES: 'control,data,ingest',

@@ -9,7 +9,7 @@ data_dir="$(mktemp -d)"
 port=$((20000 + RANDOM % 20000))
 log="$data_dir/server.log"
 unset DATABASE_URL REDIS_URL CLICKHOUSE_URL TEMPORAL_ADDRESS
-export DATA_DIR="$data_dir" PORT="$port" DATA_PORT="$((port + 1))" INGEST_PORT="$((port + 2))" FLAGD_PORT=0 FLAGD_SYNC_PORT=0
+export DATA_DIR="$data_dir" PORT="$port" DATA_PORT="$((port + 1))" INGEST_PORT="$((port + 2))" MANAGEMENT_PORT="$((port + 3))" FLAGD_PORT=0 FLAGD_SYNC_PORT=0
 base="http://127.0.0.1:$port"
 
 node dist/api/main.js >"$log" 2>&1 &
@@ -30,6 +30,15 @@ echo "smoke: healthy after $(( $(date +%s) - start )) s"
 for l in "$((port + 1))" "$((port + 2))"; do
   curl -sf "http://127.0.0.1:$l/api/health" >/dev/null || fail "listener $l not healthy"
 done
+
+management="http://127.0.0.1:$((port + 3))"
+# Ready once the Temporal worker has started too, which may come after the listeners answer.
+until curl -sf "$management/readyz" >/dev/null; do
+  [ $(( $(date +%s) - start )) -lt 120 ] || fail "management /readyz not ready within 120 s: $(curl -s "$management/readyz")"
+  sleep 0.5
+done
+echo "smoke: ready after $(( $(date +%s) - start )) s"
+curl -sf "$management/metrics" | grep -q '^flagship_build_info' || fail "management /metrics without flagship_build_info"
 
 email="smoke-$RANDOM@example.com"
 json='{"email":"'"$email"'","password":"smoke password 1","name":"Smoke"}'

@@ -3,6 +3,7 @@ import { pinoHttp } from 'pino-http';
 import type { ProjectAccess } from '../auth/access';
 import type { Authenticator } from '../auth/authenticator';
 import type { Logger } from '../infra/logger';
+import { UNMATCHED_ROUTE, type HttpMetrics } from '../lib/metrics/metrics';
 import { clientIp } from './client-ip';
 import { HttpError } from './errors';
 import type { OpenApiCatalog } from './openapi';
@@ -27,6 +28,8 @@ export interface HttpAppOptions {
   routes: AnyRoute[];
   /** Answers what no route took, before the 404 (the web console on the control plane). */
   site?: express.RequestHandler;
+  /** Requests counted by route template (docs/operations.md#metrics). */
+  metrics: HttpMetrics;
 }
 
 /** One Express app per listener; all three share this middleware chain and error envelope. */
@@ -36,6 +39,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   app.set('etag', false);
   app.set('query parser', 'simple');
 
+  app.use(countRequests(opts.metrics));
   app.use((req, res, next) => {
     req.requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', req.requestId);
@@ -80,6 +84,18 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
   app.use((req, _res, next) => next(new HttpError(404, `No route for ${req.method} ${req.path}`)));
   app.use(errorHandler());
   return app;
+}
+
+/** Counts each answered request under its route's template (Express's matched path), or `unmatched`. */
+function countRequests(metrics: HttpMetrics): express.RequestHandler {
+  return (req, res, next) => {
+    const startedAt = performance.now();
+    res.once('finish', () => {
+      const route = req.route === undefined ? UNMATCHED_ROUTE : String((req.route as { path: unknown }).path);
+      metrics.route(req.method, route).observe(res.statusCode, (performance.now() - startedAt) / 1000);
+    });
+    next();
+  };
 }
 
 /** Never sends a stack trace: unexpected errors are logged and answered with a bare 500. */

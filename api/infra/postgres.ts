@@ -19,6 +19,8 @@ export interface Database {
 
 export interface PostgresOptions {
   url?: string;
+  /** Names this process's sessions in pg_stat_activity (the pool metrics read them there). */
+  applicationName: string;
   poolSize: number;
   dataDir: string;
   logger: Logger;
@@ -31,7 +33,7 @@ export interface PostgresOptions {
  */
 export async function openDatabase(opts: PostgresOptions): Promise<Database> {
   if (opts.url) {
-    const sql = connect(opts.url, opts.poolSize);
+    const sql = connect(opts.url, opts.poolSize, opts.applicationName);
     return { sql, backend: 'postgres', url: opts.url, close: () => sql.end({ timeout: 5 }) };
   }
   const dir = path.join(opts.dataDir, 'pglite');
@@ -39,7 +41,7 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
   const thread = await startPgliteThread(dir, opts.logger);
   const url = `postgres://postgres@${thread.hostPort}/postgres`;
   opts.logger.info({ address: thread.hostPort }, 'embedded PGlite serving the Postgres protocol');
-  const sql = connect(url, 1);
+  const sql = connect(url, 1, opts.applicationName);
   return {
     sql,
     backend: 'pglite',
@@ -82,11 +84,11 @@ async function startPgliteThread(dir: string, logger: Logger): Promise<{ hostPor
   };
 }
 
-function connect(url: string, max: number): Sql {
+function connect(url: string, max: number, applicationName: string): Sql {
   return postgres(url, {
     max,
     onnotice: () => undefined,
     transform: { undefined: null },
-    connection: { application_name: 'flags' },
+    connection: { application_name: applicationName },
   });
 }

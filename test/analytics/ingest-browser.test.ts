@@ -274,7 +274,7 @@ describe('a lone ingest process', () => {
 
   it('serves /e and admin events into the shared warehouse, and neither SDK route', async () => {
     ingest = await startTestApp({ ROLES: 'ingest', DATABASE_URL: app.databaseUrl, CLICKHOUSE_DATABASE: app.platform.config.CLICKHOUSE_DATABASE });
-    expect(Object.keys(ingest.running.urls)).toEqual(['ingest']);
+    expect(Object.keys(ingest.running.urls)).toEqual(['management', 'ingest']);
     const q = await createProject(app);
     const browser = await ingest.request('POST', '/e', { listener: 'ingest', body: [pageview(q.serviceId, { sessionId: 'lone-ingest' })] });
     expect(browser.body).toEqual({ accepted: 1, rejected: 0, errors: [] });

@@ -270,7 +270,7 @@ describe('a lone data-plane process', () => {
   it('takes track and sdk-telemetry into the shared warehouse', async () => {
     data = await startTestApp({ ROLES: 'data', DATABASE_URL: app.databaseUrl, CLICKHOUSE_DATABASE: app.platform.config.CLICKHOUSE_DATABASE });
     // flagd's ports open with the data plane (docs/local-evaluation.md#ports).
-    expect(Object.keys(data.running.urls)).toEqual(['data', 'flagd', 'flagdSync']);
+    expect(Object.keys(data.running.urls)).toEqual(['management', 'data', 'flagd', 'flagdSync']);
     const serviceId = p.serviceId;
     const tracked = await data.request('POST', '/api/analytics/track', { listener: 'data', token: readToken, body: { serviceId, events: [{ event: 'lone-data', targetingKey: 'u' }] } });
     expect(tracked.status).toBe(202);

@@ -166,7 +166,7 @@ describe('writer state and retention on a running platform', () => {
     );
     expect(writer.evaluation_events).toMatchObject({ healthy: true, dropped: 0, written: expect.any(Number) });
     expect(writer.evaluation_events.written).toBeGreaterThan(0);
-    expect(writer.outcome_events).toEqual({ healthy: true, buffered: 0, inFlight: 0, written: 0, dropped: 0, failedBatches: 0, lastFlushAt: null, lastError: null });
+    expect(writer.outcome_events).toEqual({ healthy: true, buffered: 0, bufferedBytes: 0, inFlight: 0, written: 0, batches: 0, dropped: 0, failedBatches: 0, lastFlushAt: null, lastError: null });
     expect((await fx.owner.request('GET', '/api/health/admin')).status).toBe(403);
     expect((await app.request('GET', '/api/health/admin')).status).toBe(401);
   });

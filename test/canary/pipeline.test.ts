@@ -297,6 +297,13 @@ describe('canaryPipeline on the time-skipping server', () => {
     const alert = notified.find((n) => n.alert.id === `canary:${run.record.id}:rolled_back`);
     expect(alert?.orgId).toBe(p.orgId);
     expect(alert?.alert).toMatchObject({ kind: 'canary.rollback', flagKey: run.key, environment: 'production' });
+
+    // Counted on the worker process's management listener (docs/operations.md#metrics).
+    const metrics = await (await fetch(`${app.running.urls.management}/metrics`)).text();
+    const value = (series: string) => Number(metrics.split('\n').find((line) => line.startsWith(`${series} `))?.split(' ')[1]);
+    expect(value('flagship_canary_rollbacks_total{reason="gate_failed"}')).toBeGreaterThanOrEqual(1);
+    expect(value('flagship_canary_gate_decisions_total{result="fail"}')).toBeGreaterThanOrEqual(1);
+    expect(value('flagship_canary_stage_transitions_total')).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
   it('waits while there is too little data, then pauses; abort then restores', async () => {

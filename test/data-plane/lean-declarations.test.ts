@@ -11,6 +11,7 @@ import { HttpError, unauthorized } from '../../api/http/errors';
 import { BODY_LIMITS } from '../../api/http/route';
 import { createCache } from '../../api/infra/cache';
 import { createLogger } from '../../api/infra/logger';
+import { Metrics } from '../../api/lib/metrics/metrics';
 
 /**
  * The lean edge executes what its routes declare: the real route declarations, each changed in
@@ -39,7 +40,7 @@ let base = '';
 
 async function serve(routes: LeanRoute[]): Promise<void> {
   const limiter = new LocalRateLimiter({ cache: createCache(undefined), windowSeconds: 60, syncIntervalMs: 60_000, logger: createLogger('silent') });
-  const front = createLeanHandler({ authenticator, limiter, perIpLimit: 1e9, perTokenLimit: 1e9, trustProxy: 0, logger: createLogger('silent') }, routes);
+  const front = createLeanHandler({ authenticator, limiter, perIpLimit: 1e9, perTokenLimit: 1e9, trustProxy: 0, logger: createLogger('silent'), metrics: new Metrics({ version: 'test', commit: 'test' }).http }, routes);
   server = http.createServer((req, res) => {
     if (!front(req, res)) res.writeHead(404).end();
   });

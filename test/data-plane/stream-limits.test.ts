@@ -300,11 +300,19 @@ describe('slow readers and large replays', () => {
     return socket;
   }
 
+  /** Streams of a kind that ended as slow clients, from the management listener. */
+  async function slowClientEnds(kind: string): Promise<number> {
+    const text = await (await fetch(`${app.running.urls.management}/metrics`)).text();
+    const series = `flagship_stream_disconnects_total{kind="${kind}",reason="slow_client"} `;
+    return Number(text.split('\n').find((line) => line.startsWith(series))?.slice(series.length));
+  }
+
   it('writes a multi-MB replay to a client that does not read only as far as it reads, then drops it', async () => {
     const hub = app.platform.evaluation!.hub;
     // Streams of earlier tests are gone (their closing is seen asynchronously).
     await eventually(async () => hub.size === 0);
     const base = hub.size;
+    const droppedBefore = await slowClientEnds('sse');
     const before = await memory();
     const readers = [nonReader(nextIp()), nonReader(nextIp()), nonReader(nextIp())];
     await eventually(async () => hub.size === base + 3, 15_000, 20);
@@ -318,6 +326,8 @@ describe('slow readers and large replays', () => {
     expect(growth).toBeLessThan(3 * 3 * 1024 * 1024);
     // Dropped once they stall, and their slots are free again.
     await eventually(async () => hub.size === base, 30_000, 50);
+    // Counted as slow clients (docs/operations.md#metrics).
+    expect(await slowClientEnds('sse')).toBe(droppedBefore + 3);
     for (const r of readers) r.destroy();
   });
 
@@ -366,6 +376,7 @@ describe('slow readers and large replays', () => {
     // Streams of earlier tests are gone (their closing is seen asynchronously).
     await eventually(async () => hub.size === 0);
     const base = hub.size;
+    const droppedBefore = await slowClientEnds('connect');
     const json = Buffer.from(JSON.stringify({ serviceId: big.serviceId, environment: 'development' }));
     const head = Buffer.alloc(5);
     head.writeUInt32BE(json.length, 1);
@@ -387,6 +398,7 @@ describe('slow readers and large replays', () => {
     const during = await memory();
     console.log(`1 non-reading EventStream client under 60 updates of ${mb(BLOB)}: heap+external +${mb(during.heap - before.heap)}, RSS +${mb(during.rss - before.rss)}`);
     await eventually(async () => hub.size === base, 30_000, 50);
+    expect(await slowClientEnds('connect')).toBe(droppedBefore + 1);
     socket.destroy();
   });
 });

@@ -87,6 +87,7 @@ it('delivers every committed toggle at least once across a SIGKILL of the app, d
     PORT: String(port),
     DATA_PORT: String(dataPort),
     INGEST_PORT: String(ingestPort),
+    MANAGEMENT_PORT: '0',
     FLAGD_PORT: '0',
     FLAGD_SYNC_PORT: '0',
     DATA_DIR: dataDir,

@@ -6,7 +6,7 @@ import { projectPath } from '../../api/infra/paths';
 describe('configuration', () => {
   it('defaults to the embedded profile on the documented ports', () => {
     const config = parseConfig({});
-    expect(config).toMatchObject({ PORT: 3000, DATA_PORT: 3001, INGEST_PORT: 3002, HOST: '127.0.0.1', embedded: true });
+    expect(config).toMatchObject({ PORT: 3000, DATA_PORT: 3001, INGEST_PORT: 3002, MANAGEMENT_PORT: 3003, HOST: '127.0.0.1', embedded: true });
     expect(config.ROLES).toEqual(['control', 'data', 'ingest', 'worker']);
     expect(config.dataDir).toMatch(/\/data$/);
   });

@@ -19,7 +19,8 @@ describe('process roles', () => {
   });
 
   it('a control-only instance listens on one port and runs no worker', () => {
-    expect(Object.keys(control.running.urls)).toEqual(['control']);
+    // The management listener opens on every role (docs/operations.md#management-listener).
+    expect(Object.keys(control.running.urls)).toEqual(['management', 'control']);
     expect(control.running.worker).toBeUndefined();
   });
 
@@ -35,7 +36,7 @@ describe('process roles', () => {
       REDIS_KEY_PREFIX: control.platform.config.REDIS_KEY_PREFIX,
       TEMPORAL_TASK_QUEUE: control.platform.config.TEMPORAL_TASK_QUEUE,
     });
-    expect(worker.running.urls).toEqual({});
+    expect(Object.keys(worker.running.urls)).toEqual(['management']);
     const messages = await eventually(async () => {
       const m = (await mailbox()).body.messages;
       return m.length ? m : undefined;
@@ -137,7 +138,7 @@ describe('a lone data-plane process', () => {
 
   it('serves the data plane without connecting to Temporal', async () => {
     // flagd's ports open with the data plane (docs/local-evaluation.md#ports).
-    expect(Object.keys(data.running.urls)).toEqual(['data', 'flagd', 'flagdSync']);
+    expect(Object.keys(data.running.urls)).toEqual(['management', 'data', 'flagd', 'flagdSync']);
     expect(data.platform.temporal.connected).toBe(false);
     expect(() => data.platform.temporal.client).toThrow(/not opened/);
     const admin = await data.request('GET', '/api/health/admin', { listener: 'data', cookie: await opsCookie() });

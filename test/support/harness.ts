@@ -100,6 +100,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     FLAGD_PORT: '0',
     FLAGD_SYNC_PORT: '0',
     INGEST_PORT: '0',
+    MANAGEMENT_PORT: '0',
     DATA_DIR: dataDir,
     DATABASE_URL: databaseUrl,
     REDIS_URL: infra.redisUrl,

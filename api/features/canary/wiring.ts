@@ -6,6 +6,7 @@ import type { Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
 import type { NotifyOrgAlertChannels } from '../alert-channels/types';
 import type { FlagService } from '../flags/service';
+import type { CanaryMetrics } from '../../lib/metrics/metrics';
 import type { PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 import { canaryRoutes } from './routes';
 import { CanaryService } from './service';
@@ -19,6 +20,8 @@ export interface CanaryFeatureDeps {
   flags: FlagService;
   notifyOrgAlertChannels: NotifyOrgAlertChannels;
   guards: PrometheusGuards;
+  /** Counted by the pipeline's activities in this process's worker. */
+  metrics: CanaryMetrics;
   logger: Logger;
 }
 
@@ -27,6 +30,6 @@ export function createCanaryFeature(deps: CanaryFeatureDeps): { routes: Listener
   const canaries = new CanaryService({ sql: deps.sql, store: new CanaryStore(), flags: deps.flags, warehouse: new CanaryWarehouse(deps.analytics), guards: deps.guards, temporal: deps.temporal, logger: deps.logger });
   return {
     routes: { control: canaryRoutes({ canaries }) },
-    activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels, guards: deps.guards },
+    activityDeps: { sql: deps.sql, analytics: deps.analytics, flags: deps.flags, notifyOrgAlertChannels: deps.notifyOrgAlertChannels, guards: deps.guards, metrics: deps.metrics },
   };
 }

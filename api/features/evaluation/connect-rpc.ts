@@ -13,6 +13,7 @@ import type { EvaluationSource } from './recorder';
 import { BATCH_LIMIT } from './schemas';
 import { DEFAULT_ENVIRONMENT, isEnvironment, type EvaluationService, type FlagRequest } from './service';
 import type { StreamLimits } from './stream-limits';
+import type { DisconnectReason } from '../../lib/metrics/metrics';
 import { StallGuard, type StreamClientLimits, type StreamHub, type StreamMessage, type Subscriber } from './streams';
 
 /**
@@ -215,7 +216,7 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
       if (hub.isClosed) throw new ConnectError('server is shutting down', Code.Unavailable);
       const connection = ctx.values.get(kConnection);
       if (connection === undefined) throw new ConnectError('EventStream needs the node adapter', Code.Internal);
-      const admission = streamLimits.acquire({ ip: connection.ip, principal: ctx.values.get(kPrincipal), serviceId: t.grant.service.id });
+      const admission = streamLimits.acquire({ ip: connection.ip, principal: ctx.values.get(kPrincipal), serviceId: t.grant.service.id }, ctx.values.get(kSource) === 'grpc-web' ? 'grpc-web' : 'connect');
       if (!admission.ok) {
         ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
         throw new ConnectError(admission.error.message, Code.ResourceExhausted);
@@ -223,7 +224,10 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
       const { res } = connection;
       // The adapter writes only after 'drain', so a client that stops reading leaves this
       // generator suspended: the guard, checked on every delivery and heartbeat, cuts it.
-      const guard = new StallGuard(res, streamClient.stallTimeoutMs);
+      let endedBy: DisconnectReason | undefined;
+      const guard = new StallGuard(res, streamClient.stallTimeoutMs, undefined, () => {
+        endedBy ??= 'slow_client';
+      });
       const environment = req.environment === '' ? undefined : t.environment;
       const queue: StreamMessage[] = [];
       let wake: (() => void) | undefined;
@@ -234,7 +238,10 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
         environment,
         visibility: t.grant.visibility,
         deliver(message) {
-          if (queue.length >= MAX_QUEUED) return void res.destroy();
+          if (queue.length >= MAX_QUEUED) {
+            endedBy ??= 'slow_client';
+            return void res.destroy();
+          }
           queue.push(message);
           guard.check();
           wake?.();
@@ -244,7 +251,8 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
           guard.check();
           wake?.();
         },
-        close() {
+        close(reason) {
+          endedBy ??= reason;
           // A client that cannot take its remaining output is cut rather than waited for.
           if (res.writableNeedDrain) res.destroy();
           done = true;
@@ -255,11 +263,12 @@ export function evaluationServiceImpl(deps: RpcDeps): ServiceImpl<typeof Evaluat
       const end = () => {
         guard.stop();
         remove();
-        admission.release();
+        admission.release(endedBy ?? 'client');
       };
       // The slot is freed when the client goes, even while this generator waits on a write.
       const onAbort = () => {
-        subscriber.close();
+        endedBy ??= 'client';
+        subscriber.close('client');
         end();
       };
       ctx.signal.addEventListener('abort', onAbort);

@@ -10,6 +10,7 @@ import { PER_IP, PER_TOKEN, rateHeaders, rateLimitMessage, tighter, type RateDec
 import { requestIdOf } from '../../http/request-id';
 import { admit, bodyLimitOf, type AnyDeclaration, type RouteDeclaration } from '../../http/route';
 import type { Logger } from '../../infra/logger';
+import type { HttpMetrics, RouteMetrics } from '../../lib/metrics/metrics';
 import type { LocalRateLimiter } from './local-rate-limiter';
 
 /**
@@ -42,6 +43,8 @@ export interface LeanDeps {
   perTokenLimit: number;
   trustProxy: number;
   logger: Logger;
+  /** Answers counted by route template, like the Express chain's (streams count as streams). */
+  metrics: HttpMetrics;
 }
 
 /** One request on the lean path, as its adapter sees it. */
@@ -133,8 +136,9 @@ class ServedRoute {
   readonly bodyLimit: number;
   readonly anonymousBodyLimit: number;
   readonly bodyOptions: { textPlainJson?: boolean };
+  readonly metrics: RouteMetrics;
 
-  constructor(readonly route: LeanRoute) {
+  constructor(readonly route: LeanRoute, metrics: HttpMetrics) {
     this.method = route.method === 'get' ? 'GET' : 'POST';
     const param = route.path.indexOf('/:');
     if (param !== -1 && route.path.indexOf('/', param + 1) !== -1) throw new Error(`${route.path}: the lean edge takes a parameter only as the last segment`);
@@ -145,6 +149,7 @@ class ServedRoute {
     this.bodyLimit = bodyLimitOf(route, false);
     this.anonymousBodyLimit = bodyLimitOf(route, true);
     this.bodyOptions = { textPlainJson: route.textPlainJson };
+    this.metrics = metrics.route(this.method, route.path);
   }
 }
 
@@ -190,6 +195,7 @@ class LeanExchange implements Exchange {
   send(status: number, body: string, extra?: Record<string, string>): void {
     const { res } = this;
     if (res.headersSent || res.destroyed) return;
+    this.served.metrics.observe(status, (performance.now() - this.startedAt) / 1000);
     const headers = this.headers();
     if (extra !== undefined) Object.assign(headers, extra);
     if (status === 304) {
@@ -211,7 +217,7 @@ export function createLeanHandler(deps: LeanDeps, routes: readonly LeanRoute[]):
   const exact = { GET: new Map<string, ServedRoute>(), POST: new Map<string, ServedRoute>() };
   const prefixed: ServedRoute[] = [];
   for (const route of routes) {
-    const served = new ServedRoute(route);
+    const served = new ServedRoute(route, deps.metrics);
     if (served.prefix === undefined) exact[served.method].set(route.path, served);
     else prefixed.push(served);
   }

@@ -86,7 +86,7 @@ async function openEvents(deps: OfrepEventDeps, ex: Exchange): Promise<void> {
   const principal = issuerPrincipal(claims);
   const grant = await deps.evaluation.grant(principal, claims.serviceId);
   if (grant.visibility !== 'all') throw grant.denial();
-  const release = admitStream(deps, ex, principal, claims.serviceId);
+  const release = admitStream(deps, ex, principal, claims.serviceId, 'ofrep');
   if (release === undefined) return;
   const end = openSse(deps.hub, ex.req, ex.res, {
     service: grant.service,
@@ -96,14 +96,14 @@ async function openEvents(deps: OfrepEventDeps, ex: Exchange): Promise<void> {
     lastEventId: lastEventIdOf(ex, query.lastEventId),
     headers: ex.headers(),
     limits: deps.streamClient,
-    release: () => {
+    release: (reason) => {
       unwatch();
-      release();
+      release(reason);
     },
     frames: refetchFrames(deps.snapshots, query),
   });
   // Registered once open; the release above runs on 'close', which comes later.
-  const unwatch = deps.issuers.watch(claims.tokenId, end);
+  const unwatch = deps.issuers.watch(claims.tokenId, () => end('revoked'));
 }
 
 /**

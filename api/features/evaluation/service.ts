@@ -6,6 +6,7 @@ import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { canSee, type EvaluationAccess, type ServiceGrant } from './access';
 import type { ContextRing } from './contexts';
 import { EvaluationBudget, evaluate, type EvaluationContext, type EvaluationResult, type FlagType } from './engine/index';
+import type { EvaluationMetrics } from '../../lib/metrics/metrics';
 import type { LocalRateLimiter } from './local-rate-limiter';
 import type { EvaluationRecorder, EvaluationSource } from './recorder';
 import type { EnvironmentSnapshot } from './snapshots';
@@ -42,6 +43,8 @@ export class EvaluationService {
       recorder: EvaluationRecorder;
       contexts: ContextRing;
       limiter: LocalRateLimiter;
+      /** Evaluations by protocol, reason and error type, and request durations. */
+      metrics: EvaluationMetrics;
       perServiceLimit: number;
       /** Work one request may do (engine/budget.ts): condition units and milliseconds of `matches`. */
       workBudget: { conditions: number; regexMs: number };
@@ -120,6 +123,7 @@ export class EvaluationService {
     const rawKey = typeof context === 'object' && context !== null ? context.targetingKey : undefined;
     const targetingKey = typeof rawKey === 'string' && rawKey.length > 0 ? rawKey : undefined;
     const { service } = grant;
+    this.deps.metrics.observe(call.source, results, latencyMs / 1000);
     this.deps.recorder.recordRequest({
       timestamp: now,
       projectId: service.projectId,

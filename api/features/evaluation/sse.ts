@@ -8,6 +8,7 @@ import { defineLeanRoute, type Exchange, type LeanRoute } from './lean';
 import { validateQuery } from './schemas';
 import type { EvaluationService } from './service';
 import { STREAM_RETRY_AFTER_SECONDS, type StreamLimits } from './stream-limits';
+import type { DisconnectReason, StreamKind } from '../../lib/metrics/metrics';
 import { openSse, type StreamClientLimits, type StreamHub } from './streams';
 
 /**
@@ -77,7 +78,7 @@ function openStream(deps: SseDeps, ex: Exchange): Promise<void> | undefined {
 }
 
 function open(deps: SseDeps, ex: Exchange, query: StreamQuery, grant: ServiceGrant): void {
-  const release = admitStream(deps, ex, ex.principal, grant.service.id);
+  const release = admitStream(deps, ex, ex.principal, grant.service.id, 'sse');
   if (release === undefined) return;
   openSse(deps.hub, ex.req, ex.res, {
     service: grant.service,
@@ -96,11 +97,17 @@ function open(deps: SseDeps, ex: Exchange, query: StreamQuery, grant: ServiceGra
  * is not shutting down, the client is still there, and the open-stream caps have a slot. The
  * slot's release, or undefined when the request is answered (429) or gone.
  */
-export function admitStream(deps: Pick<SseDeps, 'hub' | 'streamLimits' | 'trustProxy'>, ex: Exchange, principal: Principal, serviceId: string): (() => void) | undefined {
+export function admitStream(
+  deps: Pick<SseDeps, 'hub' | 'streamLimits' | 'trustProxy'>,
+  ex: Exchange,
+  principal: Principal,
+  serviceId: string,
+  kind: StreamKind,
+): ((reason: DisconnectReason) => void) | undefined {
   if (deps.hub.isClosed) throw serviceUnavailable('The server is shutting down; reconnect');
   // Gone while its service loaded: its 'close' has passed, so it must not take a slot.
   if (ex.req.socket.destroyed) return undefined;
-  const admission = deps.streamLimits.acquire({ ip: ipBucket(clientIp(ex.req, deps.trustProxy)), principal, serviceId });
+  const admission = deps.streamLimits.acquire({ ip: ipBucket(clientIp(ex.req, deps.trustProxy)), principal, serviceId }, kind);
   if (admission.ok) return admission.release;
   ex.send(429, JSON.stringify(admission.error.toBody()), { 'Retry-After': String(STREAM_RETRY_AFTER_SECONDS) });
   return undefined;

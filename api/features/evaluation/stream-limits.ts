@@ -1,5 +1,6 @@
 import type { Principal } from '../../auth/principal';
 import { tooManyRequests, type HttpError } from '../../http/errors';
+import type { DisconnectReason, StreamKind, StreamMetrics } from '../../lib/metrics/metrics';
 
 export interface StreamCaps {
   perIp: number;
@@ -14,7 +15,8 @@ export interface StreamOwner {
   serviceId: string;
 }
 
-export type StreamAdmission = { ok: true; release: () => void } | { ok: false; error: HttpError; retryAfterSeconds: number };
+/** `release` gives the slot back when the stream ends, saying why it ended (the client went away when not said). */
+export type StreamAdmission = { ok: true; release: (reason?: DisconnectReason) => void } | { ok: false; error: HttpError; retryAfterSeconds: number };
 
 /** A full cap frees only when a stream ends; clients are asked to wait this long before trying again. */
 export const STREAM_RETRY_AFTER_SECONDS = 30;
@@ -30,10 +32,14 @@ export const STREAM_RETRY_AFTER_SECONDS = 30;
 export class StreamLimits {
   private readonly open = new Map<string, number>();
 
-  constructor(private readonly caps: StreamCaps) {}
+  constructor(
+    private readonly caps: StreamCaps,
+    /** Open streams by kind and their ends by reason (docs/operations.md#metrics). */
+    private readonly metrics: StreamMetrics,
+  ) {}
 
   /** Takes a slot under every cap that applies, or none and the refusal (429) naming the full one. */
-  acquire(owner: StreamOwner): StreamAdmission {
+  acquire(owner: StreamOwner, kind: StreamKind): StreamAdmission {
     const credential = credentialKey(owner.principal);
     const slots: [key: string, max: number, what: string][] = [[`ip:${owner.ip}`, this.caps.perIp, 'IP address']];
     if (credential !== undefined) slots.push([credential, this.caps.perCredential, 'credential']);
@@ -44,12 +50,14 @@ export class StreamLimits {
       }
     }
     for (const [key] of slots) this.open.set(key, (this.open.get(key) ?? 0) + 1);
+    this.metrics.opened(kind);
     let released = false;
     return {
       ok: true,
-      release: () => {
+      release: (reason = 'client') => {
         if (released) return;
         released = true;
+        this.metrics.closed(kind, reason);
         for (const [key] of slots) {
           const left = (this.open.get(key) ?? 1) - 1;
           if (left > 0) this.open.set(key, left);

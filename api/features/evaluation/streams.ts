@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../infra/logger';
+import type { DisconnectReason } from '../../lib/metrics/metrics';
 import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import type { FlagChangeEvent, FlagRecord } from '../flags/types';
 import type { ServiceSnapshot, SnapshotChange, SnapshotStore, Visibility } from './snapshots';
@@ -41,7 +42,8 @@ export interface Subscriber {
   visibility: Visibility;
   deliver(message: StreamMessage, sseFrame: () => string): void;
   heartbeat(): void;
-  close(): void;
+  /** Ends the stream from the server's side, saying why. */
+  close(reason: DisconnectReason): void;
 }
 
 export interface StreamOptions {
@@ -107,7 +109,7 @@ export class StreamHub {
   close(): void {
     this.closed = true;
     clearInterval(this.timer);
-    for (const set of this.subscribers.values()) for (const s of [...set]) s.close();
+    for (const set of this.subscribers.values()) for (const s of [...set]) s.close('shutdown');
     this.subscribers.clear();
   }
 
@@ -271,7 +273,7 @@ export class StreamHub {
           s.heartbeat();
         } catch (error) {
           this.logger.warn({ err: error }, 'stream heartbeat failed');
-          s.close();
+          s.close('server');
         }
       }
     }
@@ -294,12 +296,17 @@ export class StallGuard {
     private readonly res: ServerResponse,
     private readonly timeoutMs: number,
     private readonly onDrain?: () => void,
+    /** Told before a stalled response is destroyed (its stream ends as a slow client). */
+    private readonly onStall?: () => void,
   ) {}
 
   /** Call after a write (or whenever the stream is touched): arms the timer if the socket is backed up. */
   check(): void {
     if (this.timer !== undefined || !this.res.writableNeedDrain) return;
-    this.timer = setTimeout(() => this.res.destroy(), this.timeoutMs);
+    this.timer = setTimeout(() => {
+      this.onStall?.();
+      this.res.destroy();
+    }, this.timeoutMs);
     this.timer.unref();
     this.res.once('drain', this.drained);
   }
@@ -331,6 +338,8 @@ class SseClient implements Subscriber {
   private readonly waiting: string[] = [];
   private waitingBytes = 0;
   private readonly guard: StallGuard;
+  /** Why the server ended it; undefined while only the client may have. */
+  endedBy: DisconnectReason | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -341,7 +350,14 @@ class SseClient implements Subscriber {
     this.serviceId = target.serviceId;
     this.environment = target.environment;
     this.visibility = target.visibility;
-    this.guard = new StallGuard(res, limits.stallTimeoutMs, () => this.pump());
+    this.guard = new StallGuard(
+      res,
+      limits.stallTimeoutMs,
+      () => this.pump(),
+      () => {
+        this.endedBy ??= 'slow_client';
+      },
+    );
   }
 
   /** Writes the opening frames, then the replay (if any) as the client takes it. */
@@ -367,7 +383,8 @@ class SseClient implements Subscriber {
   }
 
   /** Ends the stream; one that cannot take its remaining output is cut instead of waited for. */
-  close(): void {
+  close(reason: DisconnectReason): void {
+    this.endedBy ??= reason;
     this.guard.stop();
     if (this.backedUp) this.drop();
     else if (!this.res.writableEnded) this.res.end();
@@ -413,6 +430,7 @@ class SseClient implements Subscriber {
   }
 
   private drop(): void {
+    this.endedBy ??= 'slow_client';
     this.closed();
     this.res.destroy();
   }
@@ -427,8 +445,8 @@ export interface SseOpen {
   /** Headers every answer carries (request id, rate limits). */
   headers: Record<string, string | number>;
   limits: StreamClientLimits;
-  /** Gives back the stream's slot under the open-stream caps (stream-limits.ts). */
-  release: () => void;
+  /** Gives back the stream's slot under the open-stream caps (stream-limits.ts), saying why it ended. */
+  release: (reason: DisconnectReason) => void;
   /** Its own frames (OFREP's event stream); the flag stream's when absent. */
   frames?: SseFrames;
 }
@@ -437,9 +455,9 @@ export interface SseOpen {
  * Starts an SSE response: `connected` (with the resume id), the replay after Last-Event-ID,
  * then live changes. Subscribing and taking the replay happen together, synchronously, so no
  * change can slip between them; changes that arrive while the replay is still being written
- * wait behind it. Returns what ends the stream.
+ * wait behind it. Returns what ends the stream (from the server's side, for the reason given).
  */
-export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerResponse, o: SseOpen): () => void {
+export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerResponse, o: SseOpen): (reason: DisconnectReason) => void {
   res.writeHead(200, {
     ...o.headers,
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -468,8 +486,8 @@ export function openSse(hub: StreamHub, req: IncomingMessage, res: ServerRespons
   res.once('close', () => {
     client.closed();
     remove();
-    o.release();
+    o.release(client.endedBy ?? 'client');
   });
   client.start(head, replay);
-  return () => client.close();
+  return (reason) => client.close(reason);
 }

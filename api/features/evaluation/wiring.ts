@@ -11,6 +11,7 @@ import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import type { Check } from '../../lib/health/routes';
+import type { Metrics } from '../../lib/metrics/metrics';
 import { CREDENTIAL_CACHE_TTL_MS } from '../tokens/wiring';
 import { DemoServiceRegistry, EvaluationAccess, type DemoServices } from './access';
 import { connectJsonRoutes, connectRoutes } from './connect-routes';
@@ -26,6 +27,7 @@ import type { EvaluationRecorder } from './recorder';
 import { restBatchRoute, restEvaluateRoute } from './rest';
 import { evaluationControlRoutes, evaluationRoutes } from './routes';
 import { EvaluationService } from './service';
+import { watchSnapshots } from './snapshot-health';
 import { SnapshotStore } from './snapshots';
 import { sseRoutes } from './sse';
 import { EvaluationStore } from './store';
@@ -45,6 +47,8 @@ export interface EvaluationFeatureDeps {
   openapi: OpenApiCatalog;
   /** The evaluation_events writer: the analytics writer owns it (starts, flushes, closes it with every table). */
   recorder: EvaluationRecorder;
+  /** Evaluations, streams, snapshots and lean-path requests are counted here. */
+  metrics: Metrics;
   /** Which services are demo services; DEMO_SERVICE_IDS alone when not given. */
   demo?: DemoServices;
   /** Told every context the ring takes (simulate's recent-contexts warehouse). */
@@ -100,6 +104,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     recorder,
     contexts,
     limiter,
+    metrics: deps.metrics.evaluations,
     perServiceLimit: config.RATE_LIMIT_PER_SERVICE,
     workBudget: { conditions: config.EVAL_BUDGET_CONDITIONS, regexMs: config.EVAL_BUDGET_REGEX_MS },
   });
@@ -109,7 +114,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
     logger,
   );
   // One count for the process: SSE on both listeners and the Connect / gRPC-Web EventStream.
-  const streamLimits = new StreamLimits({ perIp: config.STREAM_MAX_PER_IP, perCredential: config.STREAM_MAX_PER_CREDENTIAL, perService: config.STREAM_MAX_PER_SERVICE });
+  const streamLimits = new StreamLimits({ perIp: config.STREAM_MAX_PER_IP, perCredential: config.STREAM_MAX_PER_CREDENTIAL, perService: config.STREAM_MAX_PER_SERVICE }, deps.metrics.streams);
   const streamClient = { maxBufferedBytes: config.STREAM_MAX_BUFFERED_BYTES, stallTimeoutMs: config.STREAM_STALL_TIMEOUT_MS };
   // OFREP event streams: channel tokens, the watch that ends a revoked token's streams (within a
   // credential-cache TTL, docs/limits.md), and bulk re-fetches waiting for an announced change.
@@ -117,6 +122,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   const issuers = new IssuerWatch({ sql: deps.sql, store: new IssuerStore(), intervalMs: CREDENTIAL_CACHE_TTL_MS, logger });
   const waiters = new FlagConfigWaiters(snapshots);
   await snapshots.start();
+  watchSnapshots(deps.metrics, snapshots);
   limiter.start();
   hub.start();
   issuers.start();
@@ -145,7 +151,7 @@ export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Prom
   ];
   for (const route of lean) deps.openapi.register(route);
   const front = createLeanHandler(
-    { authenticator: deps.authenticator, limiter, perIpLimit: config.RATE_LIMIT_PER_IP, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, trustProxy: config.TRUST_PROXY, logger },
+    { authenticator: deps.authenticator, limiter, perIpLimit: config.RATE_LIMIT_PER_IP, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, trustProxy: config.TRUST_PROXY, logger, metrics: deps.metrics.http },
     lean,
   );
 

@@ -3,6 +3,7 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type HandlerContext } from '@connectrpc/connect';
 import { ANONYMOUS } from '../../auth/principal';
 import type { Logger } from '../../infra/logger';
+import type { DisconnectReason, StreamKind } from '../../lib/metrics/metrics';
 import { PER_IP, PER_TOKEN, rateLimitMessage, type RateDecision } from '../../http/rate-limit';
 import { toConnectError } from '../evaluation/connect-rpc';
 import type { EvaluationContext, EvaluationResult, FlagType } from '../evaluation/engine/index';
@@ -202,6 +203,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
    * run inside the stream's lifetime, so whatever it set up is undone however the stream ends.
    */
   async function* openStream<T>(
+    kind: StreamKind,
     ctx: HandlerContext,
     flagSet: FlagSet | undefined,
     mailbox: Mailbox<T>,
@@ -211,18 +213,24 @@ export function flagdRpc(deps: FlagdRpcDeps) {
     const { ip } = connectionOf(ctx);
     // A stream waiting for its credential follows no service yet: only the per-IP cap holds it,
     // so waiting streams from some addresses cannot take the slots of everyone else's.
-    const admission = streamLimits.acquire({ ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? `unbound:${ip}` });
+    const admission = streamLimits.acquire({ ip, principal: flagSet?.principal ?? ANONYMOUS, serviceId: flagSet?.serviceId ?? `unbound:${ip}` }, kind);
     if (!admission.ok) {
       ctx.responseHeader.set('Retry-After', String(admission.retryAfterSeconds));
       throw new ConnectError(admission.error.message, Code.ResourceExhausted);
     }
     const registration = streams.add(mailbox, flagSet?.token);
-    const undo = [admission.release, registration.remove];
+    let failure: unknown;
+    const reason = (): DisconnectReason =>
+      ctx.signal.aborted ? 'client' : streams.isClosed ? 'shutdown' : ConnectError.from(failure ?? 'ended').code === Code.Unauthenticated ? 'revoked' : 'server';
+    const undo = [() => admission.release(reason()), registration.remove];
     const onAbort = () => mailbox.fail(new ConnectError('The client went away', Code.Canceled));
     ctx.signal.addEventListener('abort', onAbort);
     try {
       start(registration, (fn) => undo.push(fn));
       yield* mailbox.messages();
+    } catch (error) {
+      failure = error;
+      throw error;
     } finally {
       ctx.signal.removeEventListener('abort', onAbort);
       for (const fn of undo.reverse()) fn();
@@ -243,7 +251,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
           mailbox.fail(new ConnectError('Internal server error', Code.Internal));
         }
       };
-      yield* openStream(ctx, flagSet, mailbox, (_registration, onEnd) => {
+      yield* openStream('flagd_sync', ctx, flagSet, mailbox, (_registration, onEnd) => {
         onEnd(feed.subscribe(serviceId, environment, send));
         send();
       });
@@ -291,7 +299,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
       const { ip, session } = connectionOf(ctx);
       if (flagSet === undefined) spend(limiter.consume(PER_IP.bucket(ip), limits.perIp), PER_IP.what);
       const mailbox = new Mailbox<{ type: string; data: JsonObject }>(false);
-      yield* openStream(ctx, flagSet, mailbox, (registration, onEnd) => {
+      yield* openStream('flagd', ctx, flagSet, mailbox, (registration, onEnd) => {
         const follow = (set: FlagSet) => {
           registration.setToken(set.token);
           onEnd(
