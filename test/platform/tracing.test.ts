@@ -299,7 +299,7 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
 
 describe('without an OTLP endpoint', () => {
   it('loads none of the SDK, the instrumentations or the Temporal interceptors', async () => {
-    const app = await spawnApp({ ...setup.env, TEMPORAL_TASK_QUEUE: `tracing-off-${process.pid}` });
+    const app = await spawnApp({ ...setup.env, TEMPORAL_TASK_QUEUE: `tracing-off-${process.pid}`, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' });
     apps.push(app);
     const res = await fetch(`${app.data}/api/flags/evaluate`, {
       method: 'POST',
