@@ -25,6 +25,7 @@ export function startTracingSdk(config: Config): Tracing {
   // Headers, timeout and compression come from the standard OTEL_EXPORTER_OTLP_* variables, read by the exporter.
   const exporter = protocol === 'http/json' ? new OTLPJsonTraceExporter({ url: config.tracesUrl }) : new OTLPProtobufTraceExporter({ url: config.tracesUrl });
   const spanProcessor = new sdkTrace.BatchSpanProcessor(exporter);
+  const rootGate = requestRootGate(config);
   const sdk = new NodeSDK({
     resource,
     autoDetectResources: false,
@@ -35,7 +36,7 @@ export function startTracingSdk(config: Config): Tracing {
     logRecordProcessors: [],
     instrumentations: [
       new HttpInstrumentation({
-        ignoreIncomingRequestHook: isProbe,
+        ignoreIncomingRequestHook: (req) => isProbe(req) || !rootGate(req),
         startIncomingSpanHook: redactedPath,
         redactedQueryParams: REDACTED_QUERY_PARAMS,
         // Outgoing calls are traced only inside a traced operation (no root span per background poll).
@@ -58,6 +59,32 @@ export function startTracingSdk(config: Config): Tracing {
   };
 }
 
+/**
+ * The default sampler's decision for a request that arrives without a trace context, taken before
+ * the http instrumentation does any work: building a span's attributes, binding the request's
+ * events and starting a span that is then not sampled cost as much as the evaluation itself
+ * (bench:eval). A request let through starts a sampled trace (samplerOf). Other samplers decide
+ * on the span as usual.
+ */
+function requestRootGate(config: Config): (req: IncomingMessage) => boolean {
+  if (config.OTEL_TRACES_SAMPLER !== 'parentbased_traceidratio') return () => true;
+  const ratio = config.OTEL_TRACES_SAMPLER_ARG;
+  return (req) => req.headers.traceparent !== undefined || Math.random() < ratio;
+}
+
+/** Under the default sampler, incoming requests without a trace context were sampled by requestRootGate already. */
+class GatedRequestRoots implements sdkTrace.Sampler {
+  constructor(private readonly others: sdkTrace.Sampler) {}
+  shouldSample(...args: Parameters<sdkTrace.Sampler['shouldSample']>): sdkTrace.SamplingResult {
+    const [, , , kind, attributes] = args;
+    if (kind === SpanKind.SERVER && attributes['http.request.method'] !== undefined) return { decision: sdkTrace.SamplingDecision.RECORD_AND_SAMPLED };
+    return this.others.shouldSample(...args);
+  }
+  toString() {
+    return `GatedRequestRoots{${this.others.toString()}}`;
+  }
+}
+
 function samplerOf(config: Config): sdkTrace.Sampler {
   const ratio = new sdkTrace.TraceIdRatioBasedSampler(config.OTEL_TRACES_SAMPLER_ARG);
   switch (config.OTEL_TRACES_SAMPLER) {
@@ -72,7 +99,7 @@ function samplerOf(config: Config): sdkTrace.Sampler {
     case 'parentbased_always_off':
       return new sdkTrace.ParentBasedSampler({ root: new sdkTrace.AlwaysOffSampler() });
     case 'parentbased_traceidratio':
-      return new sdkTrace.ParentBasedSampler({ root: ratio });
+      return new sdkTrace.ParentBasedSampler({ root: new GatedRequestRoots(ratio) });
   }
 }
 
