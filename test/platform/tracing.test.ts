@@ -272,7 +272,8 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     const spans = await eventually(async () => {
       const found = collector.inTrace(caller.traceId);
       const names = found.map((s) => s.name);
-      return names.some((n) => n.startsWith('StartActivity:')) && names.some((n) => n.startsWith('RunActivity:')) && found.some((s) => s.kind === 3 && s.attributes['url.full'] === receiver.url(hookPath)) && found;
+      const wanted = ['POST /api/orgs/:orgId/alert-channels/:channelId/test', 'SignalWithStartWorkflow:deliveryLane', 'StartActivity:', 'RunActivity:'];
+      return wanted.every((prefix) => names.some((n) => n.startsWith(prefix))) && found.some((s) => s.kind === 3 && s.attributes['url.full'] === receiver.url(hookPath)) && found;
     }, 60_000);
     const byName = (prefix: string) => {
       const span = spans.find((s) => s.name.startsWith(prefix));
