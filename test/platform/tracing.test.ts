@@ -177,7 +177,8 @@ beforeAll(async () => {
       SCRYPT_COST_LOG2: '12',
       LOG_LEVEL: 'error',
       ALLOW_PRIVATE_WEBHOOK_TARGETS: 'true',
-      // The worker bundles the workflows at start, with the tracing interceptors when tracing is on.
+      // Not the test run's plain bundle: api/main.ts picks dist/'s traced one when tracing is on
+      // (after `npm run build`), or the worker bundles at start with the tracing interceptors.
       WORKFLOW_BUNDLE_PATH: '',
     },
   };
