@@ -1,5 +1,6 @@
 import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from '../api/infra/logger';
+import { WORKFLOW_TRACING_MODULE, type Tracing } from '../api/infra/tracing';
 import { projectPath } from '../api/infra/paths';
 import { createActivities, type ActivityDeps } from './index';
 
@@ -31,6 +32,8 @@ export async function startWorker(opts: {
   taskQueue: string;
   bundlePath?: string;
   deps: ActivityDeps;
+  /** When set, workflows and activities continue the trace of whoever started them. */
+  tracing?: Tracing;
   logger: Logger;
 }): Promise<WorkerHandle> {
   if (!runtimeInstalled) {
@@ -51,6 +54,7 @@ export async function startWorker(opts: {
     taskQueue: opts.taskQueue,
     activities: createActivities(opts.deps),
     ...source,
+    ...(opts.tracing ? await tracedWorkerOptions(opts.tracing, Boolean(opts.bundlePath)) : {}),
     shutdownGraceTime: '5 seconds',
     maxConcurrentWorkflowTaskExecutions: WORKFLOW_TASK_SLOTS,
     maxConcurrentActivityTaskExecutions: ACTIVITY_TASK_SLOTS,
@@ -71,5 +75,24 @@ export async function startWorker(opts: {
       await running;
       await connection.close();
     },
+  };
+}
+
+/**
+ * Activity interceptors (a span per execution, child of the workflow's), the workflow
+ * interceptors (in the sandbox; a prebuilt bundle has them compiled in, see
+ * scripts/bundle-workflows.ts) and the sink their spans leave the sandbox through.
+ * Loaded only when tracing is on.
+ */
+async function tracedWorkerOptions(tracing: Tracing, bundled: boolean): Promise<Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
+  const otel = await import('@temporalio/interceptors-opentelemetry/lib/worker/index.js');
+  // Typed against the 1.x SDK the interceptors depend on; tracing.workflowSpanProcessor takes their spans.
+  type SinkArgs = Parameters<typeof otel.makeWorkflowExporter>;
+  return {
+    interceptors: {
+      activity: [(ctx) => ({ inbound: new otel.OpenTelemetryActivityInboundInterceptor(ctx), outbound: new otel.OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      workflowModules: bundled ? [] : [WORKFLOW_TRACING_MODULE],
+    },
+    sinks: { exporter: otel.makeWorkflowExporter(tracing.workflowSpanProcessor as unknown as SinkArgs[0], tracing.resource as unknown as SinkArgs[1]) },
   };
 }

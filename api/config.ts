@@ -32,6 +32,9 @@ const optionalUrl = (protocols: string[]) =>
     })
     .optional();
 
+/** OTLP over HTTP only: the gRPC exporter is not a dependency. */
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: "must be http/protobuf or http/json (OTLP over gRPC is not supported; use the collector's HTTP port, 4318)" });
+
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -260,6 +263,24 @@ const envSchema = z.object({
   JWT_PUBLIC_KEYS: z.string().optional(),
   JWT_ISSUER: z.string().min(1).default('flagship'),
   JWT_AUDIENCE: z.string().min(1).default('flagship-api'),
+
+  /**
+   * Tracing (docs/operations.md#tracing): on only when an OTLP endpoint is set, otherwise the
+   * OpenTelemetry SDK is not even loaded. The standard variables: OTEL_EXPORTER_OTLP_ENDPOINT is
+   * the collector's base URL (`/v1/traces` is appended), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT the
+   * full traces URL (wins). OTLP over HTTP, protobuf (default) or JSON. The sampler defaults to
+   * parent-based 1%: a caller's sampled trace is always continued, new traces start for 1% of requests.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl(['http:', 'https:']),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl(['http:', 'https:']),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).default('flagship'),
+  OTEL_TRACES_SAMPLER: z
+    .enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'])
+    .default('parentbased_traceidratio'),
+  /** The ratio of the `traceidratio` samplers, 0 to 1. */
+  OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(0.01),
 });
 
 export type Config = z.infer<typeof envSchema> & {
@@ -270,6 +291,8 @@ export type Config = z.infer<typeof envSchema> & {
   allowPrivateTargets: boolean;
   devMailbox: boolean;
   secureCookies: boolean;
+  /** Where spans go (OTLP over HTTP); undefined when tracing is off. */
+  tracesUrl: string | undefined;
 };
 
 export class ConfigError extends Error {
@@ -317,5 +340,6 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     allowPrivateTargets: parsed.ALLOW_PRIVATE_WEBHOOK_TARGETS ?? embedded,
     devMailbox: parsed.DEV_MAILBOX ?? embedded,
     secureCookies: !(parsed.INSECURE_COOKIES ?? embedded),
+    tracesUrl: parsed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (parsed.OTEL_EXPORTER_OTLP_ENDPOINT && `${parsed.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`),
   };
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { ConfigError, parseConfig, type Config } from './config';
 import { createLogger } from './infra/logger';
 import { projectPath } from './infra/paths';
-import { createPlatform, startRoles } from './server';
+import { startTracing, workflowBundleName } from './infra/tracing';
 
 /** Process entry point: `node dist/api/main.js [--roles=control,data,ingest,worker]`. */
 async function main() {
@@ -17,12 +17,15 @@ async function main() {
     }
     throw error;
   }
-  const bundle = projectPath('dist', 'workflow-bundle.js');
+  const logger = createLogger(config.LOG_LEVEL);
+  // Before the server and everything it imports: instrumentations hook modules as they load.
+  const tracing = await startTracing(config, logger);
+  const { createPlatform, startRoles } = await import('./server.js');
+  const bundle = projectPath('dist', workflowBundleName(Boolean(tracing)));
   if (!config.WORKFLOW_BUNDLE_PATH && fs.existsSync(bundle)) config.WORKFLOW_BUNDLE_PATH = bundle;
 
-  const logger = createLogger(config.LOG_LEVEL);
   logger.info({ roles: config.ROLES, embedded: config.embedded, dataDir: config.dataDir }, 'starting');
-  const platform = await createPlatform(config, logger);
+  const platform = await createPlatform(config, logger, tracing);
   const running = await startRoles(platform, config.ROLES);
 
   let stopping = false;
@@ -37,6 +40,8 @@ async function main() {
     hardStop.unref();
     try {
       await running.stop();
+      // Last: the spans of the shutdown itself are exported too.
+      await tracing?.shutdown();
       logger.info('stopped cleanly');
       logger.flush();
       process.exit(0);

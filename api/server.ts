@@ -66,6 +66,7 @@ import { migrate } from './infra/migrate';
 import { projectPath } from './infra/paths';
 import { openDatabase, type Database } from './infra/postgres';
 import { detachedTemporal, openTemporal, type Temporal } from './infra/temporal';
+import type { Tracing } from './infra/tracing';
 
 const APP_VERSION: string = JSON.parse(fs.readFileSync(projectPath('package.json'), 'utf8')).version;
 
@@ -117,6 +118,8 @@ export interface Platform {
   front: Partial<Record<'control' | 'data' | 'ingest', FrontHandler>>;
   /** The web console (dist/web) on the control plane; absent when it is not built or not a control process. */
   consoleSite?: RequestHandler;
+  /** Tracing, when an OTLP endpoint is configured (docs/operations.md#tracing); started by api/main.ts. */
+  tracing?: Tracing;
   onShutdown(hook: ShutdownHook): void;
   /** Runs before listeners drain (end long-lived streams so draining does not wait for their clients). */
   onDrain(hook: ShutdownHook): void;
@@ -130,7 +133,7 @@ export interface Platform {
  * every feature with its dependencies passed in, and returns the route tables per listener.
  * Tests and the embedded profile call this exactly like production does.
  */
-export async function createPlatform(config: Config, logger = createLogger(config.LOG_LEVEL)): Promise<Platform> {
+export async function createPlatform(config: Config, logger = createLogger(config.LOG_LEVEL), tracing?: Tracing): Promise<Platform> {
   const hooks: ShutdownHook[] = [];
   const onShutdown = (hook: ShutdownHook) => hooks.push(hook);
   const drainHooks: ShutdownHook[] = [];
@@ -165,7 +168,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const usesTemporal = config.ROLES.includes('control') || config.ROLES.includes('worker');
     const temporalOptions = { namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE };
     const temporal = usesTemporal
-      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, logger })
+      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, logger, interceptors: tracing?.temporalClientInterceptors })
       : detachedTemporal(temporalOptions);
     onShutdown(() => temporal.close());
 
@@ -327,6 +330,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       consoleSite: config.ROLES.includes('control')
         ? consoleSite({ dir: projectPath('dist', 'web'), connectSrc: [...(config.PUBLIC_DATA_URL ? [new URL(config.PUBLIC_DATA_URL).origin] : []), ...config.CONSOLE_CONNECT_SRC], logger })
         : undefined,
+      tracing,
       onShutdown,
       onDrain: (hook: ShutdownHook) => drainHooks.push(hook),
       async beforeDrain() {
@@ -417,6 +421,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         taskQueue: platform.temporal.taskQueue,
         bundlePath: config.WORKFLOW_BUNDLE_PATH,
         deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary, bandit: platform.bandit },
+        tracing: platform.tracing,
         logger,
       });
       watchWorker(platform.metrics, worker, platform.temporal);

@@ -18,11 +18,11 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import diagnostics from 'node:diagnostics_channel';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import express from 'express';
 import postgres from 'postgres';
 
 type ConfigModule = typeof import('../api/config');
 type LoggerModule = typeof import('../api/infra/logger');
+type TracingModule = typeof import('../api/infra/tracing');
 type ServerModule = typeof import('../api/server');
 
 /**
@@ -31,14 +31,16 @@ type ServerModule = typeof import('../api/server');
  * every closure at run time and turns imported bindings into getters: a few percent slower on
  * the hot path than what is deployed.
  */
-async function loadPlatform(): Promise<ConfigModule & LoggerModule & ServerModule> {
-  const base = process.env.BENCH_SOURCE === 'ts' ? '../api' : '../dist/api';
-  const [config, logger, server] = await Promise.all([
-    import(`${base}/config`) as Promise<ConfigModule>,
-    import(`${base}/infra/logger`) as Promise<LoggerModule>,
-    import(`${base}/server`) as Promise<ServerModule>,
+const PLATFORM_BASE = process.env.BENCH_SOURCE === 'ts' ? '../api' : '../dist/api';
+
+/** What runs before the instrumented modules load (as in api/main.ts): config, logger, tracing. */
+async function loadStart(): Promise<ConfigModule & LoggerModule & TracingModule> {
+  const [config, logger, tracing] = await Promise.all([
+    import(`${PLATFORM_BASE}/config`) as Promise<ConfigModule>,
+    import(`${PLATFORM_BASE}/infra/logger`) as Promise<LoggerModule>,
+    import(`${PLATFORM_BASE}/infra/tracing`) as Promise<TracingModule>,
   ]);
-  return { ...config, ...logger, ...server };
+  return { ...config, ...logger, ...tracing };
 }
 
 const RAISED_LIMIT = String(1_000_000_000);
@@ -49,7 +51,7 @@ async function listen(server: http.Server): Promise<number> {
 }
 
 async function main() {
-  const { parseConfig, createLogger, createPlatform, startRoles } = await loadPlatform();
+  const { parseConfig, createLogger, startTracing } = await loadStart();
   let body = Buffer.from('{}');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-bench-'));
   // BENCH_DATABASE_URL: a database the parent made for several servers (the split run);
@@ -93,7 +95,13 @@ async function main() {
     // insert and merge threads otherwise share the server's pinned core).
     ...(process.env.BENCH_EVENTS === 'off' ? { EVAL_EVENTS_FLUSH_MS: '3600000', EVAL_EVENTS_MAX_BUFFERED: '1' } : {}),
   });
-  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL));
+  const logger = createLogger(config.LOG_LEVEL);
+  // OTEL_EXPORTER_OTLP_ENDPOINT from the parent (bench/eval.ts, tracing on): started first, so
+  // http, express, ioredis and undici load instrumented, as in api/main.ts.
+  const tracing = await startTracing(config, logger);
+  const { createPlatform, startRoles } = (await import(`${PLATFORM_BASE}/server`)) as ServerModule;
+  const { default: express } = await import('express');
+  const platform = await createPlatform(config, logger, tracing);
   const running = await startRoles(platform, config.ROLES);
 
   // Bare node:http: read the body, answer the constant.
@@ -124,6 +132,7 @@ async function main() {
     await new Promise((r) => bare.close(r));
     await new Promise((r) => expressServer.close(r));
     await running.stop();
+    await tracing?.shutdown();
     if (benchDatabase && process.env.DATABASE_URL) {
       const admin = postgres(process.env.DATABASE_URL, { max: 1, onnotice: () => undefined });
       await admin.unsafe(`DROP DATABASE IF EXISTS ${benchDatabase} WITH (FORCE)`).catch(() => undefined);

@@ -35,8 +35,16 @@
  * counted instead of going into the in-process chDB: the request path as on the production
  * profile, where ClickHouse is another machine), BENCH_SERVER_NODE_ARGS (extra node flags for the
  * server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ *
+ * Tracing's cost (docs/operations.md#tracing), on the production profile (the split run): a
+ * second data-plane process with OTEL_EXPORTER_OTLP_ENDPOINT set (spans to a sink in this process,
+ * sampler at its default, parent-based 1%, or BENCH_TRACING_RATIO) against the one without, on
+ * REST single and OFREP single, in BENCH_ROUNDS interleaved rounds (the order alternates each
+ * round); the median ratio of req/s is reported (bar: at least 85%). BENCH_TRACING=off skips it.
  */
 import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { openLoop } from './open-loop';
@@ -340,9 +348,81 @@ async function main() {
           `${floor !== undefined ? `; bare node:http at its own half load: ${fmt(floor, 1)} ms` : ''})`,
       );
     }
+    if (process.env.BENCH_TRACING !== 'off') await tracingCost(split, child, urls, scenarios.filter((s) => TRACED_SCENARIOS.includes(s.name)));
   } finally {
     await stopServer(child);
     await split?.stop();
+  }
+}
+
+/** The lean-path routes whose cost with tracing on the bar speaks of. */
+const TRACED_SCENARIOS = ['REST single', 'OFREP single'];
+
+/** An OTLP/HTTP endpoint that counts what it is sent and answers 200. */
+async function startTraceSink() {
+  const received = { exports: 0, bytes: 0 };
+  const server = http.createServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (received.bytes += chunk.length));
+    req.on('end', () => {
+      received.exports++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, close: () => new Promise((r) => server.close(r)) };
+}
+
+/** Tracing off (the measured data plane) against on, in interleaved rounds (see the header). */
+async function tracingCost(split: Awaited<ReturnType<typeof startSplit>>, off: ChildProcess, urls: ServerUrls, scenarios: Scenario[]) {
+  console.log('');
+  if (!split) {
+    console.log('tracing cost: measured on the production profile only (DATABASE_URL and REDIS_URL set, BENCH_SPLIT not 0)');
+    return;
+  }
+  if (scenarios.length === 0) return;
+  const ratio = process.env.BENCH_TRACING_RATIO ?? '0.01';
+  const sink = await startTraceSink();
+  const on = await split.startDataPlane({ OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER_ARG: ratio });
+  try {
+    const tracedOf = (s: Scenario): Scenario => ({ ...s, url: s.url.replace(urls.data, on.urls.data) });
+    // The traced data plane loaded its snapshots at start; wait until it answers like the other.
+    for (const s of scenarios) {
+      for (let i = 0; i < 200; i++) {
+        const res = await fetch(tracedOf(s).url, { method: 'POST', headers: s.headers, body: s.body });
+        await res.text();
+        if (res.ok) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    const runs = new Map(scenarios.map((s) => [s.name, { off: [] as Peak[], on: [] as Peak[] }]));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const s of scenarios) {
+        const order = round % 2 === 1 ? (['off', 'on'] as const) : (['on', 'off'] as const);
+        for (const which of order) {
+          const peak = which === 'off' ? await peakRun(off, s) : await peakRun(on.child, tracedOf(s));
+          runs.get(s.name)![which].push(peak);
+          console.log(`  tracing round ${round}/${ROUNDS} ${s.name} ${which}: ${fmt(peak.rps)} req/s, server CPU ${fmt(peak.cpu * 100)}%`);
+        }
+      }
+    }
+    console.log('');
+    // Requests per second of server CPU as well: robust to other processes taking the core.
+    const perCpu = (p: Peak) => p.rps / Math.max(p.cpu, 0.01);
+    console.log(`| route | tracing off req/s | tracing on (${Number(ratio) * 100}% sampled) req/s | on / off (median of rounds) | rounds | off req per CPU-s | on req per CPU-s | on / off per CPU-s (median of rounds) |`);
+    console.log('|---|---:|---:|---:|---|---:|---:|---:|');
+    for (const s of scenarios) {
+      const r = runs.get(s.name)!;
+      const ratios = r.on.map((p, i) => p.rps / r.off[i].rps);
+      const cpuRatios = r.on.map((p, i) => perCpu(p) / perCpu(r.off[i]));
+      console.log(
+        `| ${s.name} | ${fmt(median(r.off.map((p) => p.rps)))} | ${fmt(median(r.on.map((p) => p.rps)))} | ${fmt(median(ratios) * 100)}% (bar >= 85%) | ${ratios.map((x) => fmt(x, 2)).join(', ')} | ` +
+          `${fmt(median(r.off.map(perCpu)))} | ${fmt(median(r.on.map(perCpu)))} | ${fmt(median(cpuRatios) * 100)}% |`,
+      );
+    }
+    console.log(`spans exported by the traced data plane: ${sink.received.exports} OTLP requests, ${fmt(sink.received.bytes / 1024)} KB`);
+  } finally {
+    await stopServer(on.child);
+    await sink.close();
   }
 }
 
@@ -369,6 +449,8 @@ async function startSplit(pinned: boolean) {
   return {
     child: data.child,
     urls: { ...data.urls, control: control.urls.control },
+    /** Another data plane on the same database and key prefix, e.g. with tracing on. */
+    startDataPlane: (env: Record<string, string>) => startServer(pinned, { ...common, BENCH_SERVER_ROLES: 'data', BENCH_DEMO_SEED: 'false', ...env }),
     async stop() {
       await stopServer(control.child);
       await sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);

@@ -2,11 +2,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { projectPath } from '../api/infra/paths';
+import { WORKFLOW_TRACING_MODULE, workflowBundleName } from '../api/infra/tracing';
 
-/** Bundles the workflows once at build time so workers start without webpack. */
-export async function bundleWorkflows(outFile: string): Promise<void> {
+/**
+ * Bundles the workflows once at build time so workers start without webpack. `traced` adds the
+ * OpenTelemetry workflow interceptors: the bundle a worker with tracing on loads instead.
+ */
+export async function bundleWorkflows(outFile: string, opts: { traced?: boolean } = {}): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath: projectPath('workflows', 'index.ts'),
+    workflowInterceptorModules: opts.traced ? [WORKFLOW_TRACING_MODULE] : [],
     logger: new DefaultLogger('WARN'),
   });
   fs.mkdirSync(path.dirname(outFile), { recursive: true });
@@ -14,7 +19,9 @@ export async function bundleWorkflows(outFile: string): Promise<void> {
 }
 
 if (require.main === module) {
-  bundleWorkflows(projectPath('dist', 'workflow-bundle.js')).catch((error) => {
+  (async () => {
+    for (const traced of [false, true]) await bundleWorkflows(projectPath('dist', workflowBundleName(traced)), { traced });
+  })().catch((error) => {
     console.error(error);
     process.exit(1);
   });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Client, Connection, WithStartWorkflowOperation, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import { Client, Connection, WithStartWorkflowOperation, type WorkflowClientInterceptor, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
 import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { WorkflowMessage } from '../../workflows/messages';
 import type { Logger } from './logger';
@@ -26,6 +26,8 @@ export interface TemporalOptions {
   cliPath: string;
   dataDir: string;
   logger: Logger;
+  /** Workflow client interceptors, e.g. tracing's, which carry the caller's trace into the workflow. */
+  interceptors?: WorkflowClientInterceptor[];
 }
 
 /**
@@ -42,7 +44,7 @@ export async function openTemporal(opts: TemporalOptions): Promise<Temporal> {
     child = startDevServer(opts, port);
   }
   const connection = await connectWithRetry(address, child, opts.logger);
-  const client = new Client({ connection, namespace: opts.namespace });
+  const client = new Client({ connection, namespace: opts.namespace, interceptors: { workflow: opts.interceptors ?? [] } });
   return {
     client,
     address,

@@ -39,6 +39,20 @@ describe('configuration', () => {
     expect(() => parseConfig({ PORT: '4000', DATA_PORT: '4000' })).toThrow(/must differ/);
   });
 
+  it('turns tracing on only with an OTLP endpoint, the traces-specific one winning', () => {
+    expect(parseConfig({}).tracesUrl).toBeUndefined();
+    expect(parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracesUrl).toBe('http://collector:4318/v1/traces');
+    expect(parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://vendor.example/otlp/traces' }).tracesUrl).toBe('https://vendor.example/otlp/traces');
+    expect(parseConfig({})).toMatchObject({ OTEL_SERVICE_NAME: 'flagship', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: 0.01 });
+  });
+
+  it('refuses what the tracing exporter cannot do, naming the variable', () => {
+    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL: must be http\/protobuf or http\/json/);
+    expect(() => parseConfig({ OTEL_TRACES_SAMPLER_ARG: '2' })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    expect(() => parseConfig({ OTEL_TRACES_SAMPLER: 'sometimes' })).toThrow(/OTEL_TRACES_SAMPLER/);
+    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+  });
+
   it('lists the variables it reads (used by the compose and README checks)', () => {
     expect(CONFIG_VARIABLES).toEqual(expect.arrayContaining(['DATABASE_URL', 'REDIS_URL', 'CLICKHOUSE_URL', 'TEMPORAL_ADDRESS', 'PORT']));
   });
