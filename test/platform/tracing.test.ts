@@ -100,7 +100,7 @@ async function spawnApp(env: Record<string, string>): Promise<App> {
   const [port, dataPort] = [await freePort(), await freePort()];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-tracing-'));
   const child = spawn(process.execPath, ['--require', loadedModulesProbe, '--import', 'tsx', projectPath('api/main.ts')], {
-    env: { ...process.env, PORT: String(port), DATA_PORT: String(dataPort), DATA_DIR: dataDir, CHDB_PATH: path.join(dataDir, 'chdb'), ...env },
+    env: { ...process.env, PORT: String(port), DATA_PORT: String(dataPort), MANAGEMENT_PORT: '0', DATA_DIR: dataDir, CHDB_PATH: path.join(dataDir, 'chdb'), ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const output: string[] = [];
