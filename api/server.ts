@@ -126,12 +126,12 @@ export async function createPlatform(config: Config, logger = createLogger(confi
   const onShutdown = (hook: ShutdownHook) => hooks.push(hook);
   const drainHooks: ShutdownHook[] = [];
   try {
-    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, logger });
+    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, replyTimeoutMs: config.DATABASE_REPLY_TIMEOUT_MS, connectTimeoutMs: config.BACKEND_TIMEOUT_MS, dataDir: config.dataDir, logger });
     onShutdown(() => db.close());
     const applied = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'database migrations applied');
 
-    const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+    const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX, config.BACKEND_TIMEOUT_MS);
     onShutdown(() => cache.close());
 
     // Only the schema's owners run analytics DDL; data-plane and ingest processes only write.
@@ -150,7 +150,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const usesTemporal = config.ROLES.includes('control') || config.ROLES.includes('worker');
     const temporalOptions = { namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE };
     const temporal = usesTemporal
-      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, logger })
+      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, callTimeoutMs: config.BACKEND_TIMEOUT_MS, logger })
       : detachedTemporal(temporalOptions);
     onShutdown(() => temporal.close());
 
@@ -358,6 +358,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         openapi: platform.openapi,
         routes: platform.routes[name],
         site: name === 'control' ? platform.consoleSite : undefined,
+        deadlineMs: config.REQUEST_DEADLINE_MS,
       });
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;
