@@ -96,6 +96,9 @@ function connect(url: string, max: number, bounds: Pick<PostgresOptions, 'replyT
     onnotice: () => undefined,
     transform: { undefined: null },
     connection: { application_name: 'flags' },
+    // Reconnect attempts after a failure: the driver's default grows to 20 s, which would hold
+    // service back that long after the server is back.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     ...sockets,
   });
   guardCommits(sql);
