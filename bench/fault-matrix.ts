@@ -49,7 +49,8 @@ export interface FaultResult {
   fault: BackendName;
   how: string;
   outageSeconds: number;
-  evaluations: { total: number; ok: number };
+  /** `failures`: the first few failed answers, for the report. */
+  evaluations: { total: number; ok: number; failures: string[] };
   writes: { total: number; acknowledged: number; refused: number; slowest: number; overBound: number; hanging: number };
   track: { total: number; accepted: number; refused: number };
   acknowledgedLost: number;
@@ -217,7 +218,7 @@ export async function runFaultMatrix(opts: MatrixOptions): Promise<FaultResult[]
 async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, streams: StreamClient[], receiver: Receiver): Promise<FaultResult> {
   const { apps } = opts;
   let running = true;
-  const evaluations: { at: number; ok: boolean }[] = [];
+  const evaluations: { at: number; ok: boolean; answer: string }[] = [];
   const writes: { key: string; status: number; ms: number }[] = [];
   const track: Answer[] = [];
 
@@ -226,7 +227,7 @@ async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, s
       const at = Date.now();
       const a = await request('POST', `${app.data}/api/flags/evaluate`, { token: setup.token, body: { flagKey: setup.evalKey, serviceId: setup.serviceId, environment: 'development', context: { targetingKey: `u-${at % 1000}` } } });
       const body = a.body as { value?: unknown; reason?: string } | undefined;
-      evaluations.push({ at, ok: a.status === 200 && body?.value === true && body.reason !== 'ERROR' });
+      evaluations.push({ at, ok: a.status === 200 && body?.value === true && body.reason !== 'ERROR', answer: `${a.status} ${JSON.stringify(a.body)}`.slice(0, 300) });
       await sleep(5);
     }
   };
@@ -305,7 +306,7 @@ async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, s
     fault: fault.name,
     how: fault.how,
     outageSeconds: (to - from) / 1000,
-    evaluations: { total: during.length, ok: during.filter((e) => e.ok).length },
+    evaluations: { total: during.length, ok: during.filter((e) => e.ok).length, failures: during.filter((e) => !e.ok).slice(0, 3).map((e) => e.answer) },
     writes: {
       total: writes.length,
       acknowledged: acknowledged.length,

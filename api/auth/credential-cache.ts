@@ -6,7 +6,12 @@ import type { Logger } from '../infra/logger';
  * secret, so hot paths (evaluation) do not query Postgres on every request. Revocation evicts
  * the entry here at once and on every other replica through the shared cache's pub/sub; the
  * TTL bounds staleness should a message be lost (docs/limits.md: about 10 s with a shared cache).
+ * While Postgres is unreachable the last verified answer keeps serving for STALE_IF_UNAVAILABLE_MS
+ * past its TTL (`stale`), so evaluation goes on through an outage
+ * (docs/operations.md#faults-and-recovery); a revocation still evicts it at once.
  */
+export const STALE_IF_UNAVAILABLE_MS = 5 * 60_000;
+
 export class CredentialCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
   private unsubscribe?: () => Promise<void>;
@@ -30,10 +35,16 @@ export class CredentialCache<V> {
     const hit = this.entries.get(key);
     if (!hit) return undefined;
     if (hit.until <= Date.now()) {
-      this.entries.delete(key);
+      if (hit.until + STALE_IF_UNAVAILABLE_MS <= Date.now()) this.entries.delete(key);
       return undefined;
     }
     return hit.value;
+  }
+
+  /** The last verified answer, past its TTL but within STALE_IF_UNAVAILABLE_MS: only for when the source cannot be asked. */
+  stale(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.until + STALE_IF_UNAVAILABLE_MS > Date.now() ? hit.value : undefined;
   }
 
   set(key: string, value: V): void {

@@ -139,23 +139,17 @@ interface SocketOptions {
 /**
  * postgres.js waits on a connection for ever when its server or the network goes silent: its
  * sockets are opened here, and a socket that has sent a request and heard nothing for
- * replyTimeoutMs is destroyed, which fails its queries and frees the pool slot.
+ * replyTimeoutMs is destroyed, which fails its queries and frees the pool slot. The socket is
+ * handed over before it connects (writes wait for the connection), so the driver's own error
+ * and close handlers see every outcome, a reset right after the connect included.
  */
-function openWatchedSocket(options: SocketOptions, bounds: Pick<PostgresOptions, 'replyTimeoutMs' | 'connectTimeoutMs'>): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = options.path ? net.connect(options.path) : net.connect(options.port[0], options.host[0]);
-    const connectTimer = setTimeout(() => socket.destroy(Object.assign(new Error(`Postgres connect timed out after ${bounds.connectTimeoutMs} ms`), { code: 'CONNECT_TIMEOUT' })), bounds.connectTimeoutMs);
-    socket.once('error', (error) => {
-      clearTimeout(connectTimer);
-      reject(error);
-    });
-    socket.once('connect', () => {
-      clearTimeout(connectTimer);
-      socket.removeAllListeners('error');
-      watchReplies(socket, bounds.replyTimeoutMs);
-      resolve(socket);
-    });
-  });
+function openWatchedSocket(options: SocketOptions, bounds: Pick<PostgresOptions, 'replyTimeoutMs' | 'connectTimeoutMs'>): net.Socket {
+  const socket = options.path ? net.connect(options.path) : net.connect(options.port[0], options.host[0]);
+  const connectTimer = setTimeout(() => socket.destroy(Object.assign(new Error(`Postgres connect timed out after ${bounds.connectTimeoutMs} ms`), { code: 'CONNECT_TIMEOUT' })), bounds.connectTimeoutMs);
+  socket.once('connect', () => clearTimeout(connectTimer));
+  socket.once('close', () => clearTimeout(connectTimer));
+  watchReplies(socket, bounds.replyTimeoutMs);
+  return socket;
 }
 
 function watchReplies(socket: net.Socket, replyTimeoutMs: number): void {

@@ -87,6 +87,7 @@ it('evaluates throughout, answers every write within 5 s, loses nothing and reco
     deliveryWaitMs: 30_000,
     log: (line) => process.env.BENCH_VERBOSE && console.log(line),
   });
+  if (process.env.BENCH_VERBOSE) for (const app of apps) console.log(app.errorLog().filter((l) => l.includes('request failed')).slice(-4).join('\n'));
   for (const r of results) {
     expect({ fault: r.fault, result: r, meetsBars: meetsBars(r) }).toEqual({ fault: r.fault, result: r, meetsBars: true });
     expect(r.writes.acknowledged).toBeGreaterThan(0);

@@ -3,8 +3,9 @@ import net from 'node:net';
 /**
  * A TCP proxy in front of a shared test server, so a test can take "its" backend away without
  * stopping the server other tests use: `blackhole()` freezes every connection (bytes are held,
- * nothing is closed, like a dead network), `refuse()` resets them (like a stopped server),
- * `restore()` forwards again (new connections only, as after a real outage).
+ * nothing is closed, like a dead network), `refuse()` resets them and stops listening (like a
+ * stopped server: new connections are refused), `restore()` forwards again (new connections
+ * only, as after a real outage).
  */
 export interface TcpProxy {
   /** host:port clients connect to. */
@@ -20,7 +21,6 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const pairs = new Set<[net.Socket, net.Socket | undefined]>();
   const server = net.createServer((client) => {
     client.on('error', () => undefined);
-    if (mode === 'refuse') return client.resetAndDestroy();
     if (mode === 'blackhole') {
       // Accepted and never answered.
       pairs.add([client, undefined]);
@@ -63,15 +63,17 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     refuse() {
       mode = 'refuse';
+      server.close();
       closeAll();
     },
     restore() {
-      mode = 'open';
       closeAll();
+      if (mode === 'refuse') server.listen(port, '127.0.0.1');
+      mode = 'open';
     },
     async close() {
       closeAll();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (mode !== 'refuse') await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }
