@@ -71,7 +71,7 @@ const envSchema = z.object({
    * BACKEND_TIMEOUT_MS bounds one Postgres connection attempt, one Redis command and one Temporal
    * call; a Postgres connection silent for DATABASE_REPLY_TIMEOUT_MS while a query waits is destroyed.
    */
-  REQUEST_DEADLINE_MS: positiveInt.default(4_500),
+  REQUEST_DEADLINE_MS: positiveInt.default(4_000),
   BACKEND_TIMEOUT_MS: positiveInt.default(3_000),
   DATABASE_REPLY_TIMEOUT_MS: positiveInt.default(15_000),
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),

@@ -177,7 +177,8 @@ async function main() {
     RATE_LIMIT_PER_IP: '1000000',
     RATE_LIMIT_PER_TOKEN: '1000000',
     RATE_LIMIT_PER_SERVICE: '1000000',
-    LOG_LEVEL: 'warn',
+    // The listeners' addresses are read from the info-level "listening" lines.
+    LOG_LEVEL: 'info',
   });
   const apps: Child[] = [];
   for (const name of ['app-a', 'app-b']) {
@@ -205,12 +206,21 @@ async function main() {
   if (!results.every(meetsBars)) process.exitCode = 1;
 }
 
+async function cleanUp() {
+  for (const cleanup of cleanups.splice(0).reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
+// Interrupted: the servers and apps started here go too.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
 main()
   .catch((error) => {
     console.error(error);
     process.exitCode = 1;
   })
-  .finally(async () => {
-    for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
-    fs.rmSync(root, { recursive: true, force: true });
-  });
+  .finally(cleanUp);

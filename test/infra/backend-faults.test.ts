@@ -5,7 +5,7 @@ import { createFixture, createFlag, uniqueKey, untilEvaluated, type DataPlaneFix
 
 // Backend outages (docs/operations.md#faults-and-recovery): a request that needs a missing
 // backend settles with 503 + Retry-After instead of hanging, evaluation keeps answering from its
-// snapshots, and the app serves again once the backend is back. The deadline is 4.5 s; the bound
+// snapshots, and the app serves again once the backend is back. The deadline is 4 s; the bound
 // asserted here is generous for a noisy shared machine.
 const SETTLE_BOUND_MS = 9_000;
 // The load below is far over the default budgets; the rate limiter is not what is tested.
