@@ -56,6 +56,8 @@ export interface FaultResult {
   acknowledgedLost: number;
   eventsLost: { sse: number; webhook: number };
   recoverSeconds: number | null;
+  /** From the backend's return until every acknowledged change had reached the streams and the webhook. */
+  deliveredSeconds: number | null;
 }
 
 /** A write answered (either way) within this bound meets the bar. */
@@ -297,9 +299,12 @@ async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, s
     sse: acknowledged.filter((w) => streams.some((s) => !s.text.includes(`"${w.key}"`))).length,
     webhook: acknowledged.filter((w) => !receiver.bodies.some((b) => b.includes(`"${w.key}"`))).length,
   });
+  let deliveredSeconds: number | null = null;
   await until(opts.deliveryWaitMs, async () => {
     const m = missing();
-    return m.sse === 0 && m.webhook === 0;
+    if (m.sse || m.webhook) return false;
+    deliveredSeconds = (Date.now() - to) / 1000;
+    return true;
   });
 
   const result: FaultResult = {
@@ -319,6 +324,7 @@ async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, s
     acknowledgedLost,
     eventsLost: missing(),
     recoverSeconds,
+    deliveredSeconds,
   };
   opts.log(`${fault.name}: ${JSON.stringify(result)}`);
   return result;

@@ -116,8 +116,12 @@ function deadlineBackstop(deadlineMs: number): express.RequestHandler {
       res.status(503).json(refusal.toBody());
     };
     arm();
-    res.once('close', () => clearTimeout(timer));
-    res.once('finish', () => clearTimeout(timer));
+    const settled = () => {
+      clearTimeout(timer);
+      deadline.release();
+    };
+    res.once('close', settled);
+    res.once('finish', settled);
     withDeadline(deadline, next);
   };
 }

@@ -21,6 +21,14 @@ export class RequestDeadline {
     return this.expired || Date.now() >= this.at;
   }
 
+  /**
+   * The request was answered (or its client left) before the deadline: work it left running,
+   * e.g. a write after the answer, is no longer bound by it.
+   */
+  release(): void {
+    if (!this.passed) this.at = Infinity;
+  }
+
   /** Called by the backstop: from now on nothing of this request may commit. */
   expire(): void {
     this.expired = true;

@@ -1,4 +1,5 @@
 import postgres from 'postgres';
+import { BackendUnavailableError, RequestDeadline, withDeadline } from '../../api/infra/deadline';
 import { requireInfra, startTestApp, eventually, type TestApp } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { createFixture, createFlag, uniqueKey, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
@@ -93,6 +94,28 @@ describe('Postgres connections terminated under load', () => {
       const read = await fx.owner.request('GET', `/api/flags/${created.key}?serviceId=${fx.serviceId}&environment=development`);
       expect(read.status).toBe(200);
     }
+  });
+});
+
+describe('a transaction under a request deadline', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+    await app.platform.db.sql`CREATE TABLE deadline_probe (id text PRIMARY KEY)`;
+  });
+  afterAll(() => app?.stop());
+
+  it('rolls back instead of committing once the deadline has passed, and commits before it', async () => {
+    const { sql } = app.platform.db;
+    const late = withDeadline(new RequestDeadline(Date.now() + 200), () =>
+      sql.begin(async (tx) => {
+        await tx`INSERT INTO deadline_probe (id) VALUES ('late')`;
+        await tx`SELECT pg_sleep(0.5)`;
+      }),
+    );
+    await expect(late).rejects.toBeInstanceOf(BackendUnavailableError);
+    await withDeadline(new RequestDeadline(Date.now() + 10_000), () => sql.begin((tx) => tx`INSERT INTO deadline_probe (id) VALUES ('in-time')`));
+    expect((await sql`SELECT id FROM deadline_probe ORDER BY id`).map((r) => r.id)).toEqual(['in-time']);
   });
 });
 
