@@ -32,6 +32,9 @@ export interface HttpAppOptions {
   deadlineMs: number;
 }
 
+/** How long the deadline's 503 waits for a COMMIT already sent (one round trip on a live server). */
+const COMMIT_WAIT_MS = 1_000;
+
 /** Seconds a client is told to wait after a backend outage 503. */
 const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
@@ -108,7 +111,7 @@ function deadlineBackstop(deadlineMs: number): express.RequestHandler {
       // The deadline moved (a route that waits on purpose).
       if (!deadline.passed) return arm();
       deadline.expire();
-      await deadline.commitsSettled();
+      await deadline.commitsSettled(COMMIT_WAIT_MS);
       if (res.headersSent) return;
       req.log?.warn({ deadlineMs }, 'request deadline passed; answered 503');
       const refusal = backendUnavailable();

@@ -45,9 +45,17 @@ export class RequestDeadline {
     void pending.finally(() => this.commits.delete(pending));
   }
 
-  /** Settles once no commit of this request is on the wire. */
-  async commitsSettled(): Promise<void> {
-    while (this.commits.size) await Promise.allSettled([...this.commits]);
+  /**
+   * Settles once no commit of this request is on the wire, or after `maxWaitMs`: a COMMIT
+   * whose connection died under it has an unknown outcome, and the request must still be answered.
+   */
+  async commitsSettled(maxWaitMs: number): Promise<void> {
+    const giveUp = Date.now() + maxWaitMs;
+    while (this.commits.size && Date.now() < giveUp) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...this.commits]), new Promise((resolve) => (timer = setTimeout(resolve, giveUp - Date.now())))]);
+      clearTimeout(timer);
+    }
   }
 }
 
