@@ -73,6 +73,15 @@ const envSchema = z.object({
 
   DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
   DATABASE_POOL_SIZE: positiveInt.default(10),
+  /**
+   * Deadlines (docs/operations.md#faults-and-recovery): a request still unanswered after
+   * REQUEST_DEADLINE_MS is answered 503 with Retry-After and commits nothing afterwards;
+   * BACKEND_TIMEOUT_MS bounds one Postgres connection attempt, one Redis command and one Temporal
+   * call; a Postgres connection silent for DATABASE_REPLY_TIMEOUT_MS while a query waits is destroyed.
+   */
+  REQUEST_DEADLINE_MS: positiveInt.default(4_000),
+  BACKEND_TIMEOUT_MS: positiveInt.default(3_000),
+  DATABASE_REPLY_TIMEOUT_MS: positiveInt.default(15_000),
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),
   /** Namespaces every key and channel, so several deployments (or test runs) can share a Redis. */
   REDIS_KEY_PREFIX: z.string().min(1).default('flags:'),

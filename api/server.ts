@@ -143,13 +143,13 @@ export async function createPlatform(config: Config, logger = createLogger(confi
   metrics.gauge({ name: 'flagship_ready', help: '1 while /readyz answers 200, else 0', collect: (set) => set({}, readiness.state().ready ? 1 : 0) });
   try {
     const applicationName = `flags ${instanceId}`;
-    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, dataDir: config.dataDir, applicationName, logger });
+    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, replyTimeoutMs: config.DATABASE_REPLY_TIMEOUT_MS, connectTimeoutMs: config.BACKEND_TIMEOUT_MS, dataDir: config.dataDir, applicationName, logger });
     onShutdown(() => db.close());
     watchPostgres(metrics, { sql: db.sql, applicationName, poolSize: db.backend === 'pglite' ? 1 : config.DATABASE_POOL_SIZE });
     const applied = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'database migrations applied');
 
-    const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+    const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX, config.BACKEND_TIMEOUT_MS);
     onShutdown(() => cache.close());
 
     // Only the schema's owners run analytics DDL; data-plane and ingest processes only write.
@@ -168,7 +168,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const usesTemporal = config.ROLES.includes('control') || config.ROLES.includes('worker');
     const temporalOptions = { namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE };
     const temporal = usesTemporal
-      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, logger, interceptors: tracing?.temporalClientInterceptors })
+      ? await openTemporal({ ...temporalOptions, address: config.TEMPORAL_ADDRESS, cliPath: config.TEMPORAL_CLI_PATH, dataDir: config.dataDir, callTimeoutMs: config.BACKEND_TIMEOUT_MS, logger, interceptors: tracing?.temporalClientInterceptors })
       : detachedTemporal(temporalOptions);
     onShutdown(() => temporal.close());
 
@@ -391,6 +391,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         routes: platform.routes[name],
         site: name === 'control' ? platform.consoleSite : undefined,
         metrics: platform.metrics.http,
+        deadlineMs: config.REQUEST_DEADLINE_MS,
       });
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;

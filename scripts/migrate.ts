@@ -10,7 +10,7 @@ import { openDatabase } from '../api/infra/postgres';
 async function main() {
   const config = parseConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const db = await openDatabase({ url: config.DATABASE_URL, poolSize: 2, dataDir: config.dataDir, applicationName: 'flags migrate', logger });
+  const db = await openDatabase({ url: config.DATABASE_URL, poolSize: 2, replyTimeoutMs: config.DATABASE_REPLY_TIMEOUT_MS, connectTimeoutMs: config.BACKEND_TIMEOUT_MS, dataDir: config.dataDir, applicationName: 'flags migrate', logger });
   try {
     logger.info({ applied: await migrate(db.sql) }, 'postgres migrations');
   } finally {

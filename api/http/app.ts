@@ -2,10 +2,11 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { pinoHttp } from 'pino-http';
 import type { ProjectAccess } from '../auth/access';
 import type { Authenticator } from '../auth/authenticator';
+import { currentDeadline, isBackendUnavailable, RequestDeadline, withDeadline } from '../infra/deadline';
 import type { Logger } from '../infra/logger';
 import { UNMATCHED_ROUTE, type HttpMetrics } from '../lib/metrics/metrics';
 import { clientIp } from './client-ip';
-import { HttpError } from './errors';
+import { HttpError, retryLater } from './errors';
 import type { OpenApiCatalog } from './openapi';
 import { PER_IP, PER_TOKEN, type RateLimiter } from './rate-limit';
 import { requestIdOf } from './request-id';
@@ -30,7 +31,17 @@ export interface HttpAppOptions {
   site?: express.RequestHandler;
   /** Requests counted by route template (docs/operations.md#metrics). */
   metrics: HttpMetrics;
+  /** A request still unanswered after this long is answered 503 (docs/operations.md#faults-and-recovery). */
+  deadlineMs: number;
 }
+
+/** How long the deadline's 503 waits for a COMMIT already sent (one round trip on a live server). */
+const COMMIT_WAIT_MS = 1_000;
+
+/** Seconds a client is told to wait after a backend outage 503. */
+const OUTAGE_RETRY_AFTER_SECONDS = 5;
+
+const backendUnavailable = () => retryLater(503, 'A backend this request needs is unavailable; retry shortly', OUTAGE_RETRY_AFTER_SECONDS);
 
 /** One Express app per listener; all three share this middleware chain and error envelope. */
 export function createHttpApp(opts: HttpAppOptions): express.Express {
@@ -46,6 +57,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
     req.clientIp = clientIp(req, opts.trustProxy);
     next();
   });
+  app.use(deadlineBackstop(opts.deadlineMs));
   app.use(
     pinoHttp({
       logger: opts.logger.child({ listener: opts.name }),
@@ -98,11 +110,47 @@ function countRequests(metrics: HttpMetrics): express.RequestHandler {
   };
 }
 
+/**
+ * Every request runs under a deadline (api/infra/deadline.ts). When it passes unanswered, the
+ * request is answered 503 with Retry-After, once any COMMIT it already sent has settled; from
+ * then on nothing it does commits. Streams have answered their headers by then and are left alone.
+ */
+function deadlineBackstop(deadlineMs: number): express.RequestHandler {
+  return (req, res, next) => {
+    const deadline = new RequestDeadline(Date.now() + deadlineMs);
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      timer = setTimeout(() => void fire(), Math.max(0, deadline.at - Date.now()));
+    };
+    const fire = async () => {
+      if (res.headersSent) return;
+      // The deadline moved (a route that waits on purpose).
+      if (!deadline.passed) return arm();
+      deadline.expire();
+      await deadline.commitsSettled(COMMIT_WAIT_MS);
+      if (res.headersSent) return;
+      req.log?.warn({ deadlineMs }, 'request deadline passed; answered 503');
+      const refusal = backendUnavailable();
+      res.setHeader('Retry-After', String(refusal.extra.retryAfter));
+      res.status(503).json(refusal.toBody());
+    };
+    arm();
+    const settled = () => {
+      clearTimeout(timer);
+      deadline.release();
+    };
+    res.once('close', settled);
+    res.once('finish', settled);
+    withDeadline(deadline, next);
+  };
+}
+
 /** Never sends a stack trace: unexpected errors are logged and answered with a bare 500. */
 export function errorHandler() {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const http = toHttpError(error);
-    if (http.status >= 500) req.log?.error({ err: error }, 'request failed');
+    // After the deadline's 503 the handler's own late outcome has nowhere to go.
+    if (http.status >= 500 && !(res.headersSent && currentDeadline()?.passed)) req.log?.error({ err: error }, 'request failed');
     if (res.headersSent) {
       res.end();
       return;
@@ -114,6 +162,7 @@ export function errorHandler() {
 
 function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  if (isBackendUnavailable(error)) return backendUnavailable();
   const e = error as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
   const status = e?.status ?? e?.statusCode;
   // body-parser and friends mark client errors with a status and `expose`.

@@ -27,8 +27,9 @@ export interface Cache {
   close(): Promise<void>;
 }
 
-export function createCache(redisUrl: string | undefined, keyPrefix = 'flags:'): Cache {
-  return redisUrl ? new RedisCache(redisUrl, keyPrefix) : new MemoryCache();
+/** `commandTimeoutMs` bounds every Redis command, queued ones included, while Redis is away. */
+export function createCache(redisUrl: string | undefined, keyPrefix = 'flags:', commandTimeoutMs = 3_000): Cache {
+  return redisUrl ? new RedisCache(redisUrl, keyPrefix, commandTimeoutMs) : new MemoryCache();
 }
 
 // INCR and set the expiry on the first hit in one round trip, so concurrent replicas agree.
@@ -48,8 +49,10 @@ class RedisCache implements Cache {
   constructor(
     private readonly url: string,
     private readonly prefix: string,
+    commandTimeoutMs: number,
   ) {
-    this.client = new Redis(url, { keyPrefix: prefix, enableAutoPipelining: true, maxRetriesPerRequest: 3 });
+    // A command waits in the offline queue while Redis is away, but never longer than commandTimeout.
+    this.client = new Redis(url, { keyPrefix: prefix, enableAutoPipelining: true, maxRetriesPerRequest: 3, commandTimeout: commandTimeoutMs, connectTimeout: commandTimeoutMs });
     this.client.defineCommand('hitWindow', { numberOfKeys: 1, lua: HIT_SCRIPT });
     this.listeners.setMaxListeners(0);
   }

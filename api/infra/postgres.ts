@@ -1,7 +1,9 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
+import { currentDeadline } from './deadline';
 import type { Logger } from './logger';
 
 export type Sql = postgres.Sql;
@@ -22,6 +24,10 @@ export interface PostgresOptions {
   /** Names this process's sessions in pg_stat_activity (the pool metrics read them there). */
   applicationName: string;
   poolSize: number;
+  /** A connection waiting this long for any byte of an answer is destroyed (its server or the network is gone). */
+  replyTimeoutMs: number;
+  /** Bound of one connection attempt. */
+  connectTimeoutMs: number;
   dataDir: string;
   logger: Logger;
 }
@@ -33,7 +39,7 @@ export interface PostgresOptions {
  */
 export async function openDatabase(opts: PostgresOptions): Promise<Database> {
   if (opts.url) {
-    const sql = connect(opts.url, opts.poolSize, opts.applicationName);
+    const sql = connect(opts.url, opts.poolSize, opts);
     return { sql, backend: 'postgres', url: opts.url, close: () => sql.end({ timeout: 5 }) };
   }
   const dir = path.join(opts.dataDir, 'pglite');
@@ -41,7 +47,7 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
   const thread = await startPgliteThread(dir, opts.logger);
   const url = `postgres://postgres@${thread.hostPort}/postgres`;
   opts.logger.info({ address: thread.hostPort }, 'embedded PGlite serving the Postgres protocol');
-  const sql = connect(url, 1, opts.applicationName);
+  const sql = connect(url, 1, opts);
   return {
     sql,
     backend: 'pglite',
@@ -84,11 +90,87 @@ async function startPgliteThread(dir: string, logger: Logger): Promise<{ hostPor
   };
 }
 
-function connect(url: string, max: number, applicationName: string): Sql {
-  return postgres(url, {
+function connect(url: string, max: number, bounds: Pick<PostgresOptions, 'replyTimeoutMs' | 'connectTimeoutMs' | 'applicationName'>): Sql {
+  // `socket` (a factory of connected sockets) is a documented option its types leave out.
+  const sockets = { socket: (options: SocketOptions) => openWatchedSocket(options, bounds) };
+  const sql = postgres(url, {
     max,
     onnotice: () => undefined,
     transform: { undefined: null },
-    connection: { application_name: applicationName },
+    connection: { application_name: bounds.applicationName },
+    // Reconnect attempts after a failure: the driver's default grows to 20 s, which would hold
+    // service back that long after the server is back.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
+    ...sockets,
   });
+  guardCommits(sql);
+  return sql;
+}
+
+/**
+ * Inside a request, a transaction commits only before the request's deadline, and the request's
+ * answer waits for a COMMIT already sent (api/infra/deadline.ts): a request answered 503 never
+ * commits afterwards, and one that commits is answered with its result.
+ */
+function guardCommits(sql: Sql): void {
+  const begin = sql.begin.bind(sql) as (options: string, fn: (tx: TransactionSql) => unknown) => Promise<unknown>;
+  const guarded = (first: string | ((tx: TransactionSql) => unknown), second?: (tx: TransactionSql) => unknown) => {
+    const [options, fn] = typeof first === 'string' ? [first, second!] : ['', first];
+    const deadline = currentDeadline();
+    if (!deadline) return begin(options, fn);
+    const transaction: Promise<unknown> = begin(options, async (tx) => {
+      const result = await fn(tx);
+      // postgres.js sends COMMIT as soon as this callback's promise settles.
+      deadline.beforeCommit(() => transaction);
+      return result;
+    });
+    return transaction;
+  };
+  sql.begin = guarded as Sql['begin'];
+}
+
+// A chunk that ends with ReadyForQuery ('Z', length 5, status) leaves the connection idle.
+const READY_FOR_QUERY = Buffer.from([0x5a, 0, 0, 0, 5]);
+
+interface SocketOptions {
+  host: string[];
+  port: number[];
+  path?: string | false;
+}
+
+/**
+ * postgres.js waits on a connection for ever when its server or the network goes silent: its
+ * sockets are opened here, and a socket that has sent a request and heard nothing for
+ * replyTimeoutMs is destroyed, which fails its queries and frees the pool slot. The socket is
+ * handed over before it connects (writes wait for the connection), so the driver's own error
+ * and close handlers see every outcome, a reset right after the connect included.
+ */
+function openWatchedSocket(options: SocketOptions, bounds: Pick<PostgresOptions, 'replyTimeoutMs' | 'connectTimeoutMs'>): net.Socket {
+  const socket = options.path ? net.connect(options.path) : net.connect(options.port[0], options.host[0]);
+  const connectTimer = setTimeout(() => socket.destroy(Object.assign(new Error(`Postgres connect timed out after ${bounds.connectTimeoutMs} ms`), { code: 'CONNECT_TIMEOUT' })), bounds.connectTimeoutMs);
+  socket.once('connect', () => clearTimeout(connectTimer));
+  socket.once('close', () => clearTimeout(connectTimer));
+  watchReplies(socket, bounds.replyTimeoutMs);
+  return socket;
+}
+
+function watchReplies(socket: net.Socket, replyTimeoutMs: number): void {
+  let waitingSince: number | undefined;
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  socket.write = ((...args: unknown[]) => {
+    waitingSince ??= Date.now();
+    return write(...args);
+  }) as net.Socket['write'];
+  let tail = Buffer.alloc(0);
+  socket.on('data', (chunk: Buffer) => {
+    tail = Buffer.concat([tail, chunk.subarray(-6)]).subarray(-6);
+    const idle = tail.length === 6 && tail.subarray(0, 5).equals(READY_FOR_QUERY);
+    waitingSince = idle ? undefined : Date.now();
+  });
+  const check = setInterval(() => {
+    if (waitingSince !== undefined && Date.now() - waitingSince > replyTimeoutMs) {
+      socket.destroy(Object.assign(new Error(`Postgres did not answer within ${replyTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    }
+  }, Math.min(1000, replyTimeoutMs)).unref();
+  socket.once('close', () => clearInterval(check));
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Client, Connection, WithStartWorkflowOperation, type WorkflowClientInterceptor, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
 import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { WorkflowMessage } from '../../workflows/messages';
+import { BackendUnavailableError, currentDeadline } from './deadline';
 import type { Logger } from './logger';
 
 export interface Temporal {
@@ -16,6 +17,11 @@ export interface Temporal {
   devServer: boolean;
   /** False in processes that do not use Temporal at all (see detachedTemporal). */
   connected: boolean;
+  /**
+   * Runs Temporal calls with a deadline: the request's (api/infra/deadline.ts) or callTimeoutMs
+   * from now, whichever comes first, so a Temporal that does not answer fails the call with 503.
+   */
+  bounded<T>(call: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -25,6 +31,8 @@ export interface TemporalOptions {
   taskQueue: string;
   cliPath: string;
   dataDir: string;
+  /** Bound of one call outside a request (a request's own deadline bounds it inside one). */
+  callTimeoutMs: number;
   logger: Logger;
   /** Workflow client interceptors, e.g. tracing's, which carry the caller's trace into the workflow. */
   interceptors?: WorkflowClientInterceptor[];
@@ -52,6 +60,7 @@ export async function openTemporal(opts: TemporalOptions): Promise<Temporal> {
     taskQueue: opts.taskQueue,
     devServer: Boolean(child),
     connected: true,
+    bounded: (call) => boundedCall(client, opts.callTimeoutMs, call),
     async close() {
       await connection.close();
       if (child) await stopChild(child);
@@ -74,8 +83,19 @@ export function detachedTemporal(opts: Pick<TemporalOptions, 'namespace' | 'task
     taskQueue: opts.taskQueue,
     devServer: false,
     connected: false,
+    bounded: (call) => call(),
     close: async () => undefined,
   };
+}
+
+async function boundedCall<T>(client: Client, callTimeoutMs: number, call: () => Promise<T>): Promise<T> {
+  const deadline = Math.min(currentDeadline()?.at ?? Infinity, Date.now() + callTimeoutMs);
+  try {
+    return await client.withDeadline(deadline, call);
+  } catch (error) {
+    if (Date.now() >= deadline) throw new BackendUnavailableError('temporal', 'Temporal did not answer in time', { cause: error });
+    throw error;
+  }
 }
 
 /** A started workflow's handle, typed by its message. */
@@ -94,11 +114,13 @@ export async function startWorkflow<Input, Result>(
 ): Promise<StartedWorkflow<Input, Result>> {
   // Checked before the client is touched: a bad input fails even where Temporal is not opened.
   const checked = checkInput(workflow, input);
-  return temporal.client.workflow.start<(input: Input) => Promise<Result>>(workflow.name, {
-    ...options,
-    taskQueue: temporal.taskQueue,
-    args: [checked],
-  });
+  return temporal.bounded(() =>
+    temporal.client.workflow.start<(input: Input) => Promise<Result>>(workflow.name, {
+      ...options,
+      taskQueue: temporal.taskQueue,
+      args: [checked],
+    }),
+  );
 }
 
 /**
@@ -112,13 +134,15 @@ export async function signalWithStartWorkflow<Input, Result, SignalArg>(
   options: { workflowId: string; signal: SignalDefinition<[SignalArg]>; signalArgs: [SignalArg] },
 ): Promise<void> {
   const checked = checkInput(workflow, input);
-  await temporal.client.workflow.signalWithStart<(input: Input) => Promise<Result>, [SignalArg]>(workflow.name, {
-    workflowId: options.workflowId,
-    signal: options.signal,
-    signalArgs: options.signalArgs,
-    taskQueue: temporal.taskQueue,
-    args: [checked],
-  });
+  await temporal.bounded(() =>
+    temporal.client.workflow.signalWithStart<(input: Input) => Promise<Result>, [SignalArg]>(workflow.name, {
+      workflowId: options.workflowId,
+      signal: options.signal,
+      signalArgs: options.signalArgs,
+      taskQueue: temporal.taskQueue,
+      args: [checked],
+    }),
+  );
 }
 
 /**

@@ -182,7 +182,7 @@ function startWorker(queue: string, options: { maxCachedWorkflows?: number } = {
 
 /** The API's service, starting its workflows on the time-skipping server's `queue`. */
 function serviceOn(queue: string, answerWaitMs?: number): CanaryService {
-  const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, close: async () => undefined };
+  const temporal: Temporal = { client: env.client, address: '', namespace: 'default', taskQueue: queue, devServer: false, connected: true, bounded: (call) => call(), close: async () => undefined };
   return new CanaryService({
     sql: app.platform.db.sql,
     store: new CanaryStore(),

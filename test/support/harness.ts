@@ -79,7 +79,8 @@ function errorSink() {
  * A full platform on ephemeral ports against the real Postgres (a fresh clone of the migrated
  * template), Redis (own key prefix), Temporal (own task queue) and chDB (own data dir).
  */
-export async function startTestApp(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestApp> {
+/** `databaseAddress` (host:port) reaches the app's database through another address, e.g. a test's TCP proxy. */
+export async function startTestApp(env: Record<string, string> = {}, opts: { logger?: Logger; databaseAddress?: string } = {}): Promise<TestApp> {
   const infra = requireInfra();
   const suffix = `${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
   // A replica of another app passes that app's DATABASE_URL: nothing to create or drop then.
@@ -91,6 +92,8 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     await admin.end();
   }
   const databaseUrl = env.DATABASE_URL ?? withDatabase(infra.databaseUrl, dbName);
+  const connectUrl = new URL(databaseUrl);
+  if (opts.databaseAddress) connectUrl.host = opts.databaseAddress;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-test-'));
 
   const config = parseConfig({
@@ -102,7 +105,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     INGEST_PORT: '0',
     MANAGEMENT_PORT: '0',
     DATA_DIR: dataDir,
-    DATABASE_URL: databaseUrl,
+    DATABASE_URL: connectUrl.toString(),
     REDIS_URL: infra.redisUrl,
     REDIS_KEY_PREFIX: `t:${suffix}:`,
     TEMPORAL_ADDRESS: infra.temporalAddress,

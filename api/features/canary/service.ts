@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpError, conflict, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
+import { currentDeadline } from '../../infra/deadline';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { startWorkflowWithUpdate, type Temporal } from '../../infra/temporal';
@@ -58,6 +59,8 @@ const PREVIOUS_RUN_WAIT_MS = 15_000;
  * forever: past this they answer the state as it is, and the update still takes effect.
  */
 const ANSWER_WAIT_MS = 30_000;
+/** Time left after the wait to read and answer the record. */
+const ANSWER_MARGIN_MS = 2_000;
 
 /**
  * Canary pipelines (docs/canary.md): the record lives in Postgres (one active per flag, service
@@ -211,7 +214,10 @@ export class CanaryService {
 
   /** The workflow's answer, or null when it did not come in time. */
   private answerWithin<T>(answer: Promise<T>): Promise<T | null> {
-    return Promise.race([answer, sleep(this.deps.answerWaitMs ?? ANSWER_WAIT_MS, null, { ref: false })]);
+    const waitMs = this.deps.answerWaitMs ?? ANSWER_WAIT_MS;
+    // This wait is the route's answer by design, so the request deadline moves past it.
+    currentDeadline()?.extendTo(Date.now() + waitMs + ANSWER_MARGIN_MS);
+    return Promise.race([answer, sleep(waitMs, null, { ref: false })]);
   }
 
   /**

@@ -162,7 +162,7 @@ export class BanditService {
   /** The workflow returns at once instead of at its next wake-up; one already gone is fine. */
   private async signalEnded(e: StoredExperiment): Promise<void> {
     try {
-      await this.deps.temporal.client.workflow.getHandle(e.workflowId).signal(banditEndedSignal, e.status === 'completed' ? 'completed' : 'stopped');
+      await this.deps.temporal.bounded(() => this.deps.temporal.client.workflow.getHandle(e.workflowId).signal(banditEndedSignal, e.status === 'completed' ? 'completed' : 'stopped'));
     } catch (error) {
       if (error instanceof WorkflowNotFoundError) return;
       this.deps.logger.warn({ err: error, experimentId: e.id }, 'could not signal the bandit workflow; it ends at its next round');

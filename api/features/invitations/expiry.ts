@@ -26,7 +26,7 @@ export class InvitationExpiryTimers {
     await Promise.all(
       invitationIds.map(async (id) => {
         try {
-          await this.temporal.client.workflow.getHandle(InvitationExpiryTimers.workflowId(id)).signal(invitationSettledSignal);
+          await this.temporal.bounded(() => this.temporal.client.workflow.getHandle(InvitationExpiryTimers.workflowId(id)).signal(invitationSettledSignal));
         } catch (error) {
           if (!(error instanceof WorkflowNotFoundError)) this.logger.warn({ err: error, invitationId: id }, 'could not signal invitation expiry workflow');
         }

@@ -7,6 +7,7 @@ import type { TokenBinding } from '../../domain/token-binding';
 import { forbidden, notFound, unauthorized, validationFailed } from '../../http/errors';
 import { boundedMemo, newId, sha256Hex } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';
+import { isBackendUnavailable } from '../../infra/deadline';
 import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit, type AuditActor } from '../audit/writer';
 import type { JwtRevocationList, RevokedJti } from './revocation';
@@ -175,7 +176,15 @@ export class ProjectTokenService {
   }
 
   private async loadOpaque(hash: string): Promise<ProjectTokenPrincipal | null> {
-    const row = await this.deps.store.findActiveBySecretHash(this.deps.sql, hash);
+    let row;
+    try {
+      row = await this.deps.store.findActiveBySecretHash(this.deps.sql, hash);
+    } catch (error) {
+      // Postgres is away: the last verified answer serves (api/auth/credential-cache.ts).
+      const stale = isBackendUnavailable(error) ? this.deps.opaqueCache.stale(hash) : undefined;
+      if (stale) return unexpired(stale);
+      throw error;
+    }
     // The index found it by hash; compare again in constant time so no path compares secrets naively.
     if (!row?.secret_hash || !timingSafeEqual(Buffer.from(row.secret_hash), Buffer.from(hash))) return null;
     const entry: CachedOpaqueToken = {
@@ -192,15 +201,26 @@ export class ProjectTokenService {
     const claims = await this.deps.jwt.verify(token, 'access');
     if (!claims) return null;
     if (await this.deps.revocations.isRevoked(claims.jti)) return null;
-    let family = this.deps.familyCache.get(claims.tokenId);
-    if (!family) {
-      const row = await this.deps.store.findFamily(this.deps.sql, claims.tokenId);
-      // Gone with its project, or revoked: the jti check above normally answers first.
-      if (!row || row.revoked_at) return null;
-      family = { createdBy: row.created_by, scope: bindingOf(row) };
-      this.deps.familyCache.set(claims.tokenId, family);
-    }
+    const family = this.deps.familyCache.get(claims.tokenId) ?? (await this.loadFamily(claims.tokenId));
+    if (!family) return null;
     return { type: 'project_api_token', tokenId: claims.tokenId, tokenType: 'jwt', projectId: claims.projectId, scopes: claims.scopes, createdBy: family.createdBy, scope: family.scope };
+  }
+
+  private async loadFamily(tokenId: string): Promise<JwtFamily | undefined> {
+    let row;
+    try {
+      row = await this.deps.store.findFamily(this.deps.sql, tokenId);
+    } catch (error) {
+      // Postgres is away: the last verified answer serves (api/auth/credential-cache.ts).
+      const stale = isBackendUnavailable(error) ? this.deps.familyCache.stale(tokenId) : undefined;
+      if (stale) return stale;
+      throw error;
+    }
+    // Gone with its project, or revoked: the jti check above normally answers first.
+    if (!row || row.revoked_at) return undefined;
+    const family: JwtFamily = { createdBy: row.created_by, scope: bindingOf(row) };
+    this.deps.familyCache.set(tokenId, family);
+    return family;
   }
 
   private async afterRevoke(secretHash: string | null, tokenId: string, jtis: RevokedJti[]) {

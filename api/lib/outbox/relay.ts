@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
+import { isBackendUnavailable } from '../../infra/deadline';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../../features/cohorts/types';
@@ -59,6 +60,14 @@ export interface OutboxRelayStats {
 }
 
 const PRUNE_EVERY_MS = 60_000;
+const OUTAGE_RETRY_MAX_MS = 2_000;
+
+interface FailedEvent {
+  row: OutboxRow;
+  error: string;
+  /** It failed because a backend was unreachable or too slow, not because of the event. */
+  outage: boolean;
+}
 
 type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner'>>;
 
@@ -230,7 +239,7 @@ class ConsumerLoop {
     }
 
     const done: number[] = [];
-    const failed: { row: OutboxRow; error: string }[] = [];
+    const failed: FailedEvent[] = [];
     const notAttempted: number[] = [];
     // A slow consumer (a webhook dispatch waiting on Temporal) keeps its lease while it works,
     // so the lease itself can be short and a dead relay's events are taken over soon.
@@ -250,12 +259,12 @@ class ConsumerLoop {
     await this.store.release(this.sql, name, notAttempted);
     for (const f of failed) {
       this.counters.failures++;
-      await this.store.markFailed(this.sql, name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts) });
+      await this.store.markFailed(this.sql, name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts, f.outage) });
     }
     return rows.length;
   }
 
-  private async handleStreams(streams: Map<string, OutboxRow[]>, done: number[], failed: { row: OutboxRow; error: string }[], notAttempted: number[]): Promise<void> {
+  private async handleStreams(streams: Map<string, OutboxRow[]>, done: number[], failed: FailedEvent[], notAttempted: number[]): Promise<void> {
     const name = this.consumer.name;
     const handleMany = this.consumer.handleMany?.bind(this.consumer);
     await forEachLimited([...streams.values()], this.opts.concurrency, async (events) => {
@@ -265,7 +274,7 @@ class ConsumerLoop {
           done.push(...events.map((row) => row.seq));
         } catch (error) {
           // The first event carries the failure (and its backoff); the rest wait behind it, in order.
-          failed.push({ row: events[0], error: message(error) });
+          failed.push({ row: events[0], error: message(error), outage: isBackendUnavailable(error) });
           notAttempted.push(...events.slice(1).map((r) => r.seq));
           this.logger.warn({ err: error, consumer: name, eventId: events[0].event.id, events: events.length }, 'outbox consumer failed; will retry');
         }
@@ -278,7 +287,7 @@ class ConsumerLoop {
           await this.consumer.handle(row.event);
           done.push(row.seq);
         } catch (error) {
-          failed.push({ row, error: message(error) });
+          failed.push({ row, error: message(error), outage: isBackendUnavailable(error) });
           notAttempted.push(...events.slice(i + 1).map((r) => r.seq));
           this.logger.warn({ err: error, consumer: name, eventId: row.event.id, attempt: row.attempts }, 'outbox consumer failed; will retry');
           return;
@@ -287,8 +296,13 @@ class ConsumerLoop {
     });
   }
 
-  private retryDelay(attempts: number): number {
-    return Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** Math.max(0, attempts - 1));
+  /**
+   * A failure because a backend was away retries at least every OUTAGE_RETRY_MAX_MS, so the
+   * backlog drains soon after the backend is back (docs/operations.md#faults-and-recovery).
+   */
+  private retryDelay(attempts: number, outage: boolean): number {
+    const cap = outage ? Math.min(OUTAGE_RETRY_MAX_MS, this.opts.retryMaxMs) : this.opts.retryMaxMs;
+    return Math.min(cap, this.opts.retryBaseMs * 2 ** Math.max(0, attempts - 1));
   }
 }
 
