@@ -55,7 +55,7 @@ describe('Postgres connections terminated under load', () => {
     let terminated = 0;
     const killer = (async () => {
       while (killing) {
-        const rows = await admin`SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ${database} AND application_name = 'flags' AND pid <> pg_backend_pid()`;
+        const rows = await admin`SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = ${database} AND application_name = ${`flags ${app.platform.instanceId}`} AND pid <> pg_backend_pid()`;
         terminated += rows.filter((r) => r.done).length;
         await new Promise((r) => setTimeout(r, 150));
       }
