@@ -163,7 +163,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // The one project gate every feature shares (api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(sql, config.ADMIN_EMAILS);
     // Runs each consumer of committed flag changes (the bus publish, then the registered ones) in its own loop.
-    const outbox = new OutboxRelay({ sql, cache, logger });
+    const outbox = new OutboxRelay({ sql, cache, logger, listen: db.backend === 'postgres' });
 
     // Each feature's wiring builds it from the backends and the features before it. Credential
     // features register their bearer resolvers on the authenticator as they are built.
