@@ -36,6 +36,10 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
   }
   const dir = path.join(opts.dataDir, 'pglite');
   fs.mkdirSync(dir, { recursive: true });
+  // A new directory is initialized (initdb) in a thread of its own that then ends: initdb's
+  // WebAssembly instance would otherwise stay allocated in the serving thread, which is idle
+  // enough never to collect it (docs/operations.md#resource-use-at-idle).
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) await (await startPgliteThread(dir, opts.logger)).stop();
   const thread = await startPgliteThread(dir, opts.logger);
   const url = `postgres://postgres@${thread.hostPort}/postgres`;
   opts.logger.info({ address: thread.hostPort }, 'embedded PGlite serving the Postgres protocol');
