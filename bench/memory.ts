@@ -20,7 +20,8 @@
  *      process keeps after use (caches, buffers, fragmentation) counts.
  *
  * Idle CPU: user + system time from /proc/<pid>/stat of the process and every descendant, over
- * BENCH_IDLE_CPU_MS (60 s) of no traffic after the memory reading, as a share of one core. The
+ * BENCH_IDLE_CPU_MS (60 s) of no traffic that start BENCH_IDLE_SETTLE_MS (30 s) after the memory
+ * reading, as a share of one core. The
  * data plane's is read with 10,000 flags held (bar 2); its bar is memory only.
  *
  * RSS is VmRSS from /proc/<pid>/status, read after the process settled (BENCH_SETTLE_MS, 5 s),
@@ -36,7 +37,7 @@
  * (there is no ClickHouse server here; see that file).
  *
  * Runs `npm run build` first (BENCH_BUILD=0 skips it). Environment: BENCH_FLAGS (10,000),
- * BENCH_SETTLE_MS (5,000), BENCH_IDLE_CPU_MS (60,000), BENCH_USE_MS (180,000), BENCH_VERBOSE=1
+ * BENCH_SETTLE_MS (5,000), BENCH_IDLE_CPU_MS (60,000), BENCH_IDLE_SETTLE_MS (30,000), BENCH_USE_MS (180,000), BENCH_VERBOSE=1
  * (children's output on stderr), BENCH_TIMEOUT_MS (900,000). Every child process (and what it started) and every temporary directory is removed
  * at the end, also on failure or Ctrl-C.
  */
@@ -58,6 +59,8 @@ const LIMIT_EMBEDDED = 800 * MB;
 /** Of one core. */
 const LIMIT_EMBEDDED_CPU = 0.01;
 const IDLE_CPU_MS = Number(process.env.BENCH_IDLE_CPU_MS ?? 60_000);
+/** After the memory reading and before the CPU window: what start or use set off (merges, checkpoints, GC) ends first. */
+const IDLE_SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 30_000);
 const USE_MS = Number(process.env.BENCH_USE_MS ?? 180_000);
 const USE_FLAGS = 200;
 const MODEST_FLAGS = 100;
@@ -162,6 +165,7 @@ interface IdleCpu {
 
 /** CPU time of the process and every descendant over `ms` (no traffic meanwhile), as a share of one core. */
 async function idleCpu(pid: number, ms: number): Promise<IdleCpu> {
+  await sleep(IDLE_SETTLE_MS);
   const procs = [{ pid, name: 'app' }, ...descendants(pid)];
   const started = performance.now();
   const before = procs.map((p) => cpuSeconds(p.pid) ?? 0);
@@ -526,7 +530,7 @@ async function main() {
   console.log(
     `RSS: VmRSS after ${SETTLE_MS / 1000} s of settling, a full GC and ${AFTER_GC_MS / 1000} s; "RSS before GC" is the same process just before that GC. ` +
       'anon/file: RssAnon/RssFile. heapUsed/external: process.memoryUsage() of the main thread. ' +
-      `Idle CPU: user + system time over the next ${IDLE_CPU_MS / 1000} s without traffic, as a share of one core (the embedded bar counts the app and its Temporal dev server).`,
+      `Idle CPU: user + system time over ${IDLE_CPU_MS / 1000} s without traffic, ${IDLE_SETTLE_MS / 1000} s after that reading, as a share of one core (the embedded bar counts the app and its Temporal dev server).`,
   );
   console.log('');
   console.log('Where the memory goes (after GC):');
