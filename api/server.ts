@@ -69,6 +69,8 @@ import { detachedTemporal, openTemporal, type Temporal } from './infra/temporal'
 import type { Tracing } from './infra/tracing';
 
 const APP_VERSION: string = JSON.parse(fs.readFileSync(projectPath('package.json'), 'utf8')).version;
+/** The outbox relay's fallback poll on PGlite (docs/operations.md#resource-use-at-idle). */
+const PGLITE_OUTBOX_POLL_MS = 60_000;
 
 /** Something that must run when the process stops (flush a buffer, stop a relay …), in reverse order. */
 export type ShutdownHook = () => Promise<void>;
@@ -180,7 +182,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // The one project gate every feature shares (api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(sql, config.ADMIN_EMAILS);
     // Runs each consumer of committed flag changes (the bus publish, then the registered ones) in its own loop.
-    const outbox = new OutboxRelay({ sql, cache, logger });
+    // On Postgres other processes commit too: their notifications wake the relay. PGlite serves
+    // this process alone, whose every commit nudges it, so its fallback poll can be rare.
+    const outbox = new OutboxRelay({ sql, cache, logger, listen: db.backend === 'postgres', pollIntervalMs: db.backend === 'pglite' ? PGLITE_OUTBOX_POLL_MS : undefined });
 
     // Each feature's wiring builds it from the backends and the features before it. Credential
     // features register their bearer resolvers on the authenticator as they are built.

@@ -9,9 +9,9 @@
  * embedded profile's Temporal dev server) can be found and, if needed, killed with it.
  *
  * RSS comes from /proc/<pid>/status (VmRSS, and its RssAnon/RssFile/RssShmem parts), heap figures
- * from process.memoryUsage() in the child.
+ * from process.memoryUsage() in the child, CPU time from /proc/<pid>/stat (utime + stime).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -70,6 +70,21 @@ export function mappings(pid: number): Map<string, number> {
     if (rss) groups.set(current, (groups.get(current) ?? 0) + Number(rss[1]) * 1024);
   }
   return groups;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's CPU times. */
+export const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+/** CPU time (user + system, all threads) a process used so far, in seconds; undefined when it is gone. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
 }
 
 export function threadCount(pid: number): number {
@@ -231,10 +246,14 @@ export class Child {
   }
 }
 
-/** `node --expose-gc dist/api/main.js` (through the IPC preload) with exactly this environment. */
+/**
+ * `node --expose-gc dist/api/main.js` (through the IPC preload) with exactly this environment,
+ * and the node flags scripts/start.sh gives its roles (an ingesting process: a 64 MB young generation).
+ */
 export function startApp(name: string, env: NodeJS.ProcessEnv): Child {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
-  const proc = spawn(process.execPath, ['--expose-gc', '-e', PRELOAD], {
+  const ingests = (env.ROLES ?? 'ingest').split(',').includes('ingest');
+  const proc = spawn(process.execPath, [...(ingests ? ['--max-semi-space-size=64'] : []), '--expose-gc', '-e', PRELOAD], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

@@ -160,3 +160,41 @@ export async function evaluationHealth(base: string, admin: Session): Promise<Ev
   const body = (await res.json()) as { checks?: EvaluationHealth } & Partial<EvaluationHealth>;
   return (body.checks ?? body) as EvaluationHealth;
 }
+
+export interface LightUse {
+  requests: number;
+  byKind: Record<string, number>;
+}
+
+/**
+ * A few minutes of light, mixed use of one embedded process, about `perSecond` requests a second
+ * until `ms` have passed: evaluations (most of them) and outcome events on the data listener, and
+ * on the control plane flag toggles (each one through the outbox, the bus,
+ * the snapshots, webhooks and guardrail consumers), flag lists and a flag's metrics (ClickHouse).
+ */
+export async function lightUse(
+  data: string,
+  s: Session,
+  token: string,
+  ref: { projectId: string; serviceId: string },
+  flagKeys: string[],
+  ms: number,
+  perSecond = 10,
+): Promise<LightUse> {
+  const byKind: Record<string, number> = {};
+  const { serviceId } = ref;
+  const query = `serviceId=${serviceId}&environment=production`;
+  const end = Date.now() + ms;
+  for (let n = 0; Date.now() < end; n++) {
+    const key = flagKeys[n % flagKeys.length];
+    const kind = n % 50 === 0 ? 'metrics' : n % 20 === 0 ? 'list' : n % 10 === 0 ? 'toggle' : n % 5 === 0 ? 'track' : 'evaluate';
+    if (kind === 'evaluate') await evaluate(data, token, serviceId, key);
+    else if (kind === 'track') await call('POST', `${data}/api/analytics/track`, { token, body: { serviceId, environment: 'production', events: [{ event: 'checkout', targetingKey: `user-${n % 97}`, value: n % 7 }] } });
+    else if (kind === 'toggle') await call('POST', `${s.api}/api/flags/${key}/toggle?${query}`, { session: s });
+    else if (kind === 'list') await call('GET', `${s.api}/api/flags?projectId=${ref.projectId}&${query}`, { session: s });
+    else await call('GET', `${s.api}/api/flags/${key}/metrics?${query}`, { session: s });
+    byKind[kind] = (byKind[kind] ?? 0) + 1;
+    await new Promise((r) => setTimeout(r, 1000 / perSecond));
+  }
+  return { requests: Object.values(byKind).reduce((a, b) => a + b, 0), byKind };
+}

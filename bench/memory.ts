@@ -6,17 +6,23 @@
  *   1. The data-plane process on the production profile (ROLES=data; DATABASE_URL, REDIS_URL
  *      and CLICKHOUSE_URL set) idles under 150 MB RSS with the snapshots of a modest project
  *      loaded (one service, 100 flags).
- *   2. The same process holding 10,000 more flags in its snapshots stays under 250 MB RSS. The
+ *   2. The same process holding 10,000 more flags in its snapshots stays under 150 MB RSS too. The
  *      flags are created through POST /api/flags/bulk of a separate control-plane process
  *      (ROLES=control,worker, same Postgres/Redis/Temporal) and reach the data plane over the
  *      flag-change bus, as in production; the bench waits until /api/health/evaluation counts
  *      them and evaluates some of them with a project token.
  *   3. The whole embedded profile (every role, no backend URL: PGlite, in-process cache, chDB,
- *      the Temporal dev server the app starts) idles under 800 MB: the app process's RSS. The
- *      Temporal dev server (a Go child process) is reported on its own line, not counted.
- *      Measured twice on one DATA_DIR: the first start (PGlite runs initdb in a WebAssembly
- *      instance of its own, garbage once done) and a restart (what `npm start` on ./data is
- *      every time after the first).
+ *      the Temporal dev server the app starts) idles under 800 MB RSS, the app process and the
+ *      Temporal dev server (its child) counted together, and under 1% of a core, the CPU time
+ *      of both counted. Measured on one DATA_DIR at the first start (PGlite runs initdb), at a
+ *      restart (what `npm start` on ./data is every time after the first), and on that restart
+ *      again after a few minutes of light mixed use (BENCH_USE_MS) and a pause: memory a
+ *      process keeps after use (caches, buffers, fragmentation) counts.
+ *
+ * Idle CPU: user + system time from /proc/<pid>/stat of the process and every descendant, over
+ * BENCH_IDLE_CPU_MS (60 s) of no traffic that start BENCH_IDLE_SETTLE_MS (30 s) after the memory
+ * reading, as a share of one core. The
+ * data plane's is read with 10,000 flags held (bar 2); its bar is memory only.
  *
  * RSS is VmRSS from /proc/<pid>/status, read after the process settled (BENCH_SETTLE_MS, 5 s),
  * then a full GC (the app runs with --expose-gc; an IPC preload calls gc()) and 3 s more. The
@@ -31,8 +37,8 @@
  * (there is no ClickHouse server here; see that file).
  *
  * Runs `npm run build` first (BENCH_BUILD=0 skips it). Environment: BENCH_FLAGS (10,000),
- * BENCH_SETTLE_MS (5,000), BENCH_VERBOSE=1 (children's output on stderr), BENCH_TIMEOUT_MS
- * (300,000). Every child process (and what it started) and every temporary directory is removed
+ * BENCH_SETTLE_MS (5,000), BENCH_IDLE_CPU_MS (60,000), BENCH_IDLE_SETTLE_MS (30,000), BENCH_USE_MS (180,000), BENCH_VERBOSE=1
+ * (children's output on stderr), BENCH_TIMEOUT_MS (900,000). Every child process (and what it started) and every temporary directory is removed
  * at the end, also on failure or Ctrl-C.
  */
 import { execFileSync } from 'node:child_process';
@@ -43,23 +49,31 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import postgres from 'postgres';
 import { CONFIG_VARIABLES } from '../api/config';
-import { type Child, descendants, listenerUrl, procMemory, ROOT, sleep, startApp, startScript, type MemorySample, type ProcMemory } from './memory-procs';
-import { bulkCreate, createProject, createReadToken, createService, evaluate, evaluationHealth, signUp } from './memory-setup';
+import { type Child, cpuSeconds, descendants, listenerUrl, procMemory, ROOT, sleep, startApp, startScript, type MemorySample, type ProcMemory } from './memory-procs';
+import { bulkCreate, createProject, createReadToken, createService, evaluate, evaluationHealth, lightUse, signUp, type LightUse } from './memory-setup';
 
 const MB = 1024 * 1024;
 const LIMIT_DATA_IDLE = 150 * MB;
-const LIMIT_DATA_FLAGS = 250 * MB;
+const LIMIT_DATA_FLAGS = 150 * MB;
 const LIMIT_EMBEDDED = 800 * MB;
+/** Of one core. */
+const LIMIT_EMBEDDED_CPU = 0.01;
+const IDLE_CPU_MS = Number(process.env.BENCH_IDLE_CPU_MS ?? 60_000);
+/** After the memory reading and before the CPU window: what start or use set off (merges, checkpoints, GC) ends first. */
+const IDLE_SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 30_000);
+const USE_MS = Number(process.env.BENCH_USE_MS ?? 180_000);
+const USE_FLAGS = 200;
 const MODEST_FLAGS = 100;
 const SEED_FLAGS = Number(process.env.BENCH_FLAGS ?? 10_000);
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 5_000);
 const AFTER_GC_MS = 3_000;
-const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 300_000);
+const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 900_000);
 const BULK_PARALLEL = 4;
 
 const startedAt = performance.now();
 const log = (message: string) => console.error(`[bench:memory ${((performance.now() - startedAt) / 1000).toFixed(1).padStart(5)} s] ${message}`);
 const mb = (bytes: number) => `${(bytes / MB).toFixed(1)} MB`;
+const pct = (share: number) => `${(share * 100).toFixed(2)}%`;
 
 // ---------------------------------------------------------------------------------------------
 // Clean-up: every child and temporary directory is registered here the moment it exists.
@@ -119,12 +133,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => ab
 
 // ---------------------------------------------------------------------------------------------
 
-/** The parent's environment without any variable the app reads, plus these. */
+/** The parent's environment without any variable the app reads, plus what `npm start` sets, plus these. */
 function appEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CONFIG_VARIABLES) delete env[name];
   delete env.NODE_OPTIONS;
-  return { ...env, ...vars };
+  // As scripts/start.sh (npm start) and the Docker image set it.
+  return { ...env, MALLOC_ARENA_MAX: '2', ...vars };
 }
 
 interface Measured {
@@ -140,6 +155,24 @@ async function measure(child: Child): Promise<Measured> {
   await sleep(AFTER_GC_MS);
   const after = await child.memory(false);
   return { before, after };
+}
+
+interface IdleCpu {
+  /** Share of one core, the process and its descendants together. */
+  share: number;
+  processes: { pid: number; name: string; share: number }[];
+}
+
+/** CPU time of the process and every descendant over `ms` (no traffic meanwhile), as a share of one core. */
+async function idleCpu(pid: number, ms: number): Promise<IdleCpu> {
+  await sleep(IDLE_SETTLE_MS);
+  const procs = [{ pid, name: 'app' }, ...descendants(pid)];
+  const started = performance.now();
+  const before = procs.map((p) => cpuSeconds(p.pid) ?? 0);
+  await sleep(ms);
+  const wall = (performance.now() - started) / 1000;
+  const processes = procs.map((p, i) => ({ ...p, share: ((cpuSeconds(p.pid) ?? before[i]) - before[i]) / wall }));
+  return { share: processes.reduce((sum, p) => sum + p.share, 0), processes };
 }
 
 async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
@@ -164,6 +197,7 @@ async function healthy(base: string, timeoutMs: number) {
 interface ProductionResult {
   idle: Measured;
   flags: Measured;
+  flagsCpu: IdleCpu;
   flagsHeld: number;
   servicesHeld: number;
   seedSeconds: number;
@@ -301,12 +335,15 @@ async function runProduction(): Promise<ProductionResult> {
   }
   log(`bar 2: data plane holds ${held.snapshots.flags} flags in ${held.snapshots.services} services and evaluates them; settling`);
   const flags = await measure(data);
-  log(`bar 2: RSS ${mb(flags.after.proc.rss)} after GC`);
+  log(`bar 2: RSS ${mb(flags.after.proc.rss)} after GC; reading idle CPU for ${IDLE_CPU_MS / 1000} s`);
+  const flagsCpu = await idleCpu(data.pid, IDLE_CPU_MS);
+  log(`bar 2: idle CPU ${pct(flagsCpu.share)} of a core`);
   const finalHealth = await evaluationHealth(dataUrl, session);
 
   const result: ProductionResult = {
     idle,
     flags,
+    flagsCpu,
     flagsHeld: held.snapshots.flags,
     servicesHeld: held.snapshots.services,
     seedSeconds,
@@ -322,14 +359,36 @@ async function runProduction(): Promise<ProductionResult> {
   return result;
 }
 
-interface EmbeddedResult {
+/** One reading of the embedded profile: the app after GC, its children (the Temporal dev server) then, and idle CPU after. */
+interface EmbeddedSample {
   app: Measured;
-  temporal: { pid: number; name: string; rss: number }[];
+  children: { pid: number; name: string; rss: number }[];
+  /** App and children. */
+  rss: number;
+  cpu: IdleCpu;
+}
+
+interface EmbeddedResult {
+  idle: EmbeddedSample;
+  afterUse?: EmbeddedSample & { use: LightUse };
   startSeconds: number;
 }
 
-/** `npm start` on DATA_DIR=dir: every role, no backend URL (PGlite, in-process cache, chDB, the app's own Temporal dev server). */
-async function runEmbedded(dir: string, label: string): Promise<EmbeddedResult> {
+async function sampleEmbedded(app: Child, label: string): Promise<EmbeddedSample> {
+  const measured = await measure(app);
+  const children = descendants(app.pid).map((d) => ({ ...d, rss: procMemory(d.pid)?.rss ?? 0 }));
+  const rss = measured.after.proc.rss + children.reduce((sum, c) => sum + c.rss, 0);
+  log(`bar 3 (${label}): RSS ${mb(rss)} (app ${mb(measured.after.proc.rss)} after GC, ${children.map((c) => `${c.name} ${mb(c.rss)}`).join(', ') || 'no child'}); reading idle CPU for ${IDLE_CPU_MS / 1000} s`);
+  const cpu = await idleCpu(app.pid, IDLE_CPU_MS);
+  log(`bar 3 (${label}): idle CPU ${pct(cpu.share)} of a core (${cpu.processes.map((p) => `${p.name} ${pct(p.share)}`).join(', ')})`);
+  return { app: measured, children, rss, cpu };
+}
+
+/**
+ * `npm start` on DATA_DIR=dir: every role, no backend URL (PGlite, in-process cache, chDB, the
+ * app's own Temporal dev server). With `use`, read again after a few minutes of light use.
+ */
+async function runEmbedded(dir: string, label: string, use: boolean): Promise<EmbeddedResult> {
   const t0 = performance.now();
   const app = track(
     startApp(
@@ -347,15 +406,27 @@ async function runEmbedded(dir: string, label: string): Promise<EmbeddedResult> 
     ),
   );
   const api = await listenerUrl(app, 'control', 120_000);
+  const data = await listenerUrl(app, 'data', 10_000);
   await app.waitForLine((l) => l.includes('Temporal worker running'), 60_000, 'Temporal worker');
   await healthy(api, 60_000);
   const startSeconds = (performance.now() - t0) / 1000;
   log(`bar 3 (${label}): embedded profile (pid ${app.pid}) healthy on ${api} after ${startSeconds.toFixed(1)} s; settling`);
-  const measured = await measure(app);
-  const temporal = descendants(app.pid).map((d) => ({ ...d, rss: procMemory(d.pid)?.rss ?? 0 }));
-  log(`bar 3 (${label}): app RSS ${mb(measured.after.proc.rss)} after GC; children ${temporal.map((t) => `${t.name} ${mb(t.rss)}`).join(', ') || 'none'}`);
+  const idle = await sampleEmbedded(app, label);
+  let afterUse: EmbeddedResult['afterUse'];
+  if (use) {
+    const session = await signUp(api);
+    const projectId = await createProject(session, 'Light use');
+    const serviceId = await createService(session, projectId, 'shop');
+    await bulkCreate(session, serviceId, 'production', 'use', 0, USE_FLAGS, 2);
+    const token = await createReadToken(session, projectId);
+    const keys = Array.from({ length: USE_FLAGS }, (_, i) => `use-${i % 20 < 10 ? 'boolean' : i % 20 < 14 ? 'string' : i % 20 < 17 ? 'number' : 'object'}-${i}`);
+    log(`bar 3 (${label}): ${USE_FLAGS} flags created; light mixed use for ${USE_MS / 1000} s`);
+    const done = await lightUse(data, session, token, { projectId, serviceId }, keys, USE_MS);
+    log(`bar 3 (${label}): ${done.requests} requests (${Object.entries(done.byKind).map(([k, n]) => `${n} ${k}`).join(', ')}); settling`);
+    afterUse = { ...(await sampleEmbedded(app, `${label}, after use`)), use: done };
+  }
   await stopChild(app);
-  return { app: measured, temporal, startSeconds };
+  return { idle, afterUse, startSeconds };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,8 +437,19 @@ function table(rows: string[][]): string {
   return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
-function row(name: string, limit: number | undefined, m: Measured | undefined, error?: string): string[] {
-  if (!m) return [name, limit ? mb(limit) : '', '-', '', '', '', '', '', error ? `NOT MEASURED (${error})` : 'NOT MEASURED'];
+const EMPTY = ['', '', '', '', '', '', '', ''];
+
+function verdict(rss: number, limit: number, cpu?: number, cpuLimit?: number): string {
+  const memory = `${Math.round((rss / limit) * 100)}% of limit`;
+  const cpuMet = cpu === undefined || cpuLimit === undefined || cpu < cpuLimit;
+  const cpuPart = cpu !== undefined && cpuLimit !== undefined ? `, CPU ${Math.round((cpu / cpuLimit) * 100)}% of limit` : '';
+  return rss < limit && cpuMet ? `met (${memory}${cpuPart})` : `NOT MET (${memory}${cpuPart})`;
+}
+
+/** bar, limit, RSS, RSS before GC, anon, file, heapUsed, external, idle CPU, verdict */
+/** `cpu`: share of a core at idle. */
+function row(name: string, limit: number | undefined, m: Measured | undefined, cpu?: number, error?: string): string[] {
+  if (!m) return [name, limit ? mb(limit) : '', '-', '', '', '', '', '', '', error ? `NOT MEASURED (${error})` : 'NOT MEASURED'];
   const a = m.after;
   return [
     name,
@@ -378,7 +460,22 @@ function row(name: string, limit: number | undefined, m: Measured | undefined, e
     mb(a.proc.file),
     mb(a.usage.heapUsed),
     mb(a.usage.external),
-    limit ? (a.proc.rss < limit ? `met (${Math.round((a.proc.rss / limit) * 100)}% of limit)` : `NOT MET (${Math.round((a.proc.rss / limit) * 100)}%)`) : '',
+    cpu === undefined ? '' : pct(cpu),
+    limit ? verdict(a.proc.rss, limit) : '',
+  ];
+}
+
+/** The embedded bar's row (app and Temporal counted together), then each process on its own. */
+function embeddedRows(name: string, sample: EmbeddedSample | undefined, error?: string): string[][] {
+  if (!sample) return [[name, mb(LIMIT_EMBEDDED), '-', ...EMPTY.slice(0, 6), error ? `NOT MEASURED (${error})` : 'NOT MEASURED']];
+  const cpuOf = (pid: number) => sample.cpu.processes.find((p) => p.pid === pid)?.share ?? 0;
+  return [
+    [`${name}: app + Temporal`, `${mb(LIMIT_EMBEDDED)}, ${pct(LIMIT_EMBEDDED_CPU)}`, mb(sample.rss), '', '', '', '', '', pct(sample.cpu.share), verdict(sample.rss, LIMIT_EMBEDDED, sample.cpu.share, LIMIT_EMBEDDED_CPU)],
+    row('   app process (node)', undefined, sample.app, sample.cpu.processes[0].share),
+    ...sample.children.map((c) => {
+      const m = procMemory(c.pid);
+      return [`   ${c.name} (child)`, '', mb(c.rss), '', m ? mb(m.anon) : '', m ? mb(m.file) : '', '', '', pct(cpuOf(c.pid)), ''];
+    }),
   ];
 }
 
@@ -408,8 +505,8 @@ async function main() {
   let embeddedError: string | undefined;
   try {
     const dir = tempDir('embedded');
-    embedded.first = await runEmbedded(dir, 'first start');
-    embedded.restart = await runEmbedded(dir, 'restart');
+    embedded.first = await runEmbedded(dir, 'first start', false);
+    embedded.restart = await runEmbedded(dir, 'restart', true);
   } catch (error) {
     embeddedError = (error as Error).message;
     if (!aborting) log(`embedded profile failed: ${embeddedError}`);
@@ -417,24 +514,25 @@ async function main() {
   await cleanUp();
   if (aborting) return new Promise<boolean>(() => undefined);
 
-  const header = ['bar', 'limit', 'RSS', 'RSS before GC', 'anon', 'file', 'heapUsed', 'external', 'verdict'];
+  const header = ['bar', 'limit', 'RSS', 'RSS before GC', 'anon', 'file', 'heapUsed', 'external', 'idle CPU', 'verdict'];
   const notRun = (error: string | undefined) => error && 'run failed';
   const rows = [
     header,
-    row(`1. data plane idle, production profile (${MODEST_FLAGS} flags)`, LIMIT_DATA_IDLE, production?.idle, notRun(productionError)),
-    row(`2. data plane holding ${(production?.flagsHeld ?? MODEST_FLAGS + SEED_FLAGS).toLocaleString('en-US')} flags, production profile`, LIMIT_DATA_FLAGS, production?.flags, notRun(productionError)),
-    row('3. embedded profile idle, app process, first start', LIMIT_EMBEDDED, embedded.first?.app, notRun(embeddedError)),
-    row('3. embedded profile idle, app process, restart', LIMIT_EMBEDDED, embedded.restart?.app, notRun(embeddedError)),
+    row(`1. data plane idle, production profile (${MODEST_FLAGS} flags)`, LIMIT_DATA_IDLE, production?.idle, undefined, notRun(productionError)),
+    row(`2. data plane holding ${(production?.flagsHeld ?? MODEST_FLAGS + SEED_FLAGS).toLocaleString('en-US')} flags, production profile`, LIMIT_DATA_FLAGS, production?.flags, production?.flagsCpu.share, notRun(productionError)),
+    ...embeddedRows('3. embedded idle, first start', embedded.first?.idle, notRun(embeddedError)),
+    ...embeddedRows('3. embedded idle, restart', embedded.restart?.idle, notRun(embeddedError)),
+    ...embeddedRows(`3. embedded idle, restart, after ${USE_MS / 1000} s of light use`, embedded.restart?.afterUse, notRun(embeddedError)),
   ];
-  for (const t of embedded.first?.temporal ?? []) rows.push([`   not counted: ${t.name} dev server (child of the embedded app)`, '', mb(t.rss), '', '', '', '', '', '']);
-  if (production?.shim) rows.push(['   not counted: ClickHouse shim (chDB), bars 1-2', '', mb(production.shim.rss), '', mb(production.shim.anon), mb(production.shim.file), '', '', '']);
-  if (production?.control) rows.push(['   not counted: control plane + worker, bars 1-2', '', mb(production.control.rss), '', mb(production.control.anon), mb(production.control.file), '', '', '']);
+  if (production?.shim) rows.push(['   not counted: ClickHouse shim (chDB), bars 1-2', '', mb(production.shim.rss), '', mb(production.shim.anon), mb(production.shim.file), '', '', '', '']);
+  if (production?.control) rows.push(['   not counted: control plane + worker, bars 1-2', '', mb(production.control.rss), '', mb(production.control.anon), mb(production.control.file), '', '', '', '']);
   console.log('');
   console.log(table(rows));
   console.log('');
   console.log(
     `RSS: VmRSS after ${SETTLE_MS / 1000} s of settling, a full GC and ${AFTER_GC_MS / 1000} s; "RSS before GC" is the same process just before that GC. ` +
-      'anon/file: RssAnon/RssFile. heapUsed/external: process.memoryUsage() of the main thread.',
+      'anon/file: RssAnon/RssFile. heapUsed/external: process.memoryUsage() of the main thread. ' +
+      `Idle CPU: user + system time over ${IDLE_CPU_MS / 1000} s without traffic, ${IDLE_SETTLE_MS / 1000} s after that reading, as a share of one core (the embedded bar counts the app and its Temporal dev server).`,
   );
   console.log('');
   console.log('Where the memory goes (after GC):');
@@ -451,8 +549,9 @@ async function main() {
   };
   where('1. data plane idle', production?.idle);
   where(`2. data plane ${production?.flagsHeld.toLocaleString('en-US') ?? ''} flags`, production?.flags);
-  where('3. embedded first start', embedded.first?.app);
-  where('3. embedded restart', embedded.restart?.app);
+  where('3. embedded first start', embedded.first?.idle.app);
+  where('3. embedded restart', embedded.restart?.idle.app);
+  where('3. embedded restart, after use', embedded.restart?.afterUse?.app);
   console.log('');
   if (production) {
     const added = production.flagsHeld - MODEST_FLAGS;
@@ -470,6 +569,7 @@ async function main() {
   }
   for (const [label, e] of Object.entries(embedded)) {
     console.log(`Bar 3 (${label}): healthy ${e.startSeconds.toFixed(1)} s after start (the embedded profile seeds the 4,096-flag demo service).`);
+    if (e.afterUse) console.log(`Bar 3 (${label}), light use: ${e.afterUse.use.requests} requests in ${USE_MS / 1000} s (${Object.entries(e.afterUse.use.byKind).map(([k, n]) => `${n} ${k}`).join(', ')}) on ${USE_FLAGS} flags, then ${SETTLE_MS / 1000} s of settling.`);
   }
   if (productionError) console.log(`Bars 1-2 not measured: ${productionError}`);
   if (embeddedError) console.log(`Bar 3 not measured: ${embeddedError}`);

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import postgres from 'postgres';
 import { currentDeadline } from './deadline';
@@ -44,6 +46,11 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
   }
   const dir = path.join(opts.dataDir, 'pglite');
   fs.mkdirSync(dir, { recursive: true });
+  // A new directory is initialized (initdb) in a process of its own that then exits: initdb's
+  // WebAssembly instance stayed allocated in the serving thread, which is idle enough never to
+  // collect it, and a thread's freed memory stays in this process's malloc heap
+  // (docs/operations.md#resource-use-at-idle).
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) await initializePglite(dir);
   const thread = await startPgliteThread(dir, opts.logger);
   const url = `postgres://postgres@${thread.hostPort}/postgres`;
   opts.logger.info({ address: thread.hostPort }, 'embedded PGlite serving the Postgres protocol');
@@ -57,6 +64,12 @@ export async function openDatabase(opts: PostgresOptions): Promise<Database> {
       await thread.stop();
     },
   };
+}
+
+/** Runs PGlite's initdb on `dir` in a child process. */
+async function initializePglite(dir: string): Promise<void> {
+  const script = `require(${JSON.stringify(require.resolve('@electric-sql/pglite'))}).PGlite.create(${JSON.stringify(dir)}).then((db) => db.close())`;
+  await promisify(execFile)(process.execPath, ['-e', script], { maxBuffer: 16 * 1024 * 1024 });
 }
 
 /** Starts api/infra/pglite-thread (the .ts source under tsx, the built .js otherwise) and waits for its address. */

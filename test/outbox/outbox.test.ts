@@ -229,6 +229,67 @@ describe('each consumer at its own pace', () => {
   });
 });
 
+/** A flag change committed by "another process": straight into the outbox, nobody nudges this process's relays. */
+async function commitElsewhere(key: string): Promise<void> {
+  const event: FlagChangeEvent = {
+    id: newId('evt'),
+    event: 'flag.updated',
+    timestamp: new Date().toISOString(),
+    data: { flagKey: key, projectId: fx.projectId, serviceId: fx.serviceId, environment: 'development', changes: {} },
+    flag: null,
+    actor: 'test',
+    actorUserId: null,
+  };
+  await sql().begin((tx) => enqueueFlagEvent(tx, event));
+}
+
+// The poll is ten minutes in these tests: anything that arrives within the test's time was woken.
+describe('waking instead of polling', () => {
+  const TEN_MINUTES = 10 * 60_000;
+
+  it('relays a commit of another process as soon as its notification arrives', async () => {
+    await app.platform.outbox.stop();
+    const received = await listen();
+    testRelay({ pollIntervalMs: TEN_MINUTES, listen: true }).start();
+    const keys = [uniqueKey(), uniqueKey()];
+    for (const key of keys) {
+      await commitElsewhere(key);
+      await eventually(async () => eventsFor(received, key).length === 1);
+    }
+  });
+
+  it('wakes a consumer when its retry is due', async () => {
+    await app.platform.outbox.stop();
+    const key = uniqueKey();
+    const attempts: string[] = [];
+    testRelay({ pollIntervalMs: TEN_MINUTES, listen: true }, [
+      {
+        name: 'flaky',
+        async handle(event) {
+          if (event.data.flagKey !== key) return;
+          attempts.push(event.id);
+          if (attempts.length < 3) throw new Error('receiver down');
+        },
+      },
+    ]).start();
+    await eventually(async () => (await sql()`SELECT 1 FROM outbox_consumers WHERE name = 'flaky'`).length === 1);
+    await commitElsewhere(key);
+    await eventually(async () => (await pendingCount('flaky')) === 0 && attempts.length === 3);
+    expect(new Set(attempts).size).toBe(1);
+  });
+
+  it('an in-process commit wakes the relay without a notification', async () => {
+    await app.platform.outbox.stop();
+    const received = await listen();
+    const relay = testRelay({ pollIntervalMs: TEN_MINUTES });
+    relay.start();
+    const key = uniqueKey();
+    await commitElsewhere(key);
+    relay.nudge();
+    await eventually(async () => eventsFor(received, key).length === 1);
+  });
+});
+
 describe('relay restarts and failures', () => {
   it('resumes after a stop: changes made while no relay runs all arrive once, in order per flag', async () => {
     const received = await listen();

@@ -93,7 +93,12 @@ export interface EvaluationFeature {
  */
 export async function createEvaluationFeature(deps: EvaluationFeatureDeps): Promise<EvaluationFeature> {
   const { config, logger } = deps;
-  const snapshots = new SnapshotStore({ sql: deps.sql, store: new EvaluationStore(), cache: deps.cache, logger, reconcileIntervalMs: config.EVAL_SNAPSHOT_RECONCILE_MS });
+  // The reconcile repairs bus messages lost between processes. One process holding both the
+  // database (PGlite) and the bus (in memory) loses none, so it does not read every flag's stamp
+  // each interval for nothing (docs/operations.md#resource-use-at-idle).
+  const busLosesNothing = !config.DATABASE_URL && deps.cache.backend === 'memory';
+  const reconcileIntervalMs = busLosesNothing ? 0 : config.EVAL_SNAPSHOT_RECONCILE_MS;
+  const snapshots = new SnapshotStore({ sql: deps.sql, store: new EvaluationStore(), cache: deps.cache, logger, reconcileIntervalMs });
   const demo = deps.demo ?? new DemoServiceRegistry(config.DEMO_SERVICE_IDS);
   const access = new EvaluationAccess({ snapshots, demo, roleOf: (userId, projectId) => deps.projectAccess.roleOf(userId, projectId) });
   const limiter = new LocalRateLimiter({ cache: deps.cache, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, syncIntervalMs: config.EVAL_RATE_LIMIT_SYNC_MS, logger });

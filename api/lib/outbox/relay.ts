@@ -5,7 +5,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { COHORT_CHANGES_CHANNEL, isCohortChangeEvent } from '../../features/cohorts/types';
 import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent } from '../../features/flags/types';
-import { BUS_CONSUMER, OutboxStore, type OutboxRow } from './store';
+import { BUS_CONSUMER, OUTBOX_CHANNEL, OutboxStore, type OutboxRow } from './store';
 
 /**
  * Work that must happen once per committed flag change (publish to the bus, start webhook
@@ -32,8 +32,19 @@ export interface OutboxRelayOptions {
   logger: Logger;
   /** Identifies this relay's leases; defaults to a random id. */
   owner?: string;
-  /** Sleep between polls when idle. A full batch is followed at once by the next one. */
+  /**
+   * Sleep between polls when nothing woke the loop: a commit wakes it (`nudge` in this process,
+   * the outbox notification with `listen`), and a retry wakes it when due, so this poll only
+   * catches what no wake announced (a crashed relay's lease running out). A full batch is
+   * followed at once by the next one.
+   */
   pollIntervalMs?: number;
+  /**
+   * Wake on the notification every outbox insert sends at commit (Postgres LISTEN on a
+   * connection of its own), so commits of other processes are relayed at once. Off on PGlite,
+   * which serves one connection to its one process, where every commit nudges.
+   */
+  listen?: boolean;
   batchSize?: number;
   /**
    * How long a claimed batch stays this relay's without renewal: a relay renews it every third
@@ -69,7 +80,11 @@ interface FailedEvent {
   outage: boolean;
 }
 
-type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner'>>;
+/** First wait after a failed pass (the database is away), doubled per failure up to 5 s. */
+const ERROR_BACKOFF_BASE_MS = 50;
+const ERROR_BACKOFF_MAX_MS = 5_000;
+
+type LoopOptions = Required<Omit<OutboxRelayOptions, 'sql' | 'cache' | 'logger' | 'owner' | 'listen'>>;
 
 /**
  * Runs every consumer of committed outbox events, each in its own loop: the bus publish (built
@@ -84,11 +99,12 @@ export class OutboxRelay {
   private readonly opts: LoopOptions;
   private loops: ConsumerLoop[] = [];
   private pruneTimer?: NodeJS.Timeout;
+  private listening?: Promise<{ unlisten(): Promise<void> } | undefined>;
 
   constructor(private readonly deps: OutboxRelayOptions) {
     this.owner = deps.owner ?? `relay-${randomUUID()}`;
     this.opts = {
-      pollIntervalMs: deps.pollIntervalMs ?? 50,
+      pollIntervalMs: deps.pollIntervalMs ?? 5_000,
       batchSize: deps.batchSize ?? 256,
       leaseMs: deps.leaseMs ?? 15_000,
       retryBaseMs: deps.retryBaseMs ?? 500,
@@ -116,6 +132,13 @@ export class OutboxRelay {
     if (this.loops.length) return;
     this.loops = this.consumers.map((consumer) => new ConsumerLoop(consumer, this.deps.sql, this.store, this.owner, this.opts, this.deps.logger));
     for (const loop of this.loops) loop.start();
+    if (this.deps.listen) {
+      // Also on every (re)connection of the listening connection: commits while it was away are relayed then.
+      this.listening = this.deps.sql.listen(OUTBOX_CHANNEL, () => this.nudge(), () => this.nudge()).catch((error: unknown) => {
+        this.deps.logger.warn({ err: error }, 'listening for outbox commits failed; other processes\' commits wait for the poll');
+        return undefined;
+      });
+    }
     this.pruneTimer = setInterval(() => {
       this.store.prune(this.deps.sql, this.opts.retentionMs).catch((error) => this.deps.logger.warn({ err: error }, 'pruning the outbox failed'));
     }, PRUNE_EVERY_MS);
@@ -125,11 +148,14 @@ export class OutboxRelay {
   /** Each consumer finishes the batch in hand, then stops. */
   async stop(): Promise<void> {
     clearInterval(this.pruneTimer);
+    const listening = await this.listening;
+    this.listening = undefined;
+    await listening?.unlisten().catch((error: unknown) => this.deps.logger.warn({ err: error }, 'ending the outbox listener failed'));
     const loops = this.loops.splice(0);
     await Promise.all(loops.map((l) => l.stop()));
   }
 
-  /** A change just committed in this process: every consumer polls now instead of at its next tick. */
+  /** A change just committed (here, or in another process when listening): every consumer polls now. */
   nudge(): void {
     for (const loop of this.loops) loop.nudge();
   }
@@ -151,6 +177,8 @@ class ConsumerLoop {
   private wake?: () => void;
   private nudged = false;
   private registered = false;
+  /** When events this loop gave back for a retry become claimable again (local clock). */
+  private retriesDue: number[] = [];
   private readonly counters: OutboxConsumerStats = { handled: 0, failures: 0 };
 
   constructor(
@@ -195,10 +223,17 @@ class ConsumerLoop {
         this.logger.error({ err: error, consumer: this.consumer.name, consecutiveErrors }, 'outbox relay pass failed');
       }
       if (!this.running) break;
-      if (consecutiveErrors) await this.sleep(Math.min(5_000, this.opts.pollIntervalMs * 2 ** consecutiveErrors), false);
+      if (consecutiveErrors) await this.sleep(Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** consecutiveErrors), false);
       else if (claimed >= this.opts.batchSize) continue;
-      else await this.sleep(claimed === 0 ? this.opts.pollIntervalMs : 0);
+      else await this.sleep(claimed === 0 ? this.idleWait() : 0);
     }
+  }
+
+  /** Until the next retry this loop scheduled, at most the fallback poll. */
+  private idleWait(): number {
+    const now = Date.now();
+    this.retriesDue = this.retriesDue.filter((due) => due > now);
+    return Math.min(this.opts.pollIntervalMs, ...this.retriesDue.map((due) => due - now));
   }
 
   /** Waits `ms`, or less when nudged (if `nudgeable`) or stopped. */
@@ -259,7 +294,10 @@ class ConsumerLoop {
     await this.store.release(this.sql, name, notAttempted);
     for (const f of failed) {
       this.counters.failures++;
-      await this.store.markFailed(this.sql, name, f.row.seq, { error: f.error, retryInMs: this.retryDelay(f.row.attempts, f.outage) });
+      const retryInMs = this.retryDelay(f.row.attempts, f.outage);
+      await this.store.markFailed(this.sql, name, f.row.seq, { error: f.error, retryInMs });
+      // Counted from after the update: never before the row's own time on the database's clock.
+      this.retriesDue.push(Date.now() + retryInMs);
     }
     return rows.length;
   }

@@ -21,6 +21,12 @@ interface ClaimedRow {
   flag_key: string;
 }
 
+/**
+ * The Postgres notification channel every outbox insert notifies in its transaction: delivered
+ * at commit, it wakes the relays of other processes (docs/operations.md#resource-use-at-idle).
+ */
+export const OUTBOX_CHANNEL = 'flag_outbox';
+
 /** Inserts one event in the writer's transaction, so it commits (or not) with the change. */
 export function enqueueFlagEvent(tx: TransactionSql, event: FlagChangeEvent): Promise<void> {
   return enqueueFlagEvents(tx, [event]);
@@ -39,9 +45,13 @@ export async function enqueueFlagEvents(tx: TransactionSql, events: FlagChangeEv
       SELECT e->>'id', e->'data'->>'projectId', e->'data'->>'serviceId', e->'data'->>'environment', e->'data'->>'flagKey', e->>'event', e
       FROM jsonb_array_elements(${tx.json(events as never)}) WITH ORDINALITY AS t(e, n) ORDER BY n
       RETURNING seq, service_id, environment, flag_key
+    ),
+    pending AS (
+      INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
+      SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i CROSS JOIN outbox_consumers c
+      RETURNING 1
     )
-    INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
-    SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i CROSS JOIN outbox_consumers c`;
+    SELECT pg_notify(${OUTBOX_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM pending)`;
 }
 
 /** The consumer that publishes to the bus: every replica's snapshots, SSE and gRPC-Web streams. */
@@ -58,9 +68,13 @@ export async function enqueueCohortEvent(tx: TransactionSql, event: CohortChange
       INSERT INTO flag_outbox (id, project_id, service_id, environment, flag_key, event, payload)
       VALUES (${event.id}, ${event.projectId}, '', 'cohort', ${event.cohortId}, ${event.event}, ${tx.json(event as never)})
       RETURNING seq, service_id, environment, flag_key
+    ),
+    pending AS (
+      INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
+      SELECT ${BUS_CONSUMER}, seq, service_id, environment, flag_key FROM inserted
+      RETURNING 1
     )
-    INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
-    SELECT ${BUS_CONSUMER}, seq, service_id, environment, flag_key FROM inserted`;
+    SELECT pg_notify(${OUTBOX_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM pending)`;
 }
 
 /** The outbox as a dependency of flag writers: they take it in their constructor, tests pass a fake. */
