@@ -402,6 +402,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
       const server = createListener(listener, config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS);
       // Each open stream holds a connection: bound them per listener (the stream caps are per caller).
       server.maxConnections = config.HTTP_MAX_CONNECTIONS;
+      platform.tracing?.skipUntracedRequests(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config[LISTENER_PORT[name]], config.HOST, () => resolve());

@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, Server } from 'node:http';
 import { SpanKind, SpanStatusCode, context, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OTLPProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -55,6 +56,16 @@ export function startTracingSdk(config: Config): Tracing {
     temporalClientInterceptors: [new OpenTelemetryWorkflowClientInterceptor()],
     workflowSpanProcessor: fromWorkflowSandbox(spanProcessor),
     resource,
+    skipUntracedRequests(server) {
+      type Emit = (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
+      const traced = server.emit as Emit;
+      // What the http instrumentation wrapped (shimmer keeps it as __original): the plain emit.
+      const plain = ((traced as { __original?: Emit }).__original ?? EventEmitter.prototype.emit) as Emit;
+      server.emit = function (this: Server, event: string | symbol, ...args: unknown[]) {
+        if (event === 'request' && !rootGate(args[0] as IncomingMessage)) return plain.call(this, event, ...args);
+        return traced.call(this, event, ...args);
+      } as Server['emit'];
+    },
     shutdown: () => sdk.shutdown(),
   };
 }

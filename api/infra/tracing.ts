@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Resource } from '@opentelemetry/resources';
@@ -15,6 +16,12 @@ export interface Tracing {
   /** Where the worker hands the spans workflows make inside their sandbox. */
   workflowSpanProcessor: SpanProcessor;
   resource: Resource;
+  /**
+   * Requests the sampler will not trace reach this server's listener without passing through the
+   * http instrumentation, which would otherwise enter a context and bind the request's and the
+   * response's events for each of them (docs/operations.md#cost).
+   */
+  skipUntracedRequests(server: Server): void;
   /** Exports what is buffered, then stops. */
   shutdown(): Promise<void>;
 }

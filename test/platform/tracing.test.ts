@@ -250,6 +250,23 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(server).toMatchObject({ parentSpanId: caller.parentId, attributes: { 'url.path': '/api/flags/evaluate', 'http.request.method': 'POST' } });
   });
 
+  it('answers requests without a trace context past the instrumentation, tracing only the sampled 1%', async () => {
+    const rootsBefore = collector.spans.filter((s) => s.kind === 2 && !s.parentSpanId && s.attributes['url.path'] === '/api/flags/evaluate').length;
+    for (let i = 0; i < 300; i++) {
+      const res = await fetch(`${app.data}/api/flags/evaluate`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${setup.readToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ flagKey: 'absent', serviceId: setup.serviceId, environment: 'production', context: { targetingKey: `user-${i}` } }),
+      });
+      await res.text();
+      expect(res.status).toBe(200);
+    }
+    // About 3 expected; every one of the 300 would be a root span if untraced requests were not skipped.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const roots = collector.spans.filter((s) => s.kind === 2 && !s.parentSpanId && s.attributes['url.path'] === '/api/flags/evaluate').length - rootsBefore;
+    expect(roots).toBeLessThan(30);
+  });
+
   it('carries the caller trace into the workflow it starts and the activity that calls out with undici', async () => {
     const hookPath = uniquePath('traced-alert');
     const channel = await fetch(`${app.control}/api/orgs/${setup.orgId}/alert-channels`, {
