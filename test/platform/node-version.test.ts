@@ -15,13 +15,13 @@ function minimum(range: string): number[] {
 }
 
 /**
- * Whether the newest release of a major line satisfies a range of `>=X.Y.Z` and `^X.Y.Z`
- * alternatives joined by `||` (the forms dependencies declare); other forms are refused.
+ * Whether the newest release of a major line satisfies a range of `>=X.Y.Z`, `^X.Y.Z` and bare
+ * `X` alternatives joined by `||` (the forms dependencies declare); other forms are refused.
  */
 function admitsMajor(range: string, major: number): boolean {
   return range.split('||').some((alternative) => {
-    const caret = /^\^\s*(\d+)(?:\.\d+){0,2}$/.exec(alternative.trim());
-    return caret ? Number(caret[1]) === major : major >= minimum(alternative)[0];
+    const sameMajor = /^\^?\s*(\d+)(?:\.(?:\d+|x)){0,2}$/.exec(alternative.trim());
+    return sameMajor ? Number(sameMajor[1]) === major : major >= minimum(alternative)[0];
   });
 }
 
