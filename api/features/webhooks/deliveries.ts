@@ -1,4 +1,5 @@
 import pLimit from 'p-limit';
+import { currentDeadline } from '../../infra/deadline';
 import type { Queryable, Sql } from '../../infra/postgres';
 import { signalWithStartWorkflow, type Temporal } from '../../infra/temporal';
 import {
@@ -314,9 +315,14 @@ export class DeliveryQueue {
     });
   }
 
-  /** Polls the delivery until it is settled (or the timeout), then returns the stored record. */
+  /**
+   * Polls the delivery until it is settled (or the timeout), then returns the stored record. A
+   * request that waits here (an export, a test send) answers with the outcome by design, so its
+   * deadline (docs/operations.md#faults-and-recovery) moves past the wait.
+   */
   async settle(deliveryId: string, timeoutMs: number): Promise<DeliveryRecord | null> {
     const deadline = Date.now() + timeoutMs;
+    currentDeadline()?.extendTo(deadline + SETTLE_MARGIN_MS);
     for (;;) {
       const record = await this.store.get(this.sql, deliveryId);
       if (!record || record.status !== 'pending' || Date.now() >= deadline) return record;
@@ -326,3 +332,5 @@ export class DeliveryQueue {
 }
 
 const SETTLE_POLL_MS = 100;
+/** Room after the wait for the last read and the answer. */
+const SETTLE_MARGIN_MS = 2_000;
