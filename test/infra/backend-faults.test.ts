@@ -18,12 +18,15 @@ interface Outcome {
   ms: number;
   retryAfter: string | null;
   key?: string;
+  message?: string;
 }
 
-async function timed(kind: Outcome['kind'], run: () => Promise<{ status: number; headers: Headers }>, key?: string): Promise<Outcome> {
+async function timed(kind: Outcome['kind'], run: () => Promise<{ status: number; headers: Headers; body?: unknown }>, key?: string): Promise<Outcome> {
   const started = Date.now();
   const res = await run();
-  return { kind, status: res.status, ms: Date.now() - started, retryAfter: res.headers.get('retry-after'), key };
+  // The answer's message, when it was not a success: what a failure of this test shows.
+  const message = res.status >= 300 ? (res.body as { message?: string } | undefined)?.message : undefined;
+  return { kind, status: res.status, ms: Date.now() - started, retryAfter: res.headers.get('retry-after'), key, ...(message ? { message } : {}) };
 }
 
 function expectSettled(outcomes: Outcome[], allowed: Record<Outcome['kind'], number[]>) {
