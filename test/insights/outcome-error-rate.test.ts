@@ -36,6 +36,9 @@ const flagQuery = (extra: Record<string, string | number> = {}) => qs({ serviceI
 const ts = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
 
 async function evaluate(flagKey: string, targetingKeys: string[]) {
+  // A flag just created reaches the evaluating snapshot over the bus; an evaluation before that
+  // would be a failed one (FLAG_NOT_FOUND), counted apart from the outcomes these tests judge.
+  await eventually(async () => (await app.platform.evaluation!.snapshots.resolve(p.serviceId))?.environments.production.get(flagKey) !== undefined, 30_000);
   for (const targetingKey of targetingKeys) {
     const res = await app.request('POST', '/api/flags/evaluate', { token, body: { flagKey, serviceId: p.serviceId, environment: 'production', context: { targetingKey } } });
     expectStatus(res, 200, 'evaluate');
