@@ -330,6 +330,8 @@ describe('relay restarts and failures', () => {
       },
     };
     testRelay({}, [flaky, steady]).start();
+    // Each gets the events committed after its registration.
+    await eventually(async () => (await sql()`SELECT 1 FROM outbox_consumers WHERE name IN ('flaky', 'steady')`).length === 2);
     const key = uniqueKey();
     await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'staging' });
     await fx.owner.request('POST', `/api/flags/${key}/toggle${ref('staging')}`);
