@@ -37,8 +37,13 @@ export async function openAnalytics(opts: {
     });
     return { client, backend: 'clickhouse', database: opts.database, close: () => client.close() };
   }
-  const { createChdbConnection } = await import('chdb/connection');
+  const [{ Session }, { createChdbConnection }] = await Promise.all([import('chdb'), import('chdb/connection')]);
   fs.mkdirSync(opts.chdbPath, { recursive: true });
+  // The engine starts with the first session at its path, with that session's arguments, and the
+  // connection's session shares it. Its memory worker reads the cgroup's memory statistics every
+  // 50 ms by default, 0.2% of a core with nothing to do; every 2 s is plenty for an engine that
+  // takes a batch every few seconds (docs/operations.md#resource-use-at-idle).
+  const engine = new Session(opts.chdbPath, { connectionArgs: ['--memory_worker_period_ms=2000'] });
   const connection = createChdbConnection({ path: opts.chdbPath });
   const client = createClient({ connection } as Parameters<typeof createClient>[0]);
   // chDB lives in this process alone, which therefore owns its schema (ownsAnalyticsSchema).
@@ -46,5 +51,9 @@ export async function openAnalytics(opts: {
   // The chDB connection ignores the `database` option; its session keeps USE instead, so
   // queries can name tables unqualified exactly as they do against a server.
   await client.command({ query: `USE ${opts.database}` });
-  return { client, backend: 'chdb', database: opts.database, close: () => client.close() };
+  const close = async () => {
+    await client.close();
+    engine.close();
+  };
+  return { client, backend: 'chdb', database: opts.database, close };
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Client, Connection, WithStartWorkflowOperation, type WorkflowClientInterceptor, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import type { Client, Connection, WorkflowClientInterceptor, WorkflowHandle, WorkflowStartOptions } from '@temporalio/client';
 import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { WorkflowMessage } from '../../workflows/messages';
 import { BackendUnavailableError, currentDeadline } from './deadline';
@@ -51,7 +51,10 @@ export async function openTemporal(opts: TemporalOptions): Promise<Temporal> {
     address = `127.0.0.1:${port}`;
     child = startDevServer(opts, port);
   }
-  const connection = await connectWithRetry(address, child, opts.logger);
+  // Loaded here, not at import: a process without the control or worker role never needs the client
+  // (with its protobuf definitions, about 9 MB of heap; docs/operations.md#resource-use-at-idle).
+  const { Client, Connection } = await import('@temporalio/client');
+  const connection = await connectWithRetry(Connection, address, child, opts.logger);
   const client = new Client({ connection, namespace: opts.namespace, interceptors: { workflow: opts.interceptors ?? [] } });
   return {
     client,
@@ -158,6 +161,7 @@ export async function startWorkflowWithUpdate<Input, Result, UpdateResult>(
   options: { workflowId: string; update: UpdateDefinition<UpdateResult, []> },
 ): Promise<UpdateResult> {
   const checked = checkInput(workflow, input);
+  const { WithStartWorkflowOperation } = await import('@temporalio/client');
   const startWorkflowOperation = new WithStartWorkflowOperation<(input: Input) => Promise<Result>>(workflow.name, {
     workflowId: options.workflowId,
     taskQueue: temporal.taskQueue,
@@ -175,14 +179,28 @@ function checkInput<Input, Result>(workflow: WorkflowMessage<Input, Result>, inp
   return checked.data;
 }
 
+/**
+ * Marks a dev server database whose task queues have one partition. Temporal's default is four,
+ * each with its own manager syncing to the database; one halves the idle server's CPU with what a
+ * single process dispatches. A database made with four partitions keeps them: lowering the read
+ * partitions would strand the tasks waiting in the others (docs/operations.md#resource-use-at-idle).
+ */
+const SINGLE_PARTITION_MARKER = 'task-queues-single-partition';
+
 function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
   fs.mkdirSync(opts.dataDir, { recursive: true });
+  const database = path.join(opts.dataDir, 'temporal.sqlite');
+  const marker = path.join(opts.dataDir, SINGLE_PARTITION_MARKER);
+  if (!fs.existsSync(database)) fs.writeFileSync(marker, '');
+  const partitions = fs.existsSync(marker)
+    ? ['--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1', '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1']
+    : [];
   const args = [
     'server', 'start-dev',
     '--ip', '127.0.0.1',
     '--port', String(port),
     '--headless',
-    '--db-filename', path.join(opts.dataDir, 'temporal.sqlite'),
+    '--db-filename', database,
     '--namespace', opts.namespace,
     '--log-level', 'error',
     // WAL without an fsync per commit: a start went from 60-300 ms to under 10 ms (bench:propagation).
@@ -191,6 +209,9 @@ function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
     '--sqlite-pragma', 'synchronous=normal',
     // Activities a workflow task schedules come back in that task's answer instead of a separate poll.
     '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
+    ...partitions,
+    // Namespaces are created at launch only; reading them back every few seconds was most of the rest.
+    '--dynamic-config-value', 'system.namespaceCacheRefreshInterval="60s"',
   ];
   opts.logger.info({ cli: opts.cliPath, port }, 'starting local Temporal dev server');
   const child = spawn(opts.cliPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -199,12 +220,12 @@ function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
   return child;
 }
 
-async function connectWithRetry(address: string, child: ChildProcess | undefined, logger: Logger): Promise<Connection> {
+async function connectWithRetry(connector: typeof Connection, address: string, child: ChildProcess | undefined, logger: Logger): Promise<Connection> {
   const deadline = Date.now() + 60_000;
   for (let attempt = 0; ; attempt++) {
     if (child && child.exitCode !== null) throw new Error(`Temporal dev server exited with code ${child.exitCode}`);
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 2000 });
+      const connection = await connector.connect({ address, connectTimeout: 2000 });
       await connection.workflowService.getSystemInfo({});
       return connection;
     } catch (error) {
