@@ -31,7 +31,6 @@ import { createGuardrailFeature } from './features/guardrails/wiring';
 import type { GuardrailChecker } from './features/guardrails/checker';
 import { createInsightFeature } from './features/insights/wiring';
 import { createInvitationFeature } from './features/invitations/wiring';
-import { createMcpFeature } from './features/mcp/wiring';
 import { createMemberFeature } from './features/members/wiring';
 import { createOAuthFeature } from './features/oauth/wiring';
 import { createOrgFeature } from './features/orgs/wiring';
@@ -290,9 +289,13 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     ];
     const routesOf = (listener: Listener): AnyRoute[] => served.flatMap((routes) => routes[listener] ?? []);
     const control = routesOf('control');
-    // The hosted MCP server's tools run the control routes above in-process, for the connector token.
-    const mcp = createMcpFeature({ routes: [...control], access: projectAccess, authenticator, rateLimiter, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, publicBaseUrl: config.PUBLIC_BASE_URL, version: APP_VERSION });
-    control.push(...(mcp.routes.control ?? []));
+    if (config.ROLES.includes('control')) {
+      // The hosted MCP server's tools run the control routes above in-process, for the connector
+      // token. Loaded only where it is served: the MCP SDK's schemas hold about 9 MB of heap.
+      const { createMcpFeature } = await import('./features/mcp/wiring.js');
+      const mcp = createMcpFeature({ routes: [...control], access: projectAccess, authenticator, rateLimiter, perTokenLimit: config.RATE_LIMIT_PER_TOKEN, publicBaseUrl: config.PUBLIC_BASE_URL, version: APP_VERSION });
+      control.push(...(mcp.routes.control ?? []));
+    }
     const data = routesOf('data');
     const ingest = routesOf('ingest');
 

@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { UserRecord } from '../../auth/principal';
 import { badRequest, notFound, serviceUnavailable } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';

@@ -1,5 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpError, conflict, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
@@ -229,7 +228,8 @@ export class CanaryService {
     try {
       return await this.answerWithin(send());
     } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && error.cause.type === CANARY_REFUSED) throw conflict(error.cause.message);
+      // The update's failure (WorkflowUpdateFailedError) carries the workflow's refusal as its cause.
+      if (error instanceof Error && error.cause instanceof ApplicationFailure && error.cause.type === CANARY_REFUSED) throw conflict(error.cause.message);
       if (!(error instanceof WorkflowNotFoundError)) throw error;
       await this.deps.store.markEnded(this.deps.sql, pipeline.id, 'the pipeline workflow no longer exists');
       throw conflict('The canary pipeline workflow no longer exists; the pipeline was ended');

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { conflict, notFound, validationFailed, type FieldProblem } from '../../http/errors';
 import { newId } from '../../infra/ids';
 import type { Logger } from '../../infra/logger';

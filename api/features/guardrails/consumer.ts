@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { startWorkflow, type Temporal } from '../../infra/temporal';
 import type { Sql } from '../../infra/postgres';
 import { GUARDRAIL_WATCH, guardrailWatchId } from '../../../workflows/messages';

@@ -1,4 +1,4 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Logger } from '../../infra/logger';
 import { startWorkflow, type Temporal } from '../../infra/temporal';
 import { INVITATION_EXPIRY, invitationSettledSignal } from '../../../workflows/messages';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { InvalidGrantError, InvalidRequestError, InvalidScopeError, UnsupportedGrantTypeError, UnsupportedResponseTypeError, type OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { OAuthClientMetadataSchema, type OAuthClientInformationFull, type OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { z } from 'zod';
 import type { PersonalTokenPrincipal, UserRecord } from '../../auth/principal';
 import { badRequest, notFound } from '../../http/errors';
@@ -89,6 +89,9 @@ export class OAuthService {
 
   /** RFC 7591: public clients only (token_endpoint_auth_method none); redirect URIs https or loopback http. */
   async register(raw: unknown): Promise<OAuthClientInformationFull> {
+    // Loaded on first use: the SDK's auth schemas bring a zod of their own (about 3 MB of heap),
+    // which processes that never register a client should not hold.
+    const { OAuthClientMetadataSchema } = await import('@modelcontextprotocol/sdk/shared/auth.js');
     const parsed = OAuthClientMetadataSchema.safeParse(raw);
     if (!parsed.success) throw new ClientMetadataError('invalid_client_metadata', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const metadata = parsed.data;
