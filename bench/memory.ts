@@ -160,7 +160,9 @@ async function measure(child: Child): Promise<Measured> {
 interface IdleCpu {
   /** Share of one core, the process and its descendants together. */
   share: number;
-  processes: { pid: number; name: string; share: number }[];
+  /** RSS at the end of the idle window, the process and its descendants together: what it holds while idling. */
+  rss: number;
+  processes: { pid: number; name: string; share: number; rss: number }[];
 }
 
 /** CPU time of the process and every descendant over `ms` (no traffic meanwhile), as a share of one core. */
@@ -171,8 +173,8 @@ async function idleCpu(pid: number, ms: number): Promise<IdleCpu> {
   const before = procs.map((p) => cpuSeconds(p.pid) ?? 0);
   await sleep(ms);
   const wall = (performance.now() - started) / 1000;
-  const processes = procs.map((p, i) => ({ ...p, share: ((cpuSeconds(p.pid) ?? before[i]) - before[i]) / wall }));
-  return { share: processes.reduce((sum, p) => sum + p.share, 0), processes };
+  const processes = procs.map((p, i) => ({ ...p, share: ((cpuSeconds(p.pid) ?? before[i]) - before[i]) / wall, rss: procMemory(p.pid)?.rss ?? 0 }));
+  return { share: processes.reduce((sum, p) => sum + p.share, 0), rss: processes.reduce((sum, p) => sum + p.rss, 0), processes };
 }
 
 async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
@@ -337,7 +339,7 @@ async function runProduction(): Promise<ProductionResult> {
   const flags = await measure(data);
   log(`bar 2: RSS ${mb(flags.after.proc.rss)} after GC; reading idle CPU for ${IDLE_CPU_MS / 1000} s`);
   const flagsCpu = await idleCpu(data.pid, IDLE_CPU_MS);
-  log(`bar 2: idle CPU ${pct(flagsCpu.share)} of a core`);
+  log(`bar 2: idle CPU ${pct(flagsCpu.share)} of a core; RSS ${mb(flagsCpu.rss)} at the end of that idle minute`);
   const finalHealth = await evaluationHealth(dataUrl, session);
 
   const result: ProductionResult = {
@@ -380,7 +382,7 @@ async function sampleEmbedded(app: Child, label: string): Promise<EmbeddedSample
   const rss = measured.after.proc.rss + children.reduce((sum, c) => sum + c.rss, 0);
   log(`bar 3 (${label}): RSS ${mb(rss)} (app ${mb(measured.after.proc.rss)} after GC, ${children.map((c) => `${c.name} ${mb(c.rss)}`).join(', ') || 'no child'}); reading idle CPU for ${IDLE_CPU_MS / 1000} s`);
   const cpu = await idleCpu(app.pid, IDLE_CPU_MS);
-  log(`bar 3 (${label}): idle CPU ${pct(cpu.share)} of a core (${cpu.processes.map((p) => `${p.name} ${pct(p.share)}`).join(', ')})`);
+  log(`bar 3 (${label}): idle CPU ${pct(cpu.share)} of a core (${cpu.processes.map((p) => `${p.name} ${pct(p.share)}`).join(', ')}); RSS ${mb(cpu.rss)} at the end of that idle minute (${cpu.processes.map((p) => `${p.name} ${mb(p.rss)}`).join(', ')})`);
   return { app: measured, children, rss, cpu };
 }
 
@@ -437,7 +439,7 @@ function table(rows: string[][]): string {
   return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
-const EMPTY = ['', '', '', '', '', '', '', ''];
+const EMPTY = ['', '', '', '', '', '', '', '', ''];
 
 function verdict(rss: number, limit: number, cpu?: number, cpuLimit?: number): string {
   const memory = `${Math.round((rss / limit) * 100)}% of limit`;
@@ -446,35 +448,40 @@ function verdict(rss: number, limit: number, cpu?: number, cpuLimit?: number): s
   return rss < limit && cpuMet ? `met (${memory}${cpuPart})` : `NOT MET (${memory}${cpuPart})`;
 }
 
-/** bar, limit, RSS, RSS before GC, anon, file, heapUsed, external, idle CPU, verdict */
-/** `cpu`: share of a core at idle. */
-function row(name: string, limit: number | undefined, m: Measured | undefined, cpu?: number, error?: string): string[] {
-  if (!m) return [name, limit ? mb(limit) : '', '-', '', '', '', '', '', '', error ? `NOT MEASURED (${error})` : 'NOT MEASURED'];
+/**
+ * bar, limit, RSS while idling, RSS after GC, RSS before GC, anon, file, heapUsed, external, idle
+ * CPU, verdict. `idle`: the idle window read after the GC (CPU share, RSS at its end); the bar is
+ * judged on the RSS while idling when there is one, else on the RSS after GC.
+ */
+function row(name: string, limit: number | undefined, m: Measured | undefined, idle?: { share: number; rss: number }, error?: string): string[] {
+  if (!m) return [name, limit ? mb(limit) : '', '-', '', '', '', '', '', '', '', error ? `NOT MEASURED (${error})` : 'NOT MEASURED'];
   const a = m.after;
   return [
     name,
     limit ? mb(limit) : '',
+    idle ? mb(idle.rss) : '',
     mb(a.proc.rss),
     mb(m.before.proc.rss),
     mb(a.proc.anon),
     mb(a.proc.file),
     mb(a.usage.heapUsed),
     mb(a.usage.external),
-    cpu === undefined ? '' : pct(cpu),
-    limit ? verdict(a.proc.rss, limit) : '',
+    idle === undefined ? '' : pct(idle.share),
+    limit ? verdict(idle?.rss ?? a.proc.rss, limit) : '',
   ];
 }
 
 /** The embedded bar's row (app and Temporal counted together), then each process on its own. */
 function embeddedRows(name: string, sample: EmbeddedSample | undefined, error?: string): string[][] {
-  if (!sample) return [[name, mb(LIMIT_EMBEDDED), '-', ...EMPTY.slice(0, 6), error ? `NOT MEASURED (${error})` : 'NOT MEASURED']];
-  const cpuOf = (pid: number) => sample.cpu.processes.find((p) => p.pid === pid)?.share ?? 0;
+  if (!sample) return [[name, mb(LIMIT_EMBEDDED), '-', ...EMPTY.slice(0, 7), error ? `NOT MEASURED (${error})` : 'NOT MEASURED']];
+  const idleOf = (pid: number) => sample.cpu.processes.find((p) => p.pid === pid);
   return [
-    [`${name}: app + Temporal`, `${mb(LIMIT_EMBEDDED)}, ${pct(LIMIT_EMBEDDED_CPU)}`, mb(sample.rss), '', '', '', '', '', pct(sample.cpu.share), verdict(sample.rss, LIMIT_EMBEDDED, sample.cpu.share, LIMIT_EMBEDDED_CPU)],
-    row('   app process (node)', undefined, sample.app, sample.cpu.processes[0].share),
+    [`${name}: app + Temporal`, `${mb(LIMIT_EMBEDDED)}, ${pct(LIMIT_EMBEDDED_CPU)}`, mb(sample.cpu.rss), mb(sample.rss), '', '', '', '', '', pct(sample.cpu.share), verdict(sample.cpu.rss, LIMIT_EMBEDDED, sample.cpu.share, LIMIT_EMBEDDED_CPU)],
+    row('   app process (node)', undefined, sample.app, sample.cpu.processes[0]),
     ...sample.children.map((c) => {
       const m = procMemory(c.pid);
-      return [`   ${c.name} (child)`, '', mb(c.rss), '', m ? mb(m.anon) : '', m ? mb(m.file) : '', '', '', pct(cpuOf(c.pid)), ''];
+      const idle = idleOf(c.pid);
+      return [`   ${c.name} (child)`, '', idle ? mb(idle.rss) : '', mb(c.rss), '', m ? mb(m.anon) : '', m ? mb(m.file) : '', '', '', pct(idle?.share ?? 0), ''];
     }),
   ];
 }
@@ -514,23 +521,24 @@ async function main() {
   await cleanUp();
   if (aborting) return new Promise<boolean>(() => undefined);
 
-  const header = ['bar', 'limit', 'RSS', 'RSS before GC', 'anon', 'file', 'heapUsed', 'external', 'idle CPU', 'verdict'];
+  const header = ['bar', 'limit', 'RSS idling', 'RSS after GC', 'RSS before GC', 'anon', 'file', 'heapUsed', 'external', 'idle CPU', 'verdict'];
   const notRun = (error: string | undefined) => error && 'run failed';
   const rows = [
     header,
     row(`1. data plane idle, production profile (${MODEST_FLAGS} flags)`, LIMIT_DATA_IDLE, production?.idle, undefined, notRun(productionError)),
-    row(`2. data plane holding ${(production?.flagsHeld ?? MODEST_FLAGS + SEED_FLAGS).toLocaleString('en-US')} flags, production profile`, LIMIT_DATA_FLAGS, production?.flags, production?.flagsCpu.share, notRun(productionError)),
+    row(`2. data plane holding ${(production?.flagsHeld ?? MODEST_FLAGS + SEED_FLAGS).toLocaleString('en-US')} flags, production profile`, LIMIT_DATA_FLAGS, production?.flags, production?.flagsCpu, notRun(productionError)),
     ...embeddedRows('3. embedded idle, first start', embedded.first?.idle, notRun(embeddedError)),
     ...embeddedRows('3. embedded idle, restart', embedded.restart?.idle, notRun(embeddedError)),
     ...embeddedRows(`3. embedded idle, restart, after ${USE_MS / 1000} s of light use`, embedded.restart?.afterUse, notRun(embeddedError)),
   ];
-  if (production?.shim) rows.push(['   not counted: ClickHouse shim (chDB), bars 1-2', '', mb(production.shim.rss), '', mb(production.shim.anon), mb(production.shim.file), '', '', '', '']);
-  if (production?.control) rows.push(['   not counted: control plane + worker, bars 1-2', '', mb(production.control.rss), '', mb(production.control.anon), mb(production.control.file), '', '', '', '']);
+  if (production?.shim) rows.push(['   not counted: ClickHouse shim (chDB), bars 1-2', '', '', mb(production.shim.rss), '', mb(production.shim.anon), mb(production.shim.file), '', '', '', '']);
+  if (production?.control) rows.push(['   not counted: control plane + worker, bars 1-2', '', '', mb(production.control.rss), '', mb(production.control.anon), mb(production.control.file), '', '', '', '']);
   console.log('');
   console.log(table(rows));
   console.log('');
   console.log(
-    `RSS: VmRSS after ${SETTLE_MS / 1000} s of settling, a full GC and ${AFTER_GC_MS / 1000} s; "RSS before GC" is the same process just before that GC. ` +
+    `RSS after GC: VmRSS after ${SETTLE_MS / 1000} s of settling, a full GC and ${AFTER_GC_MS / 1000} s; "RSS before GC" is the same process just before that GC. ` +
+      `RSS idling: VmRSS at the end of the idle CPU window below, once the process has idled ${(IDLE_SETTLE_MS + IDLE_CPU_MS) / 1000} s more (part of what a burst of work grew is given back while idling); a bar with that reading is judged on it. ` +
       'anon/file: RssAnon/RssFile. heapUsed/external: process.memoryUsage() of the main thread. ' +
       `Idle CPU: user + system time over ${IDLE_CPU_MS / 1000} s without traffic, ${IDLE_SETTLE_MS / 1000} s after that reading, as a share of one core (the embedded bar counts the app and its Temporal dev server).`,
   );
