@@ -187,14 +187,18 @@ function checkInput<Input, Result>(workflow: WorkflowMessage<Input, Result>, inp
  */
 const SINGLE_PARTITION_MARKER = 'task-queues-single-partition';
 
+/** The dev server's partition settings for the database at `database` (marking a new one). */
+export function devServerPartitionArgs(database: string): string[] {
+  const marker = path.join(path.dirname(database), SINGLE_PARTITION_MARKER);
+  if (!fs.existsSync(database)) fs.writeFileSync(marker, '');
+  return fs.existsSync(marker)
+    ? ['--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1', '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1']
+    : [];
+}
+
 function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const database = path.join(opts.dataDir, 'temporal.sqlite');
-  const marker = path.join(opts.dataDir, SINGLE_PARTITION_MARKER);
-  if (!fs.existsSync(database)) fs.writeFileSync(marker, '');
-  const partitions = fs.existsSync(marker)
-    ? ['--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1', '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1']
-    : [];
   const args = [
     'server', 'start-dev',
     '--ip', '127.0.0.1',
@@ -209,7 +213,7 @@ function startDevServer(opts: TemporalOptions, port: number): ChildProcess {
     '--sqlite-pragma', 'synchronous=normal',
     // Activities a workflow task schedules come back in that task's answer instead of a separate poll.
     '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
-    ...partitions,
+    ...devServerPartitionArgs(database),
     // Namespaces are created at launch only; reading them back every few seconds was most of the rest.
     '--dynamic-config-value', 'system.namespaceCacheRefreshInterval="60s"',
   ];
