@@ -161,6 +161,9 @@ export async function startWorkflowWithUpdate<Input, Result, UpdateResult>(
   options: { workflowId: string; update: UpdateDefinition<UpdateResult, []> },
 ): Promise<UpdateResult> {
   const checked = checkInput(workflow, input);
+  // The update waits as long as the workflow takes to answer, so the call itself has no short
+  // bound: a Temporal that is not there must fail first, within the usual one (a 503 in seconds).
+  await temporal.bounded(() => temporal.client.workflowService.getSystemInfo({}));
   const { WithStartWorkflowOperation } = await import('@temporalio/client');
   const startWorkflowOperation = new WithStartWorkflowOperation<(input: Input) => Promise<Result>>(workflow.name, {
     workflowId: options.workflowId,

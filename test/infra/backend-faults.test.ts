@@ -179,6 +179,20 @@ describe('Redis and Temporal that stop answering', () => {
     } finally {
       temporal.restore();
     }
+    // A canary's start waits up to 30 s for its first stage by design; a missing Temporal is a 503 within the bound all the same.
+    const key = uniqueKey('canary');
+    const rule = { id: 'beta', conditions: [{ property: 'plan', operator: 'equals', value: 'beta' }], value: true };
+    expect((await fx.owner.request('POST', '/api/flags', { key, serviceId: fx.serviceId, environment: 'production', type: 'boolean', defaultValue: false, targeting: [rule] })).status).toBe(201);
+    const canary = { serviceId: fx.serviceId, ruleId: 'beta', initialRolloutPercent: 10, targetRolloutPercent: 50, rampStepPercent: 20, soakPeriodMinutes: 30, errorRateGateDelta: 0.01, latencyGateDeltaMs: 50, autoRollbackOnBreach: true };
+    temporal.blackhole();
+    try {
+      const started = await timed('write', () => fx.owner.request('POST', `/api/flags/${key}/canary`, canary));
+      expectSettled([started], { write: [503], evaluate: [], read: [], signup: [] });
+    } finally {
+      temporal.restore();
+    }
+    // Nothing was left running: once Temporal is back the canary starts.
+    await eventually(async () => (await fx.owner.request('POST', `/api/flags/${key}/canary`, canary)).status === 201, 30_000);
     await eventually(async () => {
       const res = await app.request('POST', '/api/auth/signup', { body: { email: `${uniqueKey('t')}@example.com`, password: 'correct horse battery', name: 'Temporal back' } });
       return res.status === 201;
