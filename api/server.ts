@@ -176,7 +176,10 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
     const sql = db.sql;
     const rateLimiter = new RateLimiter(cache, config.RATE_LIMIT_WINDOW_SECONDS);
-    const mail = new MailQueue(temporal, sql);
+    const mail = new MailQueue({ temporal, sql, logger });
+    onShutdown(async () => mail.stop());
+    // Mail stored while Temporal was away, or before a crash between storing and starting it.
+    if (config.ROLES.includes('control')) void mail.startStored();
     const openapi = new OpenApiCatalog({ title: 'Feature Flag Service', version: APP_VERSION });
     // The one project gate every feature shares (api/auth/permissions.ts).
     const projectAccess = new ProjectAccess(sql, config.ADMIN_EMAILS);

@@ -252,7 +252,7 @@ describe('notifyOrgAlertChannels (called by release safety)', () => {
       sql,
       store: new AlertChannelStore(),
       queue: new DeliveryQueue(app.platform.temporal, sql, new DeliveryStore()),
-      mail: new MailQueue(app.platform.temporal, app.platform.db.sql),
+      mail: new MailQueue({ temporal: app.platform.temporal, sql: app.platform.db.sql, logger: app.platform.logger }),
       outbound: app.platform.outbound,
       sends: new SendThrottle(app.platform.cache, { perUser: 100, perRecipient: 100, windowSeconds: 60 }),
       publicBaseUrl: 'http://127.0.0.1',

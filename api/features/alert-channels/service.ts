@@ -1,4 +1,3 @@
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { UserRecord } from '../../auth/principal';
 import { badRequest, notFound, serviceUnavailable } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
@@ -191,12 +190,8 @@ export class AlertChannelService {
     const confirmed = (await this.deps.store.confirmedRecipients(this.deps.sql, [channel.id])).get(channel.id);
     for (const [i, to] of channel.config.recipients.entries()) {
       if (!confirmed?.has(to)) continue;
-      try {
-        await this.deps.mail.send(alertMail(alert, to), `alert-${channel.id}-${alert.id}-${i}`);
-      } catch (error) {
-        // The same alert again (a retried notify): that mail is already on its way.
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      }
+      // The same alert again (a retried notify) finds its mail already on its way.
+      await this.deps.mail.send(alertMail(alert, to), `alert-${channel.id}-${alert.id}-${i}`);
     }
   }
 
