@@ -143,10 +143,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
   const readiness = new Readiness();
   metrics.gauge({ name: 'flagship_ready', help: '1 while /readyz answers 200, else 0', collect: (set) => set({}, readiness.state().ready ? 1 : 0) });
   try {
-    const applicationName = `flags ${instanceId}`;
-    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, replyTimeoutMs: config.DATABASE_REPLY_TIMEOUT_MS, connectTimeoutMs: config.BACKEND_TIMEOUT_MS, dataDir: config.dataDir, applicationName, logger });
+    const db = await openDatabase({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, replyTimeoutMs: config.DATABASE_REPLY_TIMEOUT_MS, connectTimeoutMs: config.BACKEND_TIMEOUT_MS, dataDir: config.dataDir, applicationName: `flags ${instanceId}`, logger });
     onShutdown(() => db.close());
-    watchPostgres(metrics, { sql: db.sql, applicationName, poolSize: db.backend === 'pglite' ? 1 : config.DATABASE_POOL_SIZE });
+    watchPostgres(metrics, { sql: db.sql, poolSize: db.backend === 'pglite' ? 1 : config.DATABASE_POOL_SIZE });
     const applied = await migrate(db.sql);
     if (applied.length) logger.info({ applied }, 'database migrations applied');
 

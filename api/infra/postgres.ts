@@ -13,6 +13,19 @@ export type TransactionSql = postgres.TransactionSql;
 /** The pool or a transaction: store functions run in whichever the service hands them. */
 export type Queryable = postgres.ISql;
 
+/** The driver's pool by state, as the patched postgres.js exposes it (patches/). */
+export interface PoolState {
+  idle: number;
+  /** Connecting for a query, running queries, or held by a transaction. */
+  inUse: number;
+  /** Queries waiting for a connection: not given one yet, or written behind another query on a busy one. */
+  waiting: number;
+}
+
+export function poolState(sql: Sql): PoolState {
+  return (sql as unknown as { pool: PoolState }).pool;
+}
+
 export interface Database {
   sql: Sql;
   /** Where the database lives, for health output: `postgres` or `pglite`. */
@@ -23,7 +36,7 @@ export interface Database {
 
 export interface PostgresOptions {
   url?: string;
-  /** Names this process's sessions in pg_stat_activity (the pool metrics read them there). */
+  /** Names this process's sessions in pg_stat_activity (an operator's view; fault tests find them by it). */
   applicationName: string;
   poolSize: number;
   /** A connection waiting this long for any byte of an answer is destroyed (its server or the network is gone). */

@@ -192,6 +192,32 @@ describe('flagd protocols in the metrics', () => {
   }, 60_000);
 });
 
+describe('the Postgres pool in the metrics', () => {
+  it('counts the connections in use and the queries waiting for one while the pool is exhausted', async () => {
+    const max = app.platform.config.DATABASE_POOL_SIZE;
+    const pool = (text: string) => ({
+      inUse: sample(text, 'flagship_postgres_pool_connections{state="in_use"}'),
+      idle: sample(text, 'flagship_postgres_pool_connections{state="idle"}'),
+      waiting: sample(text, 'flagship_postgres_pool_waiting'),
+    });
+    // Queries run once something waits on them.
+    const sleeping = Array.from({ length: max + 3 }, () => app.platform.db.sql`SELECT pg_sleep(3)`.then(() => undefined));
+    try {
+      // Every connection sleeps; the three queries beyond them wait.
+      await eventually(async () => {
+        const now = pool(await scrape());
+        return now.inUse === max && now.waiting === 3 ? now : undefined;
+      }, 10_000);
+    } finally {
+      await Promise.all(sleeping);
+    }
+    await eventually(async () => {
+      const now = pool(await scrape());
+      return now.waiting === 0 && (now.inUse ?? 0) + (now.idle ?? 0) <= max;
+    });
+  }, 60_000);
+});
+
 describe('readiness', () => {
   it('is 503 with the reason until the snapshots have loaded, then 200', async () => {
     const snapshots = new SnapshotStore({ sql: app.platform.db.sql, store: new EvaluationStore(), cache: app.platform.cache, logger: createLogger('silent'), reconcileIntervalMs: 0 });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnalyticsWriter } from '../../../analytics/writer';
 import type { WorkerHandle } from '../../../activities/worker';
-import type { Sql } from '../../infra/postgres';
+import { poolState, type Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
 import type { OutboxRelay } from '../outbox/relay';
 import type { Metrics } from './metrics';
@@ -88,24 +88,11 @@ export function watchOutbox(metrics: Metrics, outbox: OutboxRelay): void {
 }
 
 /**
- * This process's Postgres connections, from the server's pg_stat_activity (the driver keeps its
- * pool to itself): in use (running a statement, or inside a transaction), idle, and waiting for
- * a lock; and whether the probe answered.
+ * This process's Postgres pool as the driver holds it (connections in use, idle and connecting,
+ * queries waiting for one), and whether a probe query answered.
  */
-export function watchPostgres(metrics: Metrics, opts: { sql: Sql; applicationName: string; poolSize: number }): void {
-  const probe = boundedProbe(async () => {
-    const rows = await opts.sql<{ state: string | null; waiting: boolean; n: number }[]>`
-      SELECT state, coalesce(wait_event_type = 'Lock', false) AS waiting, count(*)::int AS n
-      FROM pg_stat_activity WHERE application_name = ${opts.applicationName} AND pid <> pg_backend_pid()
-      GROUP BY 1, 2`;
-    const sessions = { inUse: 0, idle: 0, waiting: 0 };
-    for (const row of rows) {
-      if (row.state === 'idle') sessions.idle += row.n;
-      else sessions.inUse += row.n;
-      if (row.waiting) sessions.waiting += row.n;
-    }
-    return sessions;
-  });
+export function watchPostgres(metrics: Metrics, opts: { sql: Sql; poolSize: number }): void {
+  const probe = boundedProbe(() => opts.sql`SELECT 1`);
   metrics.gauge({
     name: 'flagship_postgres_up',
     help: '1 when a probe query answered within 2 s at the last scrape, else 0',
@@ -116,22 +103,18 @@ export function watchPostgres(metrics: Metrics, opts: { sql: Sql; applicationNam
   metrics.gauge({ name: 'flagship_postgres_pool_max', help: 'Connections the pool may open (DATABASE_POOL_SIZE)', collect: (set) => set({}, opts.poolSize) });
   metrics.gauge({
     name: 'flagship_postgres_pool_connections',
-    help: "This process's Postgres connections by state: in_use (a statement or a transaction) or idle (the scrape's own excluded)",
+    help: "This process's pool connections by state: in_use (connecting for a query, running queries or holding a transaction) or idle",
     labelNames: ['state'],
-    collect: async (set) => {
-      const sessions = await probe();
-      if (sessions === undefined) return;
-      set({ state: 'in_use' }, sessions.inUse);
-      set({ state: 'idle' }, sessions.idle);
+    collect: (set) => {
+      const pool = poolState(opts.sql);
+      set({ state: 'in_use' }, pool.inUse);
+      set({ state: 'idle' }, pool.idle);
     },
   });
   metrics.gauge({
     name: 'flagship_postgres_pool_waiting',
-    help: "This process's Postgres connections waiting for a lock",
-    collect: async (set) => {
-      const sessions = await probe();
-      if (sessions !== undefined) set({}, sessions.waiting);
-    },
+    help: 'Queries waiting for a pool connection (none given yet, or queued behind another query on a busy one)',
+    collect: (set) => set({}, poolState(opts.sql).waiting),
   });
 }
 
