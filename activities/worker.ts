@@ -39,7 +39,8 @@ export async function startWorker(opts: {
   if (!runtimeInstalled) {
     runtimeInstalled = true;
     try {
-      Runtime.install({ logger: new DefaultLogger('WARN') });
+      // No signal handlers of its own: api/main.ts stops the worker with everything else.
+      Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
     } catch {
       // Already installed by an earlier platform in this process (tests); the first one stays.
     }

@@ -18,6 +18,15 @@ async function main() {
     throw error;
   }
   const logger = createLogger(config.LOG_LEVEL);
+  // From the first moment: a stop asked for while starting waits until the start is done (a
+  // migration or the Temporal dev server half started would be left behind), then stops.
+  let stopAsked: string | undefined;
+  let shutdown = (signal: string) => {
+    stopAsked ??= signal;
+    logger.info({ signal }, 'stopping once started');
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
   // Before the server and everything it imports: instrumentations hook modules as they load.
   const tracing = await startTracing(config, logger);
   const { createPlatform, startRoles } = await import('./server.js');
@@ -29,7 +38,7 @@ async function main() {
   const running = await startRoles(platform, config.ROLES);
 
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
@@ -50,8 +59,7 @@ async function main() {
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (stopAsked) await shutdown(stopAsked);
 }
 
 main().catch((error) => {
