@@ -167,6 +167,8 @@ async function main() {
     INGEST_PORT: '0',
     FLAGD_PORT: '0',
     FLAGD_SYNC_PORT: '0',
+    // Two instances on one host: the management listener's default port would clash.
+    MANAGEMENT_PORT: '0',
     DATA_DIR: path.join(root, name),
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,
