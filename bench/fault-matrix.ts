@@ -5,14 +5,18 @@
  *
  * Load, through the public API only: REST evaluations on both data planes, flag creations on
  * both control planes (each a new key, so an acknowledged write can be looked up afterwards),
- * outcome events (`/api/analytics/track`), SSE clients on both data planes and a webhook
- * receiving every flag change. Bars (docs/quality-bars.md): every evaluation during the outage
- * answers, every write is acknowledged or refused within 5 s, no acknowledged write is lost,
- * every acknowledged change reaches every SSE client and the webhook, recovery within 30 s.
+ * outcome events (`/api/analytics/track`), SSE clients and flagd sync clients on both data
+ * planes and a webhook receiving every flag change. Bars (docs/quality-bars.md): every evaluation
+ * during the outage answers, every write is acknowledged or refused within 5 s, no acknowledged
+ * write is lost, every acknowledged change reaches every SSE client, every flagd sync client and
+ * the webhook, recovery within 30 s.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { FlagSyncService } from '../api/gen/flagd/sync/v1/sync_pb';
 import { createProject, createReadToken, createService, signUp, call, type Session } from './memory-setup';
 
 export type BackendName = 'postgres' | 'redis' | 'temporal' | 'clickhouse';
@@ -29,6 +33,8 @@ export interface FaultTarget {
 export interface AppUrls {
   control: string;
   data: string;
+  /** The data plane's flagd sync listener (FLAGD_SYNC_PORT). */
+  flagdSync: string;
 }
 
 export interface MatrixOptions {
@@ -54,7 +60,8 @@ export interface FaultResult {
   writes: { total: number; acknowledged: number; refused: number; slowest: number; overBound: number; hanging: number };
   track: { total: number; accepted: number; refused: number };
   acknowledgedLost: number;
-  eventsLost: { sse: number; webhook: number };
+  /** Acknowledged creates missing at some SSE client, some flagd sync client, the webhook. */
+  eventsLost: { sse: number; flagdSync: number; webhook: number };
   recoverSeconds: number | null;
   /** From the backend's return until every acknowledged change had reached the streams and the webhook. */
   deliveredSeconds: number | null;
@@ -72,6 +79,8 @@ interface Setup {
   projectId: string;
   serviceId: string;
   token: string;
+  /** Bound to the service's development environment: the flagd sync clients' selector. */
+  boundToken: string;
   evalKey: string;
 }
 
@@ -146,6 +155,50 @@ class StreamClient {
   }
 }
 
+/**
+ * A flagd sync client (docs/local-evaluation.md#streams): SyncFlags with the bound token as
+ * selector, opened again 500 ms after its stream ends or fails, keeping the key of every flag any
+ * of its documents held (each document is the flag set's whole configuration).
+ */
+class SyncClient {
+  readonly keys = new Set<string>();
+  private readonly sessions: Http2SessionManager;
+  private readonly stopped = new AbortController();
+  private readonly running: Promise<void>;
+
+  constructor(url: string, token: string) {
+    this.sessions = new Http2SessionManager(url);
+    this.running = this.run(url, token);
+  }
+
+  private async run(url: string, token: string) {
+    const client = createClient(FlagSyncService, createGrpcTransport({ baseUrl: url, sessionManager: this.sessions }));
+    const { signal } = this.stopped;
+    while (!signal.aborted) {
+      try {
+        for await (const message of client.syncFlags({ selector: token }, { signal, headers: { 'flagd-selector': token } })) this.receive(message.flagConfiguration);
+      } catch {
+        // Ended by the server or the network: opened again below.
+      }
+      await sleep(500, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  private receive(configuration: string) {
+    try {
+      for (const key of Object.keys((JSON.parse(configuration) as { flags?: object }).flags ?? {})) this.keys.add(key);
+    } catch {
+      // Not JSON: it holds no key, so whatever it should have carried counts as lost.
+    }
+  }
+
+  async close() {
+    this.stopped.abort();
+    await this.running;
+    this.sessions.abort();
+  }
+}
+
 interface Receiver {
   url: string;
   bodies: string[];
@@ -177,6 +230,7 @@ async function setUp(apps: AppUrls[], receiverUrl: string): Promise<Setup> {
   const projectId = await createProject(session, 'Fault matrix');
   const serviceId = await createService(session, projectId, 'checkout');
   const token = await createReadToken(session, projectId);
+  const boundToken = await createReadToken(session, projectId, { serviceId, environment: 'development' });
   const evalKey = 'fault-eval';
   await call('POST', `${api}/api/flags`, { session, body: { key: evalKey, serviceId, environment: 'development', type: 'boolean', enabled: true, defaultValue: true } });
   await call('POST', `${api}/api/webhooks`, { session, body: { projectId, url: receiverUrl, events: ['flag.created'] } });
@@ -187,7 +241,7 @@ async function setUp(apps: AppUrls[], receiverUrl: string): Promise<Setup> {
       return a.status === 200 && (a.body as { value?: unknown }).value === true;
     });
   }
-  return { session, projectId, serviceId, token, evalKey };
+  return { session, projectId, serviceId, token, boundToken, evalKey };
 }
 
 async function until(timeoutMs: number, check: () => Promise<boolean>): Promise<boolean> {
@@ -207,17 +261,24 @@ export async function runFaultMatrix(opts: MatrixOptions): Promise<FaultResult[]
   const receiver = await startReceiver();
   const setup = await setUp(opts.apps, receiver.url);
   const streams = opts.apps.map((app) => new StreamClient(`${app.data}/api/flags/stream?serviceId=${setup.serviceId}&environment=development`, setup.token));
+  const syncClients = opts.apps.map((app) => new SyncClient(app.flagdSync, setup.boundToken));
   const results: FaultResult[] = [];
   try {
-    for (const fault of opts.faults) results.push(await runFault(opts, fault, setup, streams, receiver));
+    for (const fault of opts.faults) results.push(await runFault(opts, fault, setup, { streams, syncClients }, receiver));
   } finally {
     for (const s of streams) s.close();
+    await Promise.all(syncClients.map((c) => c.close()));
     await receiver.close();
   }
   return results;
 }
 
-async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, streams: StreamClient[], receiver: Receiver): Promise<FaultResult> {
+interface Clients {
+  streams: StreamClient[];
+  syncClients: SyncClient[];
+}
+
+async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, { streams, syncClients }: Clients, receiver: Receiver): Promise<FaultResult> {
   const { apps } = opts;
   let running = true;
   const evaluations: { at: number; ok: boolean; answer: string }[] = [];
@@ -297,12 +358,13 @@ async function runFault(opts: MatrixOptions, fault: FaultTarget, setup: Setup, s
   // Every acknowledged create reaches every stream and the webhook.
   const missing = () => ({
     sse: acknowledged.filter((w) => streams.some((s) => !s.text.includes(`"${w.key}"`))).length,
+    flagdSync: acknowledged.filter((w) => syncClients.some((c) => !c.keys.has(w.key))).length,
     webhook: acknowledged.filter((w) => !receiver.bodies.some((b) => b.includes(`"${w.key}"`))).length,
   });
   let deliveredSeconds: number | null = null;
   await until(opts.deliveryWaitMs, async () => {
     const m = missing();
-    if (m.sse || m.webhook) return false;
+    if (m.sse || m.flagdSync || m.webhook) return false;
     deliveredSeconds = (Date.now() - to) / 1000;
     return true;
   });
@@ -339,6 +401,7 @@ export function meetsBars(r: FaultResult): boolean {
     r.writes.hanging === 0 &&
     r.acknowledgedLost === 0 &&
     r.eventsLost.sse === 0 &&
+    r.eventsLost.flagdSync === 0 &&
     r.eventsLost.webhook === 0 &&
     r.recoverSeconds !== null &&
     r.recoverSeconds * 1000 <= RECOVERY_BOUND_MS

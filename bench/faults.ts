@@ -142,7 +142,7 @@ function report(results: FaultResult[]) {
       `  writes                         ${fmt(r.writes.total)}: ${fmt(r.writes.acknowledged)} acknowledged, ${fmt(r.writes.refused)} refused; slowest answer ${fmt(r.writes.slowest)} ms, ${r.writes.overBound} over ${WRITE_ANSWER_BOUND_MS / 1000} s, ${r.writes.hanging} hanging   (bar: 0 over, 0 hanging)`,
       `  track events                   ${fmt(r.track.total)}: ${fmt(r.track.accepted)} accepted, ${fmt(r.track.refused)} refused`,
       `  acknowledged writes lost       ${r.acknowledgedLost}   (bar 0)`,
-      `  events lost                    SSE ${r.eventsLost.sse}, webhooks ${r.eventsLost.webhook}   (bar 0)`,
+      `  events lost                    SSE ${r.eventsLost.sse}, flagd sync ${r.eventsLost.flagdSync}, webhooks ${r.eventsLost.webhook}   (bar 0)`,
       `  all changes delivered after    ${r.deliveredSeconds === null ? 'not within the wait' : `${fmt(r.deliveredSeconds, 1)} s`}`,
       `  time to recover                ${r.recoverSeconds === null ? 'did not recover' : `${fmt(r.recoverSeconds, 1)} s`}   (bar ${RECOVERY_BOUND_MS / 1000} s)`,
       `  ${meetsBars(r) ? 'meets every bar' : 'MISSES A BAR'}`,
@@ -167,6 +167,8 @@ async function main() {
     INGEST_PORT: '0',
     FLAGD_PORT: '0',
     FLAGD_SYNC_PORT: '0',
+    // Two instances on one host: the management listener's default port would clash.
+    MANAGEMENT_PORT: '0',
     DATA_DIR: path.join(root, name),
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,
@@ -189,8 +191,10 @@ async function main() {
     apps.push(app);
     await listenerUrl(app, 'control', 120_000);
   }
-  const urls = await Promise.all(apps.map(async (app) => ({ control: await listenerUrl(app, 'control', 60_000), data: await listenerUrl(app, 'data', 60_000) })));
-  log(`two app instances (every role): ${urls.map((u) => `${u.control} + ${u.data}`).join('; ')}`);
+  const urls = await Promise.all(
+    apps.map(async (app) => ({ control: await listenerUrl(app, 'control', 60_000), data: await listenerUrl(app, 'data', 60_000), flagdSync: await listenerUrl(app, 'flagd-sync', 60_000) })),
+  );
+  log(`two app instances (every role): ${urls.map((u) => `${u.control} + ${u.data} + ${u.flagdSync}`).join('; ')}`);
 
   const targets: Record<BackendName, FaultTarget> = { postgres: pg.target, redis: redis.target, temporal: temporal.target, clickhouse: clickhouse.target };
   const results = await runFaultMatrix({

@@ -274,7 +274,7 @@ export function startScript(name: string, script: string, env: NodeJS.ProcessEnv
 }
 
 /** The URL the app logged for one listener (`{"listener":"data","url":...,"msg":"listening"}`). */
-export async function listenerUrl(child: Child, listener: 'control' | 'data' | 'ingest', timeoutMs: number): Promise<string> {
+export async function listenerUrl(child: Child, listener: 'control' | 'data' | 'ingest' | 'flagd-sync', timeoutMs: number): Promise<string> {
   const line = await child.waitForLine(
     (l) => l.includes('"msg":"listening"') && l.includes(`"listener":"${listener}"`),
     timeoutMs,

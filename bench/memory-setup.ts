@@ -49,8 +49,9 @@ export async function createService(s: Session, projectId: string, name: string)
   return (await call<{ id: string }>('POST', `${s.api}/api/services`, { session: s, body: { projectId, name } })).body.id;
 }
 
-export async function createReadToken(s: Session, projectId: string): Promise<string> {
-  return (await call<{ value: string }>('POST', `${s.api}/api/projects/${projectId}/tokens`, { session: s, body: { name: 'bench-memory', permissions: { read: true } } })).body.value;
+/** A project token with `read`; with `scope`, bound to one service and environment (what flagd selectors need, docs/local-evaluation.md#credentials). */
+export async function createReadToken(s: Session, projectId: string, scope?: { serviceId: string; environment: string }): Promise<string> {
+  return (await call<{ value: string }>('POST', `${s.api}/api/projects/${projectId}/tokens`, { session: s, body: { name: 'bench-memory', permissions: { read: true }, scope } })).body.value;
 }
 
 const PLANS = ['free', 'starter', 'pro', 'enterprise'];

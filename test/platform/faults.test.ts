@@ -73,7 +73,7 @@ it('evaluates throughout, answers every write within 5 s, loses nothing and reco
     start: async () => proxies[name].restore(),
   });
   const results: FaultResult[] = await runFaultMatrix({
-    apps: apps.map((a) => ({ control: a.urls.control, data: a.urls.data })),
+    apps: apps.map((a) => ({ control: a.urls.control, data: a.urls.data, flagdSync: a.urls.flagdSync! })),
     faults: [
       stopped('postgres'),
       stopped('redis'),
