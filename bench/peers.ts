@@ -355,11 +355,12 @@ async function main() {
       }
       for (const line of rows) console.log(line);
     }
-    const shimFigures = [...offCore.values()].flat();
-    if (shimFigures.length) {
+    if (offCore.size) {
+      const figures = [...offCore].map(([key, xs]) => `${key.split(':')[0]} ${fmt(median(xs), 3)}`);
       console.log('');
       console.log(
-        `Not counted for ours, data plane: the ClickHouse shim it sends evaluation events to (another process, on CPU 1; in production a ClickHouse elsewhere) used ${span(shimFigures, 3)} CPU-s per 10k of its requests.`,
+        `Not counted for ours, data plane: the ClickHouse shim it sends evaluation events to (another process${pinned ? ', on CPU 1' : ''}; in production a ClickHouse elsewhere), ` +
+          `CPU-s per 10k of its requests (median): ${figures.join(', ')}.`,
       );
     }
   } finally {
