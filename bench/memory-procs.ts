@@ -1,5 +1,7 @@
 /**
- * Child processes of `npm run bench:memory` (bench/memory.ts) and how their memory is read.
+ * Child processes of `npm run bench:memory` (bench/memory.ts) and how their memory is read;
+ * bench:faults and bench:peers start the app through them too, and bench:peers its production
+ * profile's backends (productionBackends).
  *
  * The app runs exactly as `npm start` and the Docker image run it: `node dist/api/main.js`
  * (built code, no tsx), with ROLES and the backends in its environment. The only addition is a
@@ -12,9 +14,13 @@
  * from process.memoryUsage() in the child, CPU time from /proc/<pid>/stat (utime + stime).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import Redis from 'ioredis';
+import postgres from 'postgres';
+import { CONFIG_VARIABLES } from '../api/config';
 
 export const ROOT = path.resolve(__dirname, '..');
 const MAIN = path.join(ROOT, 'dist', 'api', 'main.js');
@@ -93,6 +99,11 @@ export function threadCount(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** CPU time (user + system) of a process and every descendant it has now, in seconds; 0 for what is gone. */
+export function treeCpuSeconds(pid: number): number {
+  return [pid, ...descendants(pid).map((d) => d.pid)].reduce((sum, p) => sum + (cpuSeconds(p) ?? 0), 0);
 }
 
 /** Every descendant of pid (children, grandchildren ...), from /proc/<n>/stat. */
@@ -249,11 +260,14 @@ export class Child {
 /**
  * `node --expose-gc dist/api/main.js` (through the IPC preload) with exactly this environment,
  * and the node flags scripts/start.sh gives its roles (an ingesting process: a 64 MB young generation).
+ * `cpus` (taskset's list, e.g. "0") pins it and every thread it starts.
  */
-export function startApp(name: string, env: NodeJS.ProcessEnv): Child {
+export function startApp(name: string, env: NodeJS.ProcessEnv, opts: { cpus?: string } = {}): Child {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
   const ingests = (env.ROLES ?? 'ingest').split(',').includes('ingest');
-  const proc = spawn(process.execPath, [...(ingests ? ['--max-semi-space-size=64'] : []), '--expose-gc', '-e', PRELOAD], {
+  const args = [...(ingests ? ['--max-semi-space-size=64'] : []), '--expose-gc', '-e', PRELOAD];
+  // taskset execs node: the child's pid is node's.
+  const proc = spawn(opts.cpus ? 'taskset' : process.execPath, opts.cpus ? ['-c', opts.cpus, process.execPath, ...args] : args, {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -271,6 +285,115 @@ export function startScript(name: string, script: string, env: NodeJS.ProcessEnv
     detached: true,
   });
   return new Child(name, proc);
+}
+
+/** The URL a helper started with startScript (the ClickHouse shim) reports over IPC once it serves. */
+export function reportedUrl(child: Child, timeoutMs = 60_000): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(child.failure(`did not report ready within ${timeoutMs / 1000} s`)), timeoutMs);
+    child.proc.on('message', (m: { type?: string; url?: string }) => {
+      if (m?.type === 'ready' && m.url) {
+        clearTimeout(timer);
+        resolve(m.url);
+      }
+    });
+    child.proc.once('exit', (code) => reject(child.failure(`exited with ${code}`)));
+  });
+}
+
+/** The parent's environment without any variable the app reads, plus what `npm start` sets, plus these. */
+export function appEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const variable of CONFIG_VARIABLES) delete env[variable];
+  delete env.NODE_OPTIONS;
+  // As scripts/start.sh (npm start) and the Docker image set it.
+  return { ...env, MALLOC_ARENA_MAX: '2', ...vars };
+}
+
+/** What the app processes of one bench run on the production profile share. */
+export interface ProductionBackends {
+  databaseUrl: string;
+  redisUrl: string;
+  keyPrefix: string;
+  clickhouseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  jwtKey: string;
+}
+
+/**
+ * The production profile's backends for one bench run, on the servers of scripts/test-infra.sh
+ * (DATABASE_URL, REDIS_URL, TEMPORAL_ADDRESS in the environment): a fresh database
+ * `<name>_<pid>` ('-' as '_'), Redis keys under `<name>:<pid>:`, the Temporal task queue
+ * `<name>-<pid>`, one JWT signing key, and ClickHouse as bench/memory-clickhouse.ts in a process
+ * of its own (there is no ClickHouse server here). `hooks.track` takes the shim into the
+ * caller's clean-up, `hooks.cleanup` dropping the database and deleting the keys.
+ */
+export async function productionBackends(
+  name: string,
+  clickhouseDir: string,
+  hooks: { track: (child: Child) => Child; cleanup: (fn: () => Promise<void>) => void },
+): Promise<{ backends: ProductionBackends; shim: Child }> {
+  const { DATABASE_URL, REDIS_URL, TEMPORAL_ADDRESS } = process.env;
+  if (!DATABASE_URL || !REDIS_URL || !TEMPORAL_ADDRESS) throw new Error('the production profile needs DATABASE_URL, REDIS_URL and TEMPORAL_ADDRESS: run `source scripts/test-infra.sh up` first');
+  const shim = hooks.track(startScript('clickhouse-shim', 'memory-clickhouse.ts', { ...process.env, CH_SHIM_PATH: clickhouseDir }));
+  const clickhouseUrl = await reportedUrl(shim);
+
+  const database = `${name.replace(/-/g, '_')}_${process.pid}`;
+  const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`CREATE DATABASE ${database}`);
+  hooks.cleanup(async () => {
+    const a = postgres(DATABASE_URL, { max: 1, onnotice: () => undefined });
+    await a.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await a.end();
+  });
+  await admin.end();
+  const databaseUrl = new URL(DATABASE_URL);
+  databaseUrl.pathname = `/${database}`;
+
+  const keyPrefix = `${name}:${process.pid}:`;
+  hooks.cleanup(async () => {
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 1000);
+        if (keys.length) await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    } finally {
+      redis.disconnect();
+    }
+  });
+  const jwtKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  return {
+    backends: { databaseUrl: databaseUrl.toString(), redisUrl: REDIS_URL, keyPrefix, clickhouseUrl, temporalAddress: TEMPORAL_ADDRESS, taskQueue: `${name}-${process.pid}`, jwtKey },
+    shim,
+  };
+}
+
+/** The environment of an app process with these roles on the production profile: loopback, every port chosen by the system, plus `vars`. */
+export function productionEnv(b: ProductionBackends, roles: string, dataDir: string, vars: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return appEnv({
+    NODE_ENV: 'production',
+    ROLES: roles,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATA_PORT: '0',
+    INGEST_PORT: '0',
+    MANAGEMENT_PORT: '0',
+    FLAGD_PORT: '0',
+    FLAGD_SYNC_PORT: '0',
+    DATA_DIR: dataDir,
+    DATABASE_URL: b.databaseUrl,
+    REDIS_URL: b.redisUrl,
+    REDIS_KEY_PREFIX: b.keyPrefix,
+    CLICKHOUSE_URL: b.clickhouseUrl,
+    TEMPORAL_ADDRESS: b.temporalAddress,
+    TEMPORAL_TASK_QUEUE: b.taskQueue,
+    JWT_PRIVATE_KEY: b.jwtKey,
+    ...vars,
+  });
 }
 
 /** The URL the app logged for one listener (`{"listener":"data","url":...,"msg":"listening"}`). */

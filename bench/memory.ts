@@ -42,14 +42,11 @@
  * at the end, also on failure or Ctrl-C.
  */
 import { execFileSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Redis from 'ioredis';
 import postgres from 'postgres';
-import { CONFIG_VARIABLES } from '../api/config';
-import { type Child, cpuSeconds, descendants, listenerUrl, procMemory, ROOT, sleep, startApp, startScript, type MemorySample, type ProcMemory } from './memory-procs';
+import { appEnv, type Child, cpuSeconds, descendants, listenerUrl, procMemory, productionBackends, productionEnv, ROOT, sleep, startApp, type MemorySample, type ProcMemory } from './memory-procs';
 import { bulkCreate, createProject, createReadToken, createService, evaluate, evaluationHealth, lightUse, signUp, type LightUse } from './memory-setup';
 
 const MB = 1024 * 1024;
@@ -133,15 +130,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => ab
 
 // ---------------------------------------------------------------------------------------------
 
-/** The parent's environment without any variable the app reads, plus what `npm start` sets, plus these. */
-function appEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of CONFIG_VARIABLES) delete env[name];
-  delete env.NODE_OPTIONS;
-  // As scripts/start.sh (npm start) and the Docker image set it.
-  return { ...env, MALLOC_ARENA_MAX: '2', ...vars };
-}
-
 interface Measured {
   before: MemorySample;
   after: MemorySample;
@@ -212,75 +200,13 @@ interface ProductionResult {
 }
 
 async function runProduction(): Promise<ProductionResult> {
-  const { DATABASE_URL, REDIS_URL, TEMPORAL_ADDRESS } = process.env;
-  if (!DATABASE_URL || !REDIS_URL || !TEMPORAL_ADDRESS) throw new Error('bars 1-2 need DATABASE_URL, REDIS_URL and TEMPORAL_ADDRESS: run `source scripts/test-infra.sh up` first');
-
-  // ClickHouse: the chDB-backed HTTP shim, in a process of its own.
-  const shim = track(startScript('clickhouse-shim', 'memory-clickhouse.ts', { ...process.env, CH_SHIM_PATH: tempDir('clickhouse') }));
-  const shimUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(shim.failure('did not report ready within 60 s')), 60_000);
-    shim.proc.on('message', (m: { type?: string; url?: string }) => {
-      if (m?.type === 'ready' && m.url) {
-        clearTimeout(timer);
-        resolve(m.url);
-      }
-    });
-    shim.proc.once('exit', (code) => reject(shim.failure(`exited with ${code}`)));
-  });
-  log(`ClickHouse shim (chDB) on ${shimUrl}`);
-
-  // A database of our own on the shared Postgres server, dropped at the end.
-  const database = `bench_mem_${process.pid}`;
-  const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => undefined });
-  await admin.unsafe(`CREATE DATABASE ${database}`);
-  cleanups.push(async () => {
-    const a = postgres(DATABASE_URL, { max: 1, onnotice: () => undefined });
-    await a.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await a.end();
-  });
-  await admin.end();
-  const dbUrl = new URL(DATABASE_URL);
-  dbUrl.pathname = `/${database}`;
-
-  const keyPrefix = `bench-mem:${process.pid}:`;
-  cleanups.push(async () => {
-    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-    try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 1000);
-        if (keys.length) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    } finally {
-      redis.disconnect();
-    }
-  });
+  // Postgres, Redis and Temporal of scripts/test-infra.sh; ClickHouse: the chDB-backed HTTP shim, in a process of its own.
+  const { backends, shim } = await productionBackends('bench-mem', tempDir('clickhouse'), { track, cleanup: (fn) => cleanups.push(fn) });
+  log(`ClickHouse shim (chDB) on ${backends.clickhouseUrl}`);
 
   // The bench's account is the instance administrator: /api/health/evaluation shows the counters it waits for.
   const opsEmail = `bench-memory-${process.pid}@example.com`;
-  const jwtKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const production = (roles: string, dir: string) =>
-    appEnv({
-      NODE_ENV: 'production',
-      ROLES: roles,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATA_PORT: '0',
-      INGEST_PORT: '0',
-      MANAGEMENT_PORT: '0',
-      FLAGD_PORT: '0',
-      FLAGD_SYNC_PORT: '0',
-      DATA_DIR: dir,
-      DATABASE_URL: dbUrl.toString(),
-      REDIS_URL,
-      REDIS_KEY_PREFIX: keyPrefix,
-      CLICKHOUSE_URL: shimUrl,
-      TEMPORAL_ADDRESS,
-      TEMPORAL_TASK_QUEUE: `bench-mem-${process.pid}`,
-      JWT_PRIVATE_KEY: jwtKey,
-      ADMIN_EMAILS: opsEmail,
-    });
+  const production = (roles: string, dir: string) => productionEnv(backends, roles, dir, { ADMIN_EMAILS: opsEmail });
 
   // The control plane (and a worker): the API the flags are created through. Not measured.
   const control = track(startApp('control', production('control,worker', tempDir('control'))));
@@ -291,7 +217,7 @@ async function runProduction(): Promise<ProductionResult> {
 
   const session = await signUp(api, opsEmail);
   // The bench owns this database: marking the address verified stands in for the verification mail.
-  const db = postgres(dbUrl.toString(), { max: 1, onnotice: () => undefined });
+  const db = postgres(backends.databaseUrl, { max: 1, onnotice: () => undefined });
   await db`UPDATE users SET email_verified = true WHERE email = ${opsEmail}`;
   await db.end();
   const projectId = await createProject(session, 'Memory bench');

@@ -15,8 +15,8 @@ export interface ServerUrls {
   express: string;
 }
 
-/** Starts bench/eval-server.ts; `pinned` runs it on CPU 0 (taskset), `nodeArgs` go before the script. */
-export function startEvalServer(opts: { env?: Record<string, string>; pinned?: boolean; nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; urls: ServerUrls }> {
+/** Starts bench/eval-server.ts; `pinned` runs it on CPU 0 (taskset), `nodeArgs` go before the script; an `env` entry set to undefined is left out. */
+export function startEvalServer(opts: { env?: NodeJS.ProcessEnv; pinned?: boolean; nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; urls: ServerUrls }> {
   const script = path.join(__dirname, 'eval-server.ts');
   const args = [...(opts.pinned ? ['-c', '0', process.execPath] : []), ...(opts.nodeArgs ?? []), '--import', 'tsx', script];
   const child = spawn(opts.pinned ? 'taskset' : process.execPath, args, {
