@@ -35,6 +35,11 @@ const optionalUrl = (protocols: string[]) =>
 /** OTLP over HTTP only: the gRPC exporter is not a dependency. */
 const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { message: "must be http/protobuf or http/json (OTLP over gRPC is not supported; use the collector's HTTP port, 4318)" });
 
+/** Every listener's port variable; parseConfig refuses two listeners on one port. */
+export const LISTENER_PORT_VARIABLES = ['PORT', 'DATA_PORT', 'INGEST_PORT', 'MANAGEMENT_PORT', 'FLAGD_PORT', 'FLAGD_SYNC_PORT'] as const;
+/** Every listener on a port the system picks: several processes on one host (tests, benches). */
+export const ANY_FREE_PORTS = Object.fromEntries(LISTENER_PORT_VARIABLES.map((name) => [name, '0'])) as Record<(typeof LISTENER_PORT_VARIABLES)[number], string>;
+
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -336,7 +341,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   }
   const flagdPorts = parsed.FLAGD_ENABLED ? [parsed.FLAGD_PORT, parsed.FLAGD_SYNC_PORT] : [];
   const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT, parsed.MANAGEMENT_PORT, ...flagdPorts].filter((p) => p !== 0);
-  if (new Set(ports).size !== ports.length) problems.push('PORT, DATA_PORT, INGEST_PORT, MANAGEMENT_PORT, FLAGD_PORT, FLAGD_SYNC_PORT: must differ');
+  if (new Set(ports).size !== ports.length) problems.push(`${LISTENER_PORT_VARIABLES.join(', ')}: must differ`);
   if (Boolean(parsed.FLAGD_TLS_CERT) !== Boolean(parsed.FLAGD_TLS_KEY)) problems.push('FLAGD_TLS_CERT, FLAGD_TLS_KEY: set both or neither');
   if (problems.length) throw new ConfigError(problems);
 

@@ -51,7 +51,7 @@ async function listen(server: http.Server): Promise<number> {
 }
 
 async function main() {
-  const { parseConfig, createLogger, startTracing } = await loadStart();
+  const { parseConfig, ANY_FREE_PORTS, createLogger, startTracing } = await loadStart();
   let body = Buffer.from('{}');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-bench-'));
   // BENCH_DATABASE_URL: a database the parent made for several servers (the split run);
@@ -75,12 +75,7 @@ async function main() {
     REDIS_KEY_PREFIX: `bench:${shared}:`,
     CLICKHOUSE_DATABASE: `bench_${shared}`,
     TEMPORAL_TASK_QUEUE: `bench-${shared}`,
-    PORT: '0',
-    DATA_PORT: '0',
-    INGEST_PORT: '0',
-    MANAGEMENT_PORT: '0',
-    FLAGD_PORT: '0',
-    FLAGD_SYNC_PORT: '0',
+    ...ANY_FREE_PORTS,
     ROLES: process.env.BENCH_SERVER_ROLES ?? 'control,data',
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',

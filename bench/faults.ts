@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ANY_FREE_PORTS } from '../api/config';
 import { freePort } from '../api/infra/temporal';
 import { startTcpProxy } from '../test/support/tcp-proxy';
 import { meetsBars, RECOVERY_BOUND_MS, runFaultMatrix, WRITE_ANSWER_BOUND_MS, type BackendName, type FaultResult, type FaultTarget } from './fault-matrix';
@@ -162,13 +163,8 @@ async function main() {
     NODE_ENV: 'production',
     ROLES: 'control,worker,data,ingest',
     HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_PORT: '0',
-    INGEST_PORT: '0',
-    FLAGD_PORT: '0',
-    FLAGD_SYNC_PORT: '0',
-    // Two instances on one host: the management listener's default port would clash.
-    MANAGEMENT_PORT: '0',
+    // Two instances on one host: every listener on a port the system picks.
+    ...ANY_FREE_PORTS,
     DATA_DIR: path.join(root, name),
     DATABASE_URL: pg.url,
     REDIS_URL: redis.url,

@@ -20,7 +20,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import Redis from 'ioredis';
 import postgres from 'postgres';
-import { CONFIG_VARIABLES } from '../api/config';
+import { ANY_FREE_PORTS, CONFIG_VARIABLES } from '../api/config';
 
 export const ROOT = path.resolve(__dirname, '..');
 const MAIN = path.join(ROOT, 'dist', 'api', 'main.js');
@@ -378,12 +378,7 @@ export function productionEnv(b: ProductionBackends, roles: string, dataDir: str
     NODE_ENV: 'production',
     ROLES: roles,
     HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_PORT: '0',
-    INGEST_PORT: '0',
-    MANAGEMENT_PORT: '0',
-    FLAGD_PORT: '0',
-    FLAGD_SYNC_PORT: '0',
+    ...ANY_FREE_PORTS,
     DATA_DIR: dataDir,
     DATABASE_URL: b.databaseUrl,
     REDIS_URL: b.redisUrl,

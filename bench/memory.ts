@@ -46,6 +46,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
+import { ANY_FREE_PORTS } from '../api/config';
 import { appEnv, type Child, cpuSeconds, descendants, listenerUrl, procMemory, productionBackends, productionEnv, ROOT, sleep, startApp, type MemorySample, type ProcMemory } from './memory-procs';
 import { bulkCreate, createProject, createReadToken, createService, evaluate, evaluationHealth, lightUse, signUp, type LightUse } from './memory-setup';
 
@@ -323,12 +324,7 @@ async function runEmbedded(dir: string, label: string, use: boolean): Promise<Em
       `embedded (${label})`,
       appEnv({
         DATA_DIR: dir,
-        PORT: '0',
-        DATA_PORT: '0',
-        INGEST_PORT: '0',
-        MANAGEMENT_PORT: '0',
-        FLAGD_PORT: '0',
-        FLAGD_SYNC_PORT: '0',
+        ...ANY_FREE_PORTS,
         ...(process.env.TEMPORAL_CLI_PATH ? { TEMPORAL_CLI_PATH: process.env.TEMPORAL_CLI_PATH } : {}),
       }),
     ),

@@ -30,7 +30,7 @@ import path from 'node:path';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { parseConfig } from '../api/config';
+import { ANY_FREE_PORTS, parseConfig } from '../api/config';
 import { CanaryWarehouse } from '../api/features/canary/warehouse';
 import { decodeRequest, HEX_ID_FIELDS } from '../api/features/analytics/otlp-body';
 import { deriveFromTraces, TraceJoin } from '../api/features/analytics/otlp-outcomes';
@@ -98,12 +98,7 @@ async function main() {
   const config = parseConfig({
     ...env,
     NODE_ENV: 'test',
-    PORT: '0',
-    DATA_PORT: '0',
-    INGEST_PORT: '0',
-    MANAGEMENT_PORT: '0',
-    FLAGD_PORT: '0',
-    FLAGD_SYNC_PORT: '0',
+    ...ANY_FREE_PORTS,
     ROLES: 'control,data,ingest',
     DATA_DIR: dataDir,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ANY_FREE_PORTS } from '../../api/config';
 import { projectPath } from '../../api/infra/paths';
 import { eventually } from '../support/harness';
 
@@ -10,7 +11,7 @@ import { eventually } from '../support/harness';
 // profile included, and the process exits 0.
 it('stops cleanly, its Temporal dev server with it, on a SIGTERM during start-up', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-signals-'));
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', DATA_PORT: '0', INGEST_PORT: '0', MANAGEMENT_PORT: '0', FLAGD_PORT: '0', FLAGD_SYNC_PORT: '0', LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, ...ANY_FREE_PORTS, LOG_LEVEL: 'info' };
   // The embedded profile: no backend URL, so the app starts its own Temporal dev server.
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'TEMPORAL_ADDRESS', 'CLICKHOUSE_URL']) delete env[name];
   const child = spawn(process.execPath, ['--import', 'tsx', projectPath('api/main.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import postgres from 'postgres';
-import { parseConfig } from '../../api/config';
+import { ANY_FREE_PORTS, parseConfig } from '../../api/config';
 import { createLogger, type Logger } from '../../api/infra/logger';
 import { createPlatform, startRoles, type Platform, type RunningListeners } from '../../api/server';
 import { templateDatabase, withDatabase } from './global-setup';
@@ -98,12 +98,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
 
   const config = parseConfig({
     NODE_ENV: 'test',
-    PORT: '0',
-    DATA_PORT: '0',
-    FLAGD_PORT: '0',
-    FLAGD_SYNC_PORT: '0',
-    INGEST_PORT: '0',
-    MANAGEMENT_PORT: '0',
+    ...ANY_FREE_PORTS,
     DATA_DIR: dataDir,
     DATABASE_URL: connectUrl.toString(),
     REDIS_URL: infra.redisUrl,
