@@ -160,6 +160,13 @@ export function parseIPv6(ip: string): number[] | null {
   return bytes;
 }
 
+/**
+ * A resolver that hangs (no reachable nameserver) must not hold a request past its deadline:
+ * saving a URL then answers 400 "could not be resolved" well inside it, and a delivery attempt
+ * fails as a network error and is retried.
+ */
+const RESOLVE_TIMEOUT_MS = 2_000;
+
 const systemResolver: Resolver = async (hostname) => {
   const records = await dns.promises.lookup(hostname, { all: true, verbatim: true });
   return records.map((r) => ({ address: r.address, family: r.family === 6 ? 6 : 4 }));
@@ -169,18 +176,22 @@ export interface OutboundClientOptions {
   allowPrivateTargets: boolean;
   /** DNS resolution; injectable so tests can simulate rebinding. */
   resolve?: Resolver;
+  /** A host whose DNS gives no answer within this long counts as unresolved (default 2 s). */
+  resolveTimeoutMs?: number;
   userAgent?: string;
 }
 
 export class OutboundClient {
   readonly allowPrivateTargets: boolean;
   private readonly resolve: Resolver;
+  private readonly resolveTimeoutMs: number;
   private readonly agent: Agent;
   private readonly userAgent: string;
 
   constructor(opts: OutboundClientOptions) {
     this.allowPrivateTargets = opts.allowPrivateTargets;
     this.resolve = opts.resolve ?? systemResolver;
+    this.resolveTimeoutMs = opts.resolveTimeoutMs ?? RESOLVE_TIMEOUT_MS;
     this.userAgent = opts.userAgent ?? 'flagship-webhooks/1';
     this.agent = new Agent({
       keepAliveTimeout: 4_000,
@@ -257,10 +268,17 @@ export class OutboundClient {
 
   private async resolveAllowed(host: string): Promise<ResolvedAddress[]> {
     let addresses: ResolvedAddress[];
+    let timer: NodeJS.Timeout | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new OutboundTargetError(`${host} could not be resolved (no DNS answer within ${this.resolveTimeoutMs / 1000} s)`, true)), this.resolveTimeoutMs);
+    });
     try {
-      addresses = await this.resolve(host);
-    } catch {
+      addresses = await Promise.race([this.resolve(host), silent]);
+    } catch (error) {
+      if (error instanceof OutboundTargetError) throw error;
       throw new OutboundTargetError(`${host} could not be resolved`, true);
+    } finally {
+      clearTimeout(timer);
     }
     if (!addresses.length) throw new OutboundTargetError(`${host} could not be resolved`, true);
     // Every address must pass: a client may pick any of them.

@@ -122,6 +122,12 @@ describe('OutboundClient with private targets refused', () => {
     await client.close();
   });
 
+  it('reports a host whose DNS never answers as unresolved, within the resolve timeout', async () => {
+    const client = new OutboundClient({ allowPrivateTargets: false, resolve: () => new Promise(() => {}), resolveTimeoutMs: 50 });
+    await expect(client.assertAllowedUrl('https://silent.example/')).rejects.toMatchObject({ unresolved: true, message: expect.stringMatching(/silent\.example could not be resolved \(no DNS answer within 0\.05 s\)/) });
+    await client.close();
+  });
+
   it('refuses at connect time when DNS rebinds to an internal address, and never connects', async () => {
     const receiver = await startReceiver((_req, res) => res.end('ok'));
     let calls = 0;
