@@ -105,6 +105,7 @@ export class TableWriter<R> {
   private buffered = 0;
   private inFlight = 0;
   private serializeScheduled = false;
+  private flushScheduled = false;
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
   private closed = false;
@@ -147,10 +148,34 @@ export class TableWriter<R> {
       this.serializeScheduled = true;
       setImmediate(this.serializeFresh);
     }
-    if (this.buffered >= this.opts.batchSize && !this.flushing && !this.closed) {
-      setImmediate(() => void this.flush());
-    }
+    this.flushWhenFull();
     return true;
+  }
+
+  /**
+   * `record` for a producer that builds its lines itself (the evaluation recorder, from parts it
+   * keeps per result): the line goes straight to the chunk being filled.
+   */
+  protected recordLine(line: string): boolean {
+    if (this.buffered + this.inFlight >= this.opts.maxBuffered) {
+      this.counters.dropped++;
+      return false;
+    }
+    this.openRows.push(line);
+    this.buffered++;
+    if (this.openRows.length === this.chunkRows) this.sealOpenRows();
+    this.flushWhenFull();
+    return true;
+  }
+
+  /** A full batch is flushed on the next turn, once however many rows arrive before it. */
+  private flushWhenFull(): void {
+    if (this.buffered < this.opts.batchSize || this.flushing || this.closed || this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      void this.flush();
+    });
   }
 
   /** Drains the buffer now (a reader wanting its own writes); resolves when it is empty or dropped. */

@@ -262,10 +262,10 @@ export class Child {
  * and the node flags scripts/start.sh gives its roles (an ingesting process: a 64 MB young generation).
  * `cpus` (taskset's list, e.g. "0") pins it and every thread it starts.
  */
-export function startApp(name: string, env: NodeJS.ProcessEnv, opts: { cpus?: string } = {}): Child {
+export function startApp(name: string, env: NodeJS.ProcessEnv, opts: { cpus?: string; nodeArgs?: string[] } = {}): Child {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
   const ingests = (env.ROLES ?? 'ingest').split(',').includes('ingest');
-  const args = [...(ingests ? ['--max-semi-space-size=64'] : []), '--expose-gc', '-e', PRELOAD];
+  const args = [...(ingests ? ['--max-semi-space-size=64'] : []), ...(opts.nodeArgs ?? []), '--expose-gc', '-e', PRELOAD];
   // taskset execs node: the child's pid is node's.
   const proc = spawn(opts.cpus ? 'taskset' : process.execPath, opts.cpus ? ['-c', opts.cpus, process.execPath, ...args] : args, {
     cwd: ROOT,

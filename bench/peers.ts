@@ -39,7 +39,8 @@
  * point at the binaries with FLAGD_BIN and UNLEASH_EDGE_BIN (docs/data-plane.md#benchmarks says how
  * to build them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single,
  * bulk, bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
- * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to the embedded server's node.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to the node of both our servers (npm run
+ * bench:profile summarizes such profiles by part of the request).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -56,6 +57,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const FLAGD_BIN = process.env.FLAGD_BIN;
+const serverNodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean);
 const UNLEASH_EDGE_BIN = process.env.UNLEASH_EDGE_BIN;
 const FLAGD_OFREP_PORT = 18016;
 const EDGE_PORT = 13063;
@@ -235,7 +237,7 @@ async function main() {
       productionEnv(backends, roles, mkdtempSync(path.join(dir, `${name}-`)), { RATE_LIMIT_PER_IP: RAISED_LIMIT, RATE_LIMIT_PER_TOKEN: RAISED_LIMIT, RATE_LIMIT_PER_SERVICE: RAISED_LIMIT });
     const control = track(startApp('control', env('control,worker', 'control')));
     const api = await listenerUrl(control, 'control', 120_000);
-    const dataPlane = track(startApp('data-plane', env('data', 'data'), { cpus: pinned ? '0' : undefined }));
+    const dataPlane = track(startApp('data-plane', env('data', 'data'), { cpus: pinned ? '0' : undefined, nodeArgs: serverNodeArgs }));
     const dataUrl = await listenerUrl(dataPlane, 'data', 60_000);
     const production = await setUpOurs('ours, data plane', dataPlane.pid, { control: api, data: dataUrl });
     production.single.offCore = production.bulk.offCore = production.bulkUsers.offCore = { name: 'ClickHouse shim', pid: shim.pid };
@@ -243,7 +245,7 @@ async function main() {
     // Ours embedded: no backend URL, so PGlite, the in-process cache and chDB.
     embedded = await startEvalServer({
       pinned,
-      nodeArgs: process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean),
+      nodeArgs: serverNodeArgs,
       env: { DATABASE_URL: undefined, REDIS_URL: undefined, TEMPORAL_ADDRESS: undefined, CLICKHOUSE_URL: undefined },
     });
     const embeddedTargets = await setUpOurs('ours, embedded', embedded.child.pid!, embedded.urls);

@@ -1,6 +1,6 @@
 import { TableWriter, tsv, tsvTime, type TableFormat, type TableWriterOptions, type TableWriterStats } from '../../../analytics/writer';
 import { boundedMemo, sha256Hex } from '../../infra/ids';
-import { perInternedResult, type EvaluationResult, type RolloutSide } from './engine/index';
+import { isInternedResult, perInternedResult, type EvaluationResult, type RolloutSide } from './engine/index';
 
 /** The protocol an evaluation came by; 'otlp' for one an application reported through OpenTelemetry (docs/opentelemetry.md#what-counts). */
 export type EvaluationSource = 'rest' | 'ofrep' | 'connect' | 'grpc-web' | 'flagd' | 'otlp';
@@ -68,22 +68,73 @@ interface Group {
   evaluations: number;
 }
 
+const COLUMNS: [string, ...string[]] = [
+  'timestamp', 'project_id', 'service_id', 'environment', 'flag_key', 'reason', 'variant', 'value',
+  'latency_ms', 'evaluations', 'error_code', 'rule_id', 'rollout_side', 'targeting_key_hash', 'source',
+];
+
+/** A result's fields of the line: flag_key to value (`head`) and error_code to rollout_side (`tail`). */
+interface ResultFields {
+  head: string;
+  tail: string;
+}
+
+function resultFields(flagKey: string, reason: string, variant: string | undefined, value: unknown, errorCode: string | undefined, ruleId: string | undefined, rolloutSide: RolloutSide | undefined): ResultFields {
+  return {
+    head: `\t${tsv(flagKey)}\t${tsv(reason)}\t${variant === undefined ? '' : tsv(variant)}\t${value === undefined ? 'null' : tsv(JSON.stringify(value))}`,
+    tail: `\t${errorCode === undefined ? '' : tsv(errorCode)}\t${ruleId === undefined ? '' : tsv(ruleId)}\t${rolloutSide ?? ''}`,
+  };
+}
+
+/** Fields that are the same for every flag of a request: timestamp to environment, and targeting_key_hash and source. */
+function requestPrefix(timestamp: number, projectId: string, serviceId: string, environment: string): string {
+  return `${tsvTime(timestamp)}\t${tsv(projectId)}\t${tsv(serviceId)}\t${tsv(environment)}`;
+}
+
 /** The evaluation_events line; a targeting key seen again is not hashed again (keys repeat across flags). */
 function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
   const hash = boundedMemo(hashTargetingKey, HASHES_KEPT);
   return {
     table: 'evaluation_events',
-    columns: [
-      'timestamp', 'project_id', 'service_id', 'environment', 'flag_key', 'reason', 'variant', 'value',
-      'latency_ms', 'evaluations', 'error_code', 'rule_id', 'rollout_side', 'targeting_key_hash', 'source',
-    ],
-    line: (e) =>
-      `${tsvTime(e.timestamp)}\t${tsv(e.projectId)}\t${tsv(e.serviceId)}\t${tsv(e.environment)}` +
-      `\t${tsv(e.flagKey)}\t${tsv(e.reason)}\t${e.variant === undefined ? '' : tsv(e.variant)}` +
-      `\t${e.value === undefined ? 'null' : tsv(JSON.stringify(e.value))}\t${e.latencyMs}\t${e.evaluations ?? 1}` +
-      `\t${e.errorCode === undefined ? '' : tsv(e.errorCode)}\t${e.ruleId === undefined ? '' : tsv(e.ruleId)}\t${e.rolloutSide ?? ''}` +
-      `\t${e.targetingKey ? hash(e.targetingKey) : ''}\t${e.source}\n`,
+    columns: COLUMNS,
+    line: (e) => {
+      const fields = resultFields(e.flagKey, e.reason, e.variant, e.value, e.errorCode, e.ruleId, e.rolloutSide);
+      return (
+        `${requestPrefix(e.timestamp, e.projectId, e.serviceId, e.environment)}${fields.head}\t${e.latencyMs}\t${e.evaluations ?? 1}` +
+        `${fields.tail}\t${e.targetingKey ? hash(e.targetingKey) : ''}\t${e.source}\n`
+      );
+    },
   };
+}
+
+/**
+ * A result's part of the group key and its fields of the line, made once per interned result
+ * (engine/evaluate.ts): its key part is a number, so a request's key grows by a few characters
+ * per flag, not by the flag's whole description. A result that is not interned (an error
+ * carrying the caller's default) is described in full each time.
+ */
+let nextResultId = 0;
+const resultPart = perInternedResult((r) => ({
+  id: isInternedResult(r) ? `${++nextResultId},` : describe(r),
+  ...resultFields(r.flagKey, r.reason, r.variant, r.value, r.errorCode, r.rolloutRuleId ?? r.ruleId, r.rolloutSide),
+}));
+
+/** The value may be a caller's default, so it is JSON (its control characters escaped). */
+function describe(r: EvaluationResult): string {
+  return `\u0002${r.flagKey}\u0003${r.reason}\u0003${r.variant ?? ''}\u0003${valueKey(r.value)}\u0003${r.errorCode ?? ''}\u0003${r.rolloutRuleId ?? r.ruleId ?? ''}\u0003${r.rolloutSide ?? ''}\u0002`;
+}
+
+function valueKey(value: unknown): string {
+  switch (typeof value) {
+    case 'boolean':
+      return value ? 't' : 'f';
+    case 'number':
+      return String(value);
+    case 'undefined':
+      return 'u';
+    default:
+      return JSON.stringify(value);
+  }
 }
 
 /**
@@ -166,7 +217,7 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.seal();
   };
 
-  /** Hands the folded requests to the writer as rows, one per flag of each. */
+  /** Hands the folded requests to the writer as lines, one per flag of each. */
   private seal(): void {
     clearTimeout(this.sealTimer);
     this.sealTimer = undefined;
@@ -175,61 +226,30 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.groups = new Map();
     this.groupRows = 0;
     for (const { first, latencyMs, evaluations } of groups.values()) {
+      const prefix = requestPrefix(first.timestamp, first.projectId, first.serviceId, first.environment);
+      const counts = `\t${latencyMs}\t${evaluations}`;
+      // Hashed once per request, for all its flags (a new user's key is seldom seen again within the window).
+      const suffix = `\t${first.targetingKey ? hashTargetingKey(first.targetingKey) : ''}\t${first.source}\n`;
       for (const r of first.results) {
         this.folded++;
-        this.record({
-          timestamp: first.timestamp,
-          projectId: first.projectId,
-          serviceId: first.serviceId,
-          environment: first.environment,
-          flagKey: r.flagKey,
-          reason: r.reason,
-          variant: r.variant,
-          value: r.value,
-          latencyMs,
-          evaluations,
-          errorCode: r.errorCode,
-          ruleId: r.rolloutRuleId ?? r.ruleId,
-          rolloutSide: r.rolloutSide,
-          targetingKey: first.targetingKey,
-          source: first.source,
-        });
+        const part = resultPart(r);
+        this.recordLine(prefix + part.head + counts + part.tail + suffix);
       }
     }
   }
 }
 
 /**
- * What makes two requests alike. Flag keys, reasons, variants, rule ids and error codes come from
- * the flag definitions and the engine; the value may be a caller's default, so it is JSON (its
- * control characters escaped), and the targeting key goes last with its length, so no caller can
- * make two different requests read alike.
+ * What makes two requests alike: service, environment, protocol, latency, each result (by its
+ * interned number) and the targeting key, last and with its length, so no caller can make two
+ * different requests read alike.
  */
 function groupKey(request: EvaluationRequest, latency: string): string {
-  let key = `${request.serviceId}\u0001${request.environment}\u0001${request.source}\u0001${latency}`;
+  let key = `${request.serviceId}\u0001${request.environment}\u0001${request.source}\u0001${latency}\u0001`;
   const { results } = request;
-  for (let i = 0; i < results.length; i++) key += resultKey(results[i]);
+  for (let i = 0; i < results.length; i++) key += resultPart(results[i]).id;
   const targetingKey = request.targetingKey ?? '';
   return `${key}\u0001${targetingKey.length}:${targetingKey}`;
-}
-
-/** A result's part of the key: built once per interned result, not per request. */
-const resultKey = perInternedResult(
-  (r) =>
-    `\u0001${r.flagKey}\u0002${r.reason}\u0002${r.variant ?? ''}\u0002${valueKey(r.value)}\u0002${r.errorCode ?? ''}\u0002${r.rolloutRuleId ?? r.ruleId ?? ''}\u0002${r.rolloutSide ?? ''}`,
-);
-
-function valueKey(value: unknown): string {
-  switch (typeof value) {
-    case 'boolean':
-      return value ? 't' : 'f';
-    case 'number':
-      return String(value);
-    case 'undefined':
-      return 'u';
-    default:
-      return JSON.stringify(value);
-  }
 }
 
 /** First 16 bytes of SHA-256 in hex: the documented, reproducible form stored in ClickHouse. */

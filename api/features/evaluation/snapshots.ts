@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
@@ -99,9 +99,8 @@ export class EnvironmentSnapshot {
     const key = `${window}:${contextJson}`;
     let etag = etags.get(key);
     if (etag === undefined) {
-      const hash = createHash('sha1').update(this.etag(visibility)).update(contextJson);
-      if (window !== '') hash.update(`:${window}`);
-      etag = `W/"${hash.digest('hex').slice(0, 24)}"`;
+      // One-shot: a new context per request (a user's first evaluation) pays one hash call.
+      etag = `W/"${hash('sha1', window === '' ? this.etag(visibility) + contextJson : `${this.etag(visibility)}${contextJson}:${window}`, 'hex').slice(0, 24)}"`;
       if (etags.size >= ANSWER_ETAGS_KEPT) etags.clear();
       etags.set(key, etag);
     }

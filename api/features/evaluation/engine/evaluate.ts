@@ -195,6 +195,11 @@ export function perInternedResult<A extends unknown[], T>(derive: (r: Evaluation
   };
 }
 
+/** Whether `r` is an interned result (the same object for every caller served alike). */
+export function isInternedResult(r: EvaluationResult): boolean {
+  return internedResults.has(r);
+}
+
 interface InternedResults {
   plain?: EvaluationResult;
   in?: EvaluationResult;

@@ -28,6 +28,6 @@ export { MAX_MATCHES_PER_FLAG, MAX_MATCH_INPUT_LENGTH, MAX_PATTERN_LENGTH, check
 export { compareSemver, parseSemver, type Semver } from './semver';
 export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, rolloutThreshold } from './bucket';
 export { compileCohort, compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
-export { evaluate, perInternedResult, type EvaluateOptions, type EvaluationTracer } from './evaluate';
+export { evaluate, isInternedResult, perInternedResult, type EvaluateOptions, type EvaluationTracer } from './evaluate';
 export { EvaluationBudget } from './budget';
 export { valueMatchesType } from './value-types';
