@@ -62,14 +62,18 @@ const PARALLEL_INSERTS = 2;
 /** The longest wait between two tries of a batch. */
 const MAX_RETRY_DELAY_MS = 5_000;
 
-/** Serialized rows waiting for an insert: one flat string. */
+/**
+ * Serialized rows waiting for an insert, as UTF-8 bytes: off the JavaScript heap, so the seconds
+ * a chunk waits for its flush cost the garbage collector nothing (as strings, the young
+ * generation's scavenges copied them and the old generation's collections moved them).
+ */
 interface Chunk {
-  text: string;
+  bytes: Buffer;
   rows: number;
 }
 
 interface Batch {
-  texts: string[];
+  chunks: Buffer[];
   rows: number;
   /** The same on every try of this batch, so ClickHouse stores it once (raw table and rollups). */
   dedupToken: string;
@@ -82,7 +86,7 @@ interface Batch {
  * `flushIntervalMs`.
  *
  * Rows become TabSeparated text within one event-loop turn of arriving (`serialize`), so what
- * waits for an insert is a few flat strings, not hundreds of thousands of objects: at 200,000
+ * waits for an insert is a few buffers, not hundreds of thousands of objects: at 200,000
  * events/s, tracing buffered row objects in the old generation was most of the writer's cost.
  * Memory is bounded by `maxBuffered` rows (`record` answers false beyond it); a failed insert is
  * retried with exponential backoff up to `maxAttempts`, then the batch is dropped; while the
@@ -201,7 +205,7 @@ export class TableWriter<R> {
     return {
       healthy: this.healthy,
       buffered: this.buffered,
-      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.text.length, 0) + this.openRows.reduce((n, row) => n + row.length, 0),
+      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.bytes.length, 0) + this.openRows.reduce((n, row) => n + row.length, 0),
       inFlight: this.inFlight,
       ...this.counters,
       lastFlushAt: this.lastFlushAt,
@@ -214,11 +218,11 @@ export class TableWriter<R> {
     this.serializeAll();
     const kept: Chunk[] = [];
     for (const chunk of this.chunks) {
-      const lines = chunk.text.split('\n');
+      const lines = chunk.bytes.toString('utf8').split('\n');
       lines.pop();
       const left = lines.filter((line) => !matches(line));
       this.buffered -= lines.length - left.length;
-      if (left.length) kept.push({ text: left.join('\n') + '\n', rows: left.length });
+      if (left.length) kept.push({ bytes: Buffer.from(left.join('\n') + '\n', 'utf8'), rows: left.length });
     }
     this.chunks = kept;
   }
@@ -256,7 +260,7 @@ export class TableWriter<R> {
 
   private sealOpenRows(): void {
     if (this.openRows.length === 0) return;
-    this.chunks.push({ text: this.openRows.join(''), rows: this.openRows.length });
+    this.chunks.push({ bytes: Buffer.from(this.openRows.join(''), 'utf8'), rows: this.openRows.length });
     this.openRows = [];
   }
 
@@ -288,17 +292,17 @@ export class TableWriter<R> {
   /** Whole chunks up to about `size` rows (at least one chunk), out of the buffer. */
   private takeBatch(size: number): Batch {
     this.serializeAll();
-    const texts: string[] = [];
+    const chunks: Buffer[] = [];
     let rows = 0;
     let taken = 0;
     while (taken < this.chunks.length && (rows === 0 || rows + this.chunks[taken].rows <= size)) {
-      texts.push(this.chunks[taken].text);
+      chunks.push(this.chunks[taken].bytes);
       rows += this.chunks[taken].rows;
       taken++;
     }
     this.chunks = this.chunks.slice(taken);
     this.buffered -= rows;
-    return { texts, rows, dedupToken: `${this.instanceId}:${this.format.table}:${++this.batchSequence}` };
+    return { chunks, rows, dedupToken: `${this.instanceId}:${this.format.table}:${++this.batchSequence}` };
   }
 
   private async insertBatch(batch: Batch): Promise<void> {
@@ -322,7 +326,7 @@ export class TableWriter<R> {
       try {
         await this.opts.analytics.client.insert({
           table,
-          values: Readable.from(batch.texts, { objectMode: false, encoding: 'utf8' }),
+          values: Readable.from(batch.chunks, { objectMode: false }),
           format: 'TabSeparated',
           columns,
           clickhouse_settings: {
