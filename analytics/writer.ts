@@ -50,6 +50,8 @@ export interface TableWriterStats {
 
 /** Rows per serialized chunk. */
 const ROWS_PER_CHUNK = 500;
+/** Bytes allocated at a time for rows recorded as bytes (a chunk of them seals at ROWS_PER_CHUNK rows or when full). */
+const BYTES_PER_CHUNK = 128 * 1024;
 /** Fresh rows serialized per event-loop turn at most, so a burst never blocks requests for long. */
 const MAX_ROWS_SERIALIZED_PER_TURN = 4 * ROWS_PER_CHUNK;
 /** One insert is one string in chDB's connection (and one HTTP body to a server): keep it well under V8's string limit. */
@@ -104,6 +106,10 @@ export class TableWriter<R> {
   private fresh: R[] = [];
   /** Serialized rows of the chunk being filled. */
   private openRows: string[] = [];
+  /** Rows recorded as bytes (recordBytes), filling a chunk of their own. */
+  private openBytes: Buffer | undefined;
+  private openBytesUsed = 0;
+  private openBytesRows = 0;
   private chunks: Chunk[] = [];
   /** Rows in `fresh`, `openRows` and `chunks`. */
   private buffered = 0;
@@ -157,17 +163,25 @@ export class TableWriter<R> {
   }
 
   /**
-   * `record` for a producer that builds its lines itself (the evaluation recorder, from parts it
-   * keeps per result): the line goes straight to the chunk being filled.
+   * `record` for a producer that keeps its lines as bytes (the evaluation recorder: a request's
+   * fields, then a flag's, both made once): the two are copied into the chunk being filled, so
+   * the line never exists as a string.
    */
-  protected recordLine(line: string): boolean {
+  protected recordBytes(head: Buffer, tail: Buffer): boolean {
     if (this.buffered + this.inFlight >= this.opts.maxBuffered) {
       this.counters.dropped++;
       return false;
     }
-    this.openRows.push(line);
+    const length = head.length + tail.length;
+    if (this.openBytes === undefined || this.openBytesUsed + length > this.openBytes.length) {
+      this.sealOpenBytes();
+      this.openBytes = Buffer.allocUnsafe(Math.max(BYTES_PER_CHUNK, length));
+    }
+    this.openBytesUsed += head.copy(this.openBytes, this.openBytesUsed);
+    this.openBytesUsed += tail.copy(this.openBytes, this.openBytesUsed);
+    this.openBytesRows++;
     this.buffered++;
-    if (this.openRows.length === this.chunkRows) this.sealOpenRows();
+    if (this.openBytesRows === this.chunkRows) this.sealOpenBytes();
     this.flushWhenFull();
     return true;
   }
@@ -205,7 +219,7 @@ export class TableWriter<R> {
     return {
       healthy: this.healthy,
       buffered: this.buffered,
-      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.bytes.length, 0) + this.openRows.reduce((n, row) => n + row.length, 0),
+      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.bytes.length, 0) + this.openRows.reduce((n, row) => n + row.length, 0) + this.openBytesUsed,
       inFlight: this.inFlight,
       ...this.counters,
       lastFlushAt: this.lastFlushAt,
@@ -256,6 +270,17 @@ export class TableWriter<R> {
   private serializeAll(): void {
     this.serialize(this.fresh.length);
     this.sealOpenRows();
+    this.sealOpenBytes();
+  }
+
+  private sealOpenBytes(): void {
+    if (this.openBytes === undefined || this.openBytesRows === 0) return;
+    const filled = this.openBytes.subarray(0, this.openBytesUsed);
+    // A chunk sealed early (a flush) keeps only what it holds, not the whole allocation.
+    this.chunks.push({ bytes: this.openBytesUsed < this.openBytes.length / 2 ? Buffer.from(filled) : filled, rows: this.openBytesRows });
+    this.openBytes = undefined;
+    this.openBytesUsed = 0;
+    this.openBytesRows = 0;
   }
 
   private sealOpenRows(): void {

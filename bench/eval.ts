@@ -49,10 +49,12 @@ import autocannon from 'autocannon';
 import postgres from 'postgres';
 import { openLoop } from './open-loop';
 import { ask, call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
+import { reportedUrl, startScript } from './memory-procs';
 import { fmt, median, pinSelf } from './report';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const DEMO_SEQUENTIAL = 500;
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 
@@ -204,7 +206,7 @@ async function serverTime(child: ChildProcess, url: string, body: string, header
   const server = (await ask<{ times: number[] }>(child, { type: 'server-times' }, 'server-times')).times;
   const stats = (xs: number[]) => {
     xs.sort((a, b) => a - b);
-    return { p50: xs[Math.floor(xs.length / 2)], p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))] };
+    return { p50: xs[Math.floor(xs.length / 2)], p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))], max: xs[xs.length - 1] };
   };
   return { handler: stats(handler), server: stats(server), roundTrip: stats(roundTrip) };
 }
@@ -268,7 +270,7 @@ async function main() {
       `bench:eval  ${DURATION}s per run, ${CONNECTIONS} connections, ` +
         `${split ? 'a data-plane process (ROLES=data; setup through a separate control-plane process)' : 'one process with control and data roles'}, ` +
         `server ${pinned ? 'on CPU 0, load generators on CPU 1' : 'unpinned'}, ` +
-        `evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped (BENCH_EVENTS=off)' : 'written to ClickHouse (chDB in-process)'}`,
+        `evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped (BENCH_EVENTS=off)' : split ? 'sent to ClickHouse in another process (the chDB shim, CPU 1)' : 'written to ClickHouse (chDB in-process)'}`,
     );
     console.log(`body: ${answer.length} bytes (${answer})`);
     // Peaks in ROUNDS interleaved rounds (every scenario once per round): the machine drifts,
@@ -329,11 +331,12 @@ async function main() {
       }
     }
     if (demo && (!ONLY || ONLY.includes('demo 4096'))) {
-      const t = await serverTime(child, `${urls.data}/api/flags/evaluate/batch`, demoBody, json, 50);
+      // 500 requests, so the p99 is the fifth slowest rather than the slowest of a few.
+      const t = await serverTime(child, `${urls.data}/api/flags/evaluate/batch`, demoBody, json, DEMO_SEQUENTIAL);
       console.log('');
       console.log(
-        `demo 4096, 50 sequential requests: whole server time (body read and parse, validation, handler, JSON answer) ` +
-          `p50 ${fmt(t.server.p50, 2)} ms, p99 ${fmt(t.server.p99, 2)} ms (bar: < 25 ms server time); ` +
+        `demo 4096, ${DEMO_SEQUENTIAL} sequential requests: whole server time (body read and parse, validation, handler, JSON answer) ` +
+          `p50 ${fmt(t.server.p50, 2)} ms, p99 ${fmt(t.server.p99, 2)} ms (bar: p99 < 10 ms server time), max ${fmt(t.server.max, 2)} ms; ` +
           `of which the handler (_debug.totalMs) p50 ${fmt(t.handler.p50, 2)} ms, p99 ${fmt(t.handler.p99, 2)} ms; ` +
           `round trip seen by the client p50 ${fmt(t.roundTrip.p50, 2)} ms, p99 ${fmt(t.roundTrip.p99, 2)} ms`,
       );
@@ -431,7 +434,8 @@ async function tracingCost(split: Awaited<ReturnType<typeof startSplit>>, off: C
  * production runs for evaluation: a data-plane process alone (ROLES=data, no Temporal client,
  * no control-plane routes), pinned to its core with the bare routes beside it. Setup goes
  * through a separate control-plane process on the same database and key prefix, as the
- * deployment in docker-compose.yml has it. BENCH_SPLIT=0, or the embedded profile, runs one
+ * deployment in docker-compose.yml has it, and evaluation events go to a ClickHouse in another
+ * process (bench/memory-clickhouse.ts). BENCH_SPLIT=0, or the embedded profile, runs one
  * process with both roles instead.
  */
 async function startSplit(pinned: boolean) {
@@ -442,7 +446,9 @@ async function startSplit(pinned: boolean) {
   await sql.unsafe(`CREATE DATABASE ${database}`);
   const url = new URL(admin);
   url.pathname = `/${database}`;
-  const common = { BENCH_DATABASE_URL: url.toString(), BENCH_SHARED_ID: String(process.pid) };
+  // ClickHouse elsewhere, as deployed: the chDB shim in a process of its own (on CPU 1, inherited).
+  const shim = startScript('clickhouse-shim', 'memory-clickhouse.ts', { ...process.env, CH_SHIM_PATH: '' });
+  const common = { BENCH_DATABASE_URL: url.toString(), BENCH_SHARED_ID: String(process.pid), CLICKHOUSE_URL: await reportedUrl(shim) };
   const control = await startServer(false, { ...common, BENCH_SERVER_ROLES: 'control' }, false);
   // After the control plane: its migrations and demo seed are done when the data plane loads.
   const data = await startServer(pinned, { ...common, BENCH_SERVER_ROLES: 'data', BENCH_DEMO_SEED: 'false' });
@@ -453,6 +459,7 @@ async function startSplit(pinned: boolean) {
     startDataPlane: (env: Record<string, string>) => startServer(pinned, { ...common, BENCH_SERVER_ROLES: 'data', BENCH_DEMO_SEED: 'false', ...env }),
     async stop() {
       await stopServer(control.child);
+      await shim.stop();
       await sql.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
       await sql.end();
     },

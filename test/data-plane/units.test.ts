@@ -11,6 +11,7 @@ import { EvaluationRecorder, hashTargetingKey, type EvaluationEvent, type Evalua
 import { createCache } from '../../api/infra/cache';
 import { createLogger } from '../../api/infra/logger';
 import { tsvTime } from '../../analytics/writer';
+import { compileFlag, evaluate } from '../../api/features/evaluation/engine/index';
 import { eventually } from '../support/harness';
 
 const logger = createLogger('silent');
@@ -243,6 +244,32 @@ describe('EvaluationRecorder folding alike requests', () => {
       expect.objectContaining({ flag_key: 'b', evaluations: '10', latency_ms: '0.12', value: '"blue"', variant: 'blue', reason: 'VARIANT' }),
     ]);
     expect(recorder.stats()).toMatchObject({ requests: 10, folded: 2, written: 2 });
+  });
+
+  it('writes each user of interned results with their own key, flags and rollout sides (the parts kept per result)', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options });
+    const flags = ['ramp-a', 'ramp-b'].map((key) =>
+      compileFlag({ key, type: 'boolean', enabled: true, defaultValue: false, variants: [], targeting: [{ id: `r-${key}`, conditions: [], value: true, rolloutPercentage: 50 }] } as never),
+    );
+    const users = Array.from({ length: 40 }, (_, i) => `user-${i}`);
+    const results = users.map((user) => flags.map((flag, i) => evaluate(flag, ['ramp-a', 'ramp-b'][i], { targetingKey: user }, undefined)));
+    for (const [i, user] of users.entries()) recorder.recordRequest(request({ targetingKey: user, results: results[i] }));
+    // The same users again within the window fold onto their first request.
+    for (const [i, user] of users.entries()) recorder.recordRequest(request({ targetingKey: user, results: results[i] }));
+    await recorder.flush();
+    const rows = batches.flat();
+    expect(rows).toHaveLength(users.length * flags.length);
+    for (const [i, user] of users.entries()) {
+      for (const [f, flagKey] of ['ramp-a', 'ramp-b'].entries()) {
+        const result = results[i][f];
+        expect(rows.filter((r) => r.targeting_key_hash === hashTargetingKey(user) && r.flag_key === flagKey)).toEqual([
+          expect.objectContaining({ evaluations: '2', value: String(result.value), rule_id: `r-${flagKey}`, rollout_side: result.rolloutSide, source: 'ofrep', environment: 'production' }),
+        ]);
+      }
+    }
+    // Both sides of each rollout occur among 40 users, so the parts of four interned results were reused.
+    expect(new Set(rows.map((r) => `${r.flag_key}:${r.rollout_side}`)).size).toBe(4);
   });
 
   it('keeps apart requests that differ in anything but time: key, result, latency, protocol, environment', async () => {

@@ -68,27 +68,28 @@ interface Group {
   evaluations: number;
 }
 
+/**
+ * The request's fields first, then the flag's: a line is two parts made once each, one per
+ * request and one per result (the INSERT names the columns in this order).
+ */
 const COLUMNS: [string, ...string[]] = [
-  'timestamp', 'project_id', 'service_id', 'environment', 'flag_key', 'reason', 'variant', 'value',
-  'latency_ms', 'evaluations', 'error_code', 'rule_id', 'rollout_side', 'targeting_key_hash', 'source',
+  'timestamp', 'project_id', 'service_id', 'environment', 'latency_ms', 'evaluations', 'targeting_key_hash', 'source',
+  'flag_key', 'reason', 'variant', 'value', 'error_code', 'rule_id', 'rollout_side',
 ];
+/** Where flag_key is in a line (DELETE /api/evaluations reads it). */
+const FLAG_KEY_COLUMN = COLUMNS.indexOf('flag_key');
 
-/** A result's fields of the line: flag_key to value (`head`) and error_code to rollout_side (`tail`). */
-interface ResultFields {
-  head: string;
-  tail: string;
+/** timestamp to source: the same for every flag of a (folded) request. */
+function requestFields(timestamp: number, projectId: string, serviceId: string, environment: string, latencyMs: number, evaluations: number, targetingKeyHash: string, source: EvaluationSource): string {
+  return `${tsvTime(timestamp)}\t${tsv(projectId)}\t${tsv(serviceId)}\t${tsv(environment)}\t${latencyMs}\t${evaluations}\t${targetingKeyHash}\t${source}`;
 }
 
-function resultFields(flagKey: string, reason: string, variant: string | undefined, value: unknown, errorCode: string | undefined, ruleId: string | undefined, rolloutSide: RolloutSide | undefined): ResultFields {
-  return {
-    head: `\t${tsv(flagKey)}\t${tsv(reason)}\t${variant === undefined ? '' : tsv(variant)}\t${value === undefined ? 'null' : tsv(JSON.stringify(value))}`,
-    tail: `\t${errorCode === undefined ? '' : tsv(errorCode)}\t${ruleId === undefined ? '' : tsv(ruleId)}\t${rolloutSide ?? ''}`,
-  };
-}
-
-/** Fields that are the same for every flag of a request: timestamp to environment, and targeting_key_hash and source. */
-function requestPrefix(timestamp: number, projectId: string, serviceId: string, environment: string): string {
-  return `${tsvTime(timestamp)}\t${tsv(projectId)}\t${tsv(serviceId)}\t${tsv(environment)}`;
+/** flag_key to rollout_side and the newline: a result's own part of the line. */
+function resultFields(flagKey: string, reason: string, variant: string | undefined, value: unknown, errorCode: string | undefined, ruleId: string | undefined, rolloutSide: RolloutSide | undefined): string {
+  return (
+    `\t${tsv(flagKey)}\t${tsv(reason)}\t${variant === undefined ? '' : tsv(variant)}\t${value === undefined ? 'null' : tsv(JSON.stringify(value))}` +
+    `\t${errorCode === undefined ? '' : tsv(errorCode)}\t${ruleId === undefined ? '' : tsv(ruleId)}\t${rolloutSide ?? ''}\n`
+  );
 }
 
 /** The evaluation_events line; a targeting key seen again is not hashed again (keys repeat across flags). */
@@ -97,26 +98,22 @@ function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
   return {
     table: 'evaluation_events',
     columns: COLUMNS,
-    line: (e) => {
-      const fields = resultFields(e.flagKey, e.reason, e.variant, e.value, e.errorCode, e.ruleId, e.rolloutSide);
-      return (
-        `${requestPrefix(e.timestamp, e.projectId, e.serviceId, e.environment)}${fields.head}\t${e.latencyMs}\t${e.evaluations ?? 1}` +
-        `${fields.tail}\t${e.targetingKey ? hash(e.targetingKey) : ''}\t${e.source}\n`
-      );
-    },
+    line: (e) =>
+      requestFields(e.timestamp, e.projectId, e.serviceId, e.environment, e.latencyMs, e.evaluations ?? 1, e.targetingKey ? hash(e.targetingKey) : '', e.source) +
+      resultFields(e.flagKey, e.reason, e.variant, e.value, e.errorCode, e.ruleId, e.rolloutSide),
   };
 }
 
 /**
- * A result's part of the group key and its fields of the line, made once per interned result
- * (engine/evaluate.ts): its key part is a number, so a request's key grows by a few characters
- * per flag, not by the flag's whole description. A result that is not interned (an error
- * carrying the caller's default) is described in full each time.
+ * A result's part of the group key and of the line (as UTF-8 bytes), made once per interned
+ * result (engine/evaluate.ts): its key part is a number, so a request's key grows by a few
+ * characters per flag, not by the flag's whole description. A result that is not interned (an
+ * error carrying the caller's default) is described in full each time.
  */
 let nextResultId = 0;
 const resultPart = perInternedResult((r) => ({
   id: isInternedResult(r) ? `${++nextResultId},` : describe(r),
-  ...resultFields(r.flagKey, r.reason, r.variant, r.value, r.errorCode, r.rolloutRuleId ?? r.ruleId, r.rolloutSide),
+  bytes: Buffer.from(resultFields(r.flagKey, r.reason, r.variant, r.value, r.errorCode, r.rolloutRuleId ?? r.ruleId, r.rolloutSide), 'utf8'),
 }));
 
 /** The value may be a caller's default, so it is JSON (its control characters escaped). */
@@ -207,8 +204,8 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     const service = filter.serviceId === undefined ? undefined : tsv(filter.serviceId);
     const flag = tsv(filter.flagKey);
     this.discardLines((line) => {
-      const [, project, serviceId, , flagKey] = line.split('\t', 5);
-      return flagKey === flag && projects.has(project) && (service === undefined || serviceId === service);
+      const fields = line.split('\t', FLAG_KEY_COLUMN + 1);
+      return fields[FLAG_KEY_COLUMN] === flag && projects.has(fields[1]) && (service === undefined || fields[2] === service);
     });
   }
 
@@ -226,14 +223,12 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.groups = new Map();
     this.groupRows = 0;
     for (const { first, latencyMs, evaluations } of groups.values()) {
-      const prefix = requestPrefix(first.timestamp, first.projectId, first.serviceId, first.environment);
-      const counts = `\t${latencyMs}\t${evaluations}`;
       // Hashed once per request, for all its flags (a new user's key is seldom seen again within the window).
-      const suffix = `\t${first.targetingKey ? hashTargetingKey(first.targetingKey) : ''}\t${first.source}\n`;
+      const targetingKeyHash = first.targetingKey ? hashTargetingKey(first.targetingKey) : '';
+      const request = Buffer.from(requestFields(first.timestamp, first.projectId, first.serviceId, first.environment, latencyMs, evaluations, targetingKeyHash, first.source), 'utf8');
       for (const r of first.results) {
         this.folded++;
-        const part = resultPart(r);
-        this.recordLine(prefix + part.head + counts + part.tail + suffix);
+        this.recordBytes(request, resultPart(r).bytes);
       }
     }
   }
