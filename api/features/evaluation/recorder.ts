@@ -53,6 +53,8 @@ const HASHES_KEPT = 50_000;
 /** EVAL_EVENTS_FOLD_MS's default (api/config.ts says why it is short). */
 const DEFAULT_FOLD_MS = 250;
 const DEFAULT_MAX_GROUPS = 20_000;
+/** Rows a closed window hands to the writer per event-loop turn (whole requests: at least one). */
+const SEALED_ROWS_PER_TURN = 2_000;
 
 /** Which buffered events DELETE /api/evaluations removes before they are written. */
 export interface DiscardFilter {
@@ -156,6 +158,11 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   private readonly maxGroups: number;
   private readonly foldMs: number;
   private sealTimer: NodeJS.Timeout | undefined;
+  /** Requests of closed windows not handed to the writer yet, from `nextSealed` on. */
+  private sealed: Group[] = [];
+  private nextSealed = 0;
+  private sealedRows = 0;
+  private writeScheduled = false;
   private requests = 0;
   private folded = 0;
 
@@ -183,23 +190,23 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   }
 
   override flush(): Promise<void> {
-    this.seal();
+    this.sealNow();
     return super.flush();
   }
 
   override close(): Promise<void> {
-    this.seal();
+    this.sealNow();
     return super.close();
   }
 
   override stats(): RecorderStats {
     const stats = super.stats();
-    return { ...stats, buffered: stats.buffered + this.groupRows, requests: this.requests, folded: this.folded };
+    return { ...stats, buffered: stats.buffered + this.groupRows + this.sealedRows, requests: this.requests, folded: this.folded };
   }
 
   /** Forgets buffered events of a flag that are not written yet (DELETE /api/evaluations). */
   discard(filter: DiscardFilter): void {
-    this.seal();
+    this.sealNow();
     const projects = new Set([...filter.projectIds].map(tsv));
     const service = filter.serviceId === undefined ? undefined : tsv(filter.serviceId);
     const flag = tsv(filter.flagKey);
@@ -214,22 +221,56 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.seal();
   };
 
-  /** Hands the folded requests to the writer as lines, one per flag of each. */
+  /**
+   * Closes the folding window: its requests are handed to the writer a slice per event-loop
+   * turn (writeSealed), so a window of many rows (thousands of new users, or demo batches of
+   * 4,096 flags) never holds up the requests arriving meanwhile.
+   */
   private seal(): void {
     clearTimeout(this.sealTimer);
     this.sealTimer = undefined;
     if (this.groups.size === 0) return;
-    const groups = this.groups;
+    for (const group of this.groups.values()) this.sealed.push(group);
+    this.sealedRows += this.groupRows;
     this.groups = new Map();
     this.groupRows = 0;
-    for (const { first, latencyMs, evaluations } of groups.values()) {
+    if (!this.writeScheduled) {
+      this.writeScheduled = true;
+      setImmediate(this.writeSealed);
+    }
+  }
+
+  /** The window closed and every request in the writer now (a flush, a discard, close). */
+  private sealNow(): void {
+    this.seal();
+    this.writeGroups(Number.POSITIVE_INFINITY);
+  }
+
+  private readonly writeSealed = () => {
+    this.writeScheduled = false;
+    this.writeGroups(SEALED_ROWS_PER_TURN);
+    if (this.nextSealed < this.sealed.length) {
+      this.writeScheduled = true;
+      setImmediate(this.writeSealed);
+    }
+  };
+
+  /** Hands sealed requests to the writer, one line per flag of each, until `rows` are written (whole requests). */
+  private writeGroups(rows: number): void {
+    let written = 0;
+    while (this.nextSealed < this.sealed.length && written < rows) {
+      const { first, latencyMs, evaluations } = this.sealed[this.nextSealed++];
       // Hashed once per request, for all its flags (a new user's key is seldom seen again within the window).
       const targetingKeyHash = first.targetingKey ? hashTargetingKey(first.targetingKey) : '';
       const request = Buffer.from(requestFields(first.timestamp, first.projectId, first.serviceId, first.environment, latencyMs, evaluations, targetingKeyHash, first.source), 'utf8');
-      for (const r of first.results) {
-        this.folded++;
-        this.recordBytes(request, resultPart(r).bytes);
-      }
+      for (const r of first.results) this.recordBytes(request, resultPart(r).bytes);
+      written += first.results.length;
+    }
+    this.folded += written;
+    this.sealedRows -= written;
+    if (this.nextSealed === this.sealed.length) {
+      this.sealed = [];
+      this.nextSealed = 0;
     }
   }
 }
