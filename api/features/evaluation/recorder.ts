@@ -40,7 +40,7 @@ export interface EvaluationRequest {
 export type RecorderOptions = TableWriterOptions & {
   /** How long alike requests are folded together before they are handed to the writer as rows. */
   foldMs?: number;
-  /** Distinct requests held at once; beyond it they are handed to the writer at once. */
+  /** Distinct requests held at once; reaching it closes the folding window early. */
   maxGroups?: number;
 };
 export type RecorderStats = TableWriterStats & {
