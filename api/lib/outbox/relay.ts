@@ -214,6 +214,7 @@ class ConsumerLoop {
     let consecutiveErrors = 0;
     while (this.running) {
       let claimed = 0;
+      const passStartedAt = Date.now();
       try {
         claimed = await this.runOnce();
         consecutiveErrors = 0;
@@ -225,15 +226,20 @@ class ConsumerLoop {
       if (!this.running) break;
       if (consecutiveErrors) await this.sleep(Math.min(ERROR_BACKOFF_MAX_MS, ERROR_BACKOFF_BASE_MS * 2 ** consecutiveErrors), false);
       else if (claimed >= this.opts.batchSize) continue;
-      else await this.sleep(claimed === 0 ? this.idleWait() : 0);
+      else await this.sleep(claimed === 0 ? this.idleWait(passStartedAt) : 0);
     }
   }
 
-  /** Until the next retry this loop scheduled, at most the fallback poll. */
-  private idleWait(): number {
+  /**
+   * Until the next retry this loop scheduled, at most the fallback poll. A retry is forgotten
+   * only once a pass that began after it was due has run: a pass that began just before (its
+   * claim found the row not yet available) and ended after must not drop it, or the retry
+   * would wait for the poll.
+   */
+  private idleWait(passStartedAt: number): number {
     const now = Date.now();
-    this.retriesDue = this.retriesDue.filter((due) => due > now);
-    return Math.min(this.opts.pollIntervalMs, ...this.retriesDue.map((due) => due - now));
+    this.retriesDue = this.retriesDue.filter((due) => due > passStartedAt);
+    return Math.min(this.opts.pollIntervalMs, ...this.retriesDue.map((due) => Math.max(0, due - now)));
   }
 
   /** Waits `ms`, or less when nudged (if `nudgeable`) or stopped. */
