@@ -50,7 +50,7 @@ export interface TableWriterStats {
 
 /** Rows per serialized chunk. */
 const ROWS_PER_CHUNK = 500;
-/** Bytes allocated at a time for rows recorded as bytes (a chunk of them seals at ROWS_PER_CHUNK rows or when full). */
+/** Bytes allocated at a time for the open chunk (it seals at ROWS_PER_CHUNK rows or when full). */
 const BYTES_PER_CHUNK = 128 * 1024;
 /** Fresh rows serialized per event-loop turn at most, so a burst never blocks requests for long. */
 const MAX_ROWS_SERIALIZED_PER_TURN = 4 * ROWS_PER_CHUNK;
@@ -104,14 +104,12 @@ interface Batch {
 export class TableWriter<R> {
   /** Rows of the current turn, not serialized yet. */
   private fresh: R[] = [];
-  /** Serialized rows of the chunk being filled. */
-  private openRows: string[] = [];
-  /** Rows recorded as bytes (recordBytes), filling a chunk of their own. */
-  private openBytes: Buffer | undefined;
-  private openBytesUsed = 0;
-  private openBytesRows = 0;
+  /** The chunk being filled (serialized lines and recordBytes' rows), its bytes used and its rows. */
+  private open: Buffer | undefined;
+  private openUsed = 0;
+  private openRows = 0;
   private chunks: Chunk[] = [];
-  /** Rows in `fresh`, `openRows` and `chunks`. */
+  /** Rows in `fresh`, `open` and `chunks`. */
   private buffered = 0;
   private inFlight = 0;
   private serializeScheduled = false;
@@ -172,16 +170,11 @@ export class TableWriter<R> {
       this.counters.dropped++;
       return false;
     }
-    const length = head.length + tail.length;
-    if (this.openBytes === undefined || this.openBytesUsed + length > this.openBytes.length) {
-      this.sealOpenBytes();
-      this.openBytes = Buffer.allocUnsafe(Math.max(BYTES_PER_CHUNK, length));
-    }
-    this.openBytesUsed += head.copy(this.openBytes, this.openBytesUsed);
-    this.openBytesUsed += tail.copy(this.openBytes, this.openBytesUsed);
-    this.openBytesRows++;
+    const open = this.reserve(head.length + tail.length);
+    this.openUsed += head.copy(open, this.openUsed);
+    this.openUsed += tail.copy(open, this.openUsed);
     this.buffered++;
-    if (this.openBytesRows === this.chunkRows) this.sealOpenBytes();
+    this.rowAdded();
     this.flushWhenFull();
     return true;
   }
@@ -219,7 +212,7 @@ export class TableWriter<R> {
     return {
       healthy: this.healthy,
       buffered: this.buffered,
-      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.bytes.length, 0) + this.openRows.reduce((n, row) => n + row.length, 0) + this.openBytesUsed,
+      bufferedBytes: this.chunks.reduce((n, chunk) => n + chunk.bytes.length, 0) + this.openUsed,
       inFlight: this.inFlight,
       ...this.counters,
       lastFlushAt: this.lastFlushAt,
@@ -251,42 +244,51 @@ export class TableWriter<R> {
   };
 
   /**
-   * Turns up to `limit` fresh rows into lines; every `chunkRows` lines become one chunk (a flat
-   * string). A trickle of a few rows per turn thus still makes 500-row chunks, not thousands
-   * of tiny ones.
+   * Turns up to `limit` fresh rows into lines in the open chunk; every `chunkRows` rows make one
+   * chunk. A trickle of a few rows per turn thus still makes 500-row chunks, not thousands of
+   * tiny ones.
    */
   private serialize(limit: number): void {
     const rows = this.fresh;
     const line = this.format.line;
     const count = Math.min(limit, rows.length);
     for (let i = 0; i < count; i++) {
-      this.openRows.push(line(rows[i]));
-      if (this.openRows.length === this.chunkRows) this.sealOpenRows();
+      const text = line(rows[i]);
+      const open = this.reserve(Buffer.byteLength(text, 'utf8'));
+      this.openUsed += open.write(text, this.openUsed, 'utf8');
+      this.rowAdded();
     }
     this.fresh = count === rows.length ? [] : rows.slice(count);
+  }
+
+  /** The open chunk with room for `length` more bytes (the full one sealed first). */
+  private reserve(length: number): Buffer {
+    if (this.open === undefined || this.openUsed + length > this.open.length) {
+      this.sealOpen();
+      this.open = Buffer.allocUnsafe(Math.max(BYTES_PER_CHUNK, length));
+    }
+    return this.open;
+  }
+
+  private rowAdded(): void {
+    this.openRows++;
+    if (this.openRows === this.chunkRows) this.sealOpen();
   }
 
   /** Everything serialized and in `chunks` (before a batch is taken or a discard looks). */
   private serializeAll(): void {
     this.serialize(this.fresh.length);
-    this.sealOpenRows();
-    this.sealOpenBytes();
+    this.sealOpen();
   }
 
-  private sealOpenBytes(): void {
-    if (this.openBytes === undefined || this.openBytesRows === 0) return;
-    const filled = this.openBytes.subarray(0, this.openBytesUsed);
+  private sealOpen(): void {
+    if (this.open === undefined || this.openRows === 0) return;
+    const filled = this.open.subarray(0, this.openUsed);
     // A chunk sealed early (a flush) keeps only what it holds, not the whole allocation.
-    this.chunks.push({ bytes: this.openBytesUsed < this.openBytes.length / 2 ? Buffer.from(filled) : filled, rows: this.openBytesRows });
-    this.openBytes = undefined;
-    this.openBytesUsed = 0;
-    this.openBytesRows = 0;
-  }
-
-  private sealOpenRows(): void {
-    if (this.openRows.length === 0) return;
-    this.chunks.push({ bytes: Buffer.from(this.openRows.join(''), 'utf8'), rows: this.openRows.length });
-    this.openRows = [];
+    this.chunks.push({ bytes: this.openUsed < this.open.length / 2 ? Buffer.from(filled) : filled, rows: this.openRows });
+    this.open = undefined;
+    this.openUsed = 0;
+    this.openRows = 0;
   }
 
   /**

@@ -100,7 +100,7 @@ export class EnvironmentSnapshot {
     let etag = etags.get(key);
     if (etag === undefined) {
       // One-shot: a new context per request (a user's first evaluation) pays one hash call.
-      etag = `W/"${hash('sha1', window === '' ? this.etag(visibility) + contextJson : `${this.etag(visibility)}${contextJson}:${window}`, 'hex').slice(0, 24)}"`;
+      etag = `W/"${hash('sha1', `${this.etag(visibility)}${contextJson}${window === '' ? '' : `:${window}`}`, 'hex').slice(0, 24)}"`;
       if (etags.size >= ANSWER_ETAGS_KEPT) etags.clear();
       etags.set(key, etag);
     }
