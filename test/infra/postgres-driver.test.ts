@@ -40,4 +40,19 @@ describe('postgres driver', () => {
     await expect(lateInsert).rejects.toThrow();
     expect(await admin`SELECT id FROM ${admin(table)}`).toHaveLength(0);
   });
+
+  it('reserves the connection for a transaction whose BEGIN was written behind a busy pipeline', async () => {
+    // A pipeline of one makes every BEGIN sent to a busy connection the write that fills it: the
+    // case a write meeting socket backpressure hits at random under load.
+    const pool = postgres(requireInfra().databaseUrl, { max: 2, max_pipeline: 1, onnotice: () => undefined });
+    try {
+      await Promise.all([pool`SELECT 1`, pool`SELECT 1`]);
+      const sleeping = [pool`SELECT pg_sleep(0.2)`.execute(), pool`SELECT pg_sleep(0.2)`.execute()];
+      const committed = pool.begin(async (tx) => (await tx`SELECT 7 AS n`)[0].n);
+      await expect(committed).resolves.toBe(7);
+      await Promise.all(sleeping);
+    } finally {
+      await pool.end();
+    }
+  });
 });
