@@ -206,8 +206,7 @@ describe('ContextRing', () => {
     environment: 'development',
     targetingKey: `u${i % 5}`,
     context: { targetingKey: `u${i % 5}`, n: i },
-    values: [['f', i] as [string, unknown]],
-    evaluations: 1,
+    results: [{ flagKey: 'f', value: i }],
     bytes,
   });
 
@@ -294,6 +293,14 @@ describe('EvaluationRecorder folding alike requests', () => {
     const rows = batches.flat();
     expect(rows).toHaveLength(variants.reduce((n, r) => n + r.results.length, 0));
     expect(rows.filter((r) => r.evaluations === '2')).toHaveLength(2);
+  });
+
+  it('folds each of a user\'s differing requests with its own alike ones', async () => {
+    const { analytics, batches } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options });
+    for (const latencyMs of [0.123, 0.5, 0.124, 0.501, 0.49, 7]) recorder.recordRequest(request({ latencyMs, results: [request().results[0]] }));
+    await recorder.flush();
+    expect(batches.flat().map((r) => `${r.latency_ms}x${r.evaluations}`)).toEqual(['0.12x2', '0.5x2', '0.49x1', '7x1']);
   });
 
   it('cannot be made to fold different requests together by separators in the targeting key or value', async () => {

@@ -57,8 +57,7 @@ const entry = (targetingKey: string, at: number, context: Record<string, unknown
   environment: 'production',
   targetingKey,
   context: { targetingKey, ...context },
-  values: [],
-  evaluations: 1,
+  results: [],
   bytes: 100,
 });
 

@@ -1,3 +1,5 @@
+import type { EvaluationResult } from './engine/index';
+
 /** One evaluation request as the context browser keeps it. */
 export interface ContextEntry {
   at: number;
@@ -6,9 +8,12 @@ export interface ContextEntry {
   targetingKey: string;
   /** The caller's context (never copied: the request path hands over its parsed object). */
   context: Record<string, unknown>;
-  /** Flag key -> evaluated value, at most MAX_VALUES_PER_ENTRY of them. */
-  values: [string, unknown][];
-  evaluations: number;
+  /**
+   * The request's results, the recorder's own array (shared, not copied: an entry outlives a
+   * young-generation collection, and what it holds is then copied); the first
+   * MAX_VALUES_PER_ENTRY are read.
+   */
+  results: readonly Pick<EvaluationResult, 'flagKey' | 'value'>[];
   /** Approximate size in bytes (the request body), for the byte budget. */
   bytes: number;
 }
@@ -48,7 +53,6 @@ export class ContextRing {
 
   push(entry: ContextEntry): void {
     this.onPush?.(entry);
-    if (entry.values.length > MAX_VALUES_PER_ENTRY) entry.values.length = MAX_VALUES_PER_ENTRY;
     const old = this.entries[this.next];
     if (old !== undefined) {
       this.bytes -= old.bytes;
@@ -98,8 +102,9 @@ export class ContextRing {
       }
       // Later entries win: attributes and values are the most recent ones seen.
       g.attributes = attributesOf(e.context);
-      g.evaluationCount += e.evaluations;
-      for (const [flagKey, value] of e.values) g.flags[flagKey] = value;
+      g.evaluationCount += e.results.length;
+      const shown = Math.min(e.results.length, MAX_VALUES_PER_ENTRY);
+      for (let i = 0; i < shown; i++) g.flags[e.results[i].flagKey] = e.results[i].value;
       if (!g.environments.includes(e.environment)) g.environments.push(e.environment);
       g.lastSeen = new Date(e.at).toISOString();
     }

@@ -63,13 +63,6 @@ export interface DiscardFilter {
   flagKey: string;
 }
 
-/** Requests alike within the folding window: the first one stands for all, with their count. */
-interface Group {
-  first: EvaluationRequest;
-  latencyMs: number;
-  evaluations: number;
-}
-
 /**
  * The request's fields first, then the flag's: a line is two parts made once each, one per
  * request and one per result (the INSERT names the columns in this order).
@@ -152,14 +145,23 @@ function valueKey(value: unknown): string {
  * And DELETE /api/evaluations: forgetting a flag's events not written yet.
  */
 export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
-  private groups = new Map<string, Group>();
-  /** Rows the folded requests will become. */
-  private groupRows = 0;
+  /**
+   * The folding window's requests by targeting key ('' for none). A key's first request is held
+   * as itself, so a new user costs one map entry and no key string (what the window holds
+   * outlives a young-generation collection, and is then copied); a later request of that key
+   * that is not alike turns the entry into a map of that key's requests by `alikeKey`.
+   */
+  private window = new Map<string, EvaluationRequest | Map<string, EvaluationRequest>>();
+  /** Distinct requests in the window, and the rows they will become. */
+  private held = 0;
+  private windowRows = 0;
+  /** How many requests alike were folded onto a held one (only those folded onto), until it is written. */
+  private readonly foldedOnto = new Map<EvaluationRequest, number>();
   private readonly maxGroups: number;
   private readonly foldMs: number;
   private sealTimer: NodeJS.Timeout | undefined;
   /** Requests of closed windows not handed to the writer yet, from `nextSealed` on. */
-  private sealed: Group[] = [];
+  private sealed: EvaluationRequest[] = [];
   private nextSealed = 0;
   private sealedRows = 0;
   private writeScheduled = false;
@@ -176,17 +178,33 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   recordRequest(request: EvaluationRequest): void {
     if (request.results.length === 0) return;
     this.requests++;
-    const latency = request.latencyMs.toPrecision(2);
-    const key = groupKey(request, latency);
-    const group = this.groups.get(key);
-    if (group !== undefined) {
-      group.evaluations++;
-      return;
+    const targetingKey = request.targetingKey ?? '';
+    const held = this.window.get(targetingKey);
+    if (held === undefined) {
+      this.window.set(targetingKey, request);
+      return this.hold(request);
     }
-    this.groups.set(key, { first: request, latencyMs: Number(latency), evaluations: 1 });
-    this.groupRows += request.results.length;
-    if (this.groups.size >= this.maxGroups) this.seal();
+    if (!(held instanceof Map)) {
+      if (alike(held, request)) return this.fold(held);
+      this.window.set(targetingKey, new Map([[alikeKey(held), held], [alikeKey(request), request]]));
+      return this.hold(request);
+    }
+    const key = alikeKey(request);
+    const first = held.get(key);
+    if (first !== undefined) return this.fold(first);
+    held.set(key, request);
+    this.hold(request);
+  }
+
+  private hold(request: EvaluationRequest): void {
+    this.held++;
+    this.windowRows += request.results.length;
+    if (this.held >= this.maxGroups) this.seal();
     else if (this.sealTimer === undefined) this.sealTimer = setTimeout(this.sealOnTime, this.foldMs).unref();
+  }
+
+  private fold(first: EvaluationRequest): void {
+    this.foldedOnto.set(first, (this.foldedOnto.get(first) ?? 0) + 1);
   }
 
   override flush(): Promise<void> {
@@ -201,7 +219,7 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
 
   override stats(): RecorderStats {
     const stats = super.stats();
-    return { ...stats, buffered: stats.buffered + this.groupRows + this.sealedRows, requests: this.requests, folded: this.folded };
+    return { ...stats, buffered: stats.buffered + this.windowRows + this.sealedRows, requests: this.requests, folded: this.folded };
   }
 
   /** Forgets buffered events of a flag that are not written yet (DELETE /api/evaluations). */
@@ -229,11 +247,15 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   private seal(): void {
     clearTimeout(this.sealTimer);
     this.sealTimer = undefined;
-    if (this.groups.size === 0) return;
-    for (const group of this.groups.values()) this.sealed.push(group);
-    this.sealedRows += this.groupRows;
-    this.groups = new Map();
-    this.groupRows = 0;
+    if (this.held === 0) return;
+    for (const held of this.window.values()) {
+      if (held instanceof Map) for (const request of held.values()) this.sealed.push(request);
+      else this.sealed.push(held);
+    }
+    this.sealedRows += this.windowRows;
+    this.window = new Map();
+    this.held = 0;
+    this.windowRows = 0;
     if (!this.writeScheduled) {
       this.writeScheduled = true;
       setImmediate(this.writeSealed);
@@ -259,9 +281,16 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   private writeGroups(rows: number): void {
     let written = 0;
     while (this.nextSealed < this.sealed.length && written < rows) {
-      const { first, latencyMs, evaluations } = this.sealed[this.nextSealed++];
+      const first = this.sealed[this.nextSealed++];
+      let evaluations = 1;
+      const folded = this.foldedOnto.size === 0 ? undefined : this.foldedOnto.get(first);
+      if (folded !== undefined) {
+        evaluations += folded;
+        this.foldedOnto.delete(first);
+      }
       // Hashed once per request, for all its flags (a new user's key is seldom seen again within the window).
       const targetingKeyHash = first.targetingKey ? hashTargetingKey(first.targetingKey) : '';
+      const latencyMs = Number(roundedLatency(first));
       const request = Buffer.from(requestFields(first.timestamp, first.projectId, first.serviceId, first.environment, latencyMs, evaluations, targetingKeyHash, first.source), 'utf8');
       for (const r of first.results) this.recordBytes(request, resultPart(r).bytes);
       written += first.results.length;
@@ -275,17 +304,31 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   }
 }
 
+/** Server latency to two significant digits: what folding compares and the row carries. */
+function roundedLatency(request: EvaluationRequest): string {
+  return request.latencyMs.toPrecision(2);
+}
+
 /**
- * What makes two requests alike: service, environment, protocol, latency, each result (by its
- * interned number) and the targeting key, last and with its length, so no caller can make two
- * different requests read alike.
+ * What makes two requests of one targeting key alike: service, environment, protocol, latency,
+ * and each result: the same interned result, or the same description of one that is not.
  */
-function groupKey(request: EvaluationRequest, latency: string): string {
-  let key = `${request.serviceId}\u0001${request.environment}\u0001${request.source}\u0001${latency}\u0001`;
+function alike(a: EvaluationRequest, b: EvaluationRequest): boolean {
+  if (a.serviceId !== b.serviceId || a.environment !== b.environment || a.source !== b.source || a.results.length !== b.results.length) return false;
+  for (let i = 0; i < a.results.length; i++) {
+    const x = a.results[i];
+    const y = b.results[i];
+    if (x !== y && (isInternedResult(x) || isInternedResult(y) || describe(x) !== describe(y))) return false;
+  }
+  return roundedLatency(a) === roundedLatency(b);
+}
+
+/** `alike` as a string, for a targeting key with requests that differ (equal exactly when alike). */
+function alikeKey(request: EvaluationRequest): string {
+  let key = `${request.serviceId}\u0001${request.environment}\u0001${request.source}\u0001${roundedLatency(request)}\u0001`;
   const { results } = request;
   for (let i = 0; i < results.length; i++) key += resultPart(results[i]).id;
-  const targetingKey = request.targetingKey ?? '';
-  return `${key}\u0001${targetingKey.length}:${targetingKey}`;
+  return key;
 }
 
 /** First 16 bytes of SHA-256 in hex: the documented, reproducible form stored in ClickHouse. */

@@ -135,17 +135,14 @@ export class EvaluationService {
       results,
     });
     if (targetingKey !== undefined && results.length > 0) {
-      const values: [string, unknown][] = [];
-      for (let i = 0; i < results.length && i < 64; i++) values.push([results[i].flagKey, results[i].value]);
       this.deps.contexts.push({
         at: now,
         serviceId: service.id,
         environment: env.environment,
         targetingKey,
         context,
-        values,
-        evaluations: results.length,
-        bytes: call.bodyBytes + 64 * values.length,
+        results,
+        bytes: call.bodyBytes + 64 * Math.min(results.length, 64),
       });
     }
   }

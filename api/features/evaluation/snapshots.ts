@@ -159,7 +159,12 @@ interface VisibleView {
   answerEtags?: Map<string, string>;
 }
 
-const ANSWER_ETAGS_KEPT = 1_000;
+/**
+ * Few: a context polling again soon is found, while new contexts (a new user per request) pass
+ * through within a few milliseconds instead of living long enough to be copied out of the young
+ * generation.
+ */
+const ANSWER_ETAGS_KEPT = 64;
 
 const hex = (n: number) => n.toString(16).padStart(8, '0');
 
