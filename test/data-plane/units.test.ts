@@ -222,6 +222,13 @@ describe('ContextRing', () => {
     expect(ring.summaries('other')).toEqual([]);
   });
 
+  it('takes at most `capacity` requests a second, then samples until the next second', () => {
+    const ring = new ContextRing(3, 1_000_000);
+    const second = 1_700_000_000_000;
+    expect([0, 10, 20, 30, 999].map((ms) => ring.takes(second + ms))).toEqual([true, true, true, false, false]);
+    expect(ring.takes(second + 1_000)).toBe(true);
+  });
+
   it('evicts the oldest entries past the byte budget', () => {
     const ring = new ContextRing(100, 50);
     for (let i = 0; i < 10; i++) ring.push(entry(i, 20));

@@ -32,7 +32,8 @@ const MAX_VALUES_PER_ENTRY = 64;
 
 /**
  * The evaluation-context ring (docs/data-plane.md#context-ring-get-apicontexts-control-plane): the
- * last `capacity` (about 1,000) evaluation requests of this instance that carried a targetingKey,
+ * last `capacity` (about 1,000) evaluation requests of this instance that carried a targetingKey
+ * (at most `capacity` of them a second, see `takes`),
  * bounded also by `maxBytes` so large contexts cannot grow it past a few megabytes. Pushing is O(1)
  * and allocation-light; grouping by targetingKey happens when someone reads it.
  */
@@ -41,6 +42,9 @@ export class ContextRing {
   private next = 0;
   private size = 0;
   private bytes = 0;
+  /** The second (of epoch milliseconds) the ring is taking entries in, and how many it took. */
+  private second = 0;
+  private takenThisSecond = 0;
 
   constructor(
     private readonly capacity: number,
@@ -51,6 +55,22 @@ export class ContextRing {
     this.entries = new Array(capacity);
   }
 
+  /**
+   * Whether the ring takes a request made at `at` (epoch ms): the first `capacity` of each
+   * second. Past that it samples: under heavy load the ring still spans about a second instead
+   * of a few milliseconds, and a request it does not take costs no entry (entries outlive a
+   * young-generation collection, and are then copied) nor an offer to the warehouse.
+   */
+  takes(at: number): boolean {
+    const second = Math.floor(at / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.takenThisSecond = 0;
+    }
+    return this.takenThisSecond++ < this.capacity;
+  }
+
+  /** Call after `takes` said yes. */
   push(entry: ContextEntry): void {
     this.onPush?.(entry);
     const old = this.entries[this.next];

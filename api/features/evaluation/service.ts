@@ -134,7 +134,7 @@ export class EvaluationService {
       latencyMs,
       results,
     });
-    if (targetingKey !== undefined && results.length > 0) {
+    if (targetingKey !== undefined && results.length > 0 && this.deps.contexts.takes(now)) {
       this.deps.contexts.push({
         at: now,
         serviceId: service.id,
