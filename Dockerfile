@@ -18,4 +18,5 @@ ENV NODE_ENV=production HOST=0.0.0.0 MALLOC_ARENA_MAX=2
 COPY --from=build /app /app
 USER node
 EXPOSE 3000 3001 3002 3003
-CMD ["node", "dist/api/main.js"]
+# The node flags each set of ROLES needs (an ingesting process: a larger young generation).
+CMD ["sh", "scripts/run-api.sh"]

@@ -259,7 +259,7 @@ export class Child {
 
 /**
  * `node --expose-gc dist/api/main.js` (through the IPC preload) with exactly this environment,
- * and the node flags scripts/start.sh gives its roles (an ingesting process: a 64 MB young generation).
+ * and the node flags scripts/run-api.sh gives its roles (an ingesting process: a 64 MB young generation).
  * `cpus` (taskset's list, e.g. "0") pins it and every thread it starts.
  */
 export function startApp(name: string, env: NodeJS.ProcessEnv, opts: { cpus?: string; nodeArgs?: string[] } = {}): Child {

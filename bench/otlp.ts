@@ -21,7 +21,7 @@
  *     every exposure and error of that body; the time from sending the post to that read.
  * 4. A table of the figures with their bars (yes/NO).
  *
- * `npm run bench:otlp` runs node with --max-semi-space-size=64, as scripts/start.sh runs every
+ * `npm run bench:otlp` runs node with --max-semi-space-size=64, as scripts/run-api.sh runs every
  * process with the ingest role (docs/opentelemetry.md#throughput).
  */
 import fs from 'node:fs';
@@ -237,7 +237,7 @@ async function main() {
     for (const [bar, value, met] of bars) console.log(`| ${bar} | ${value} | ${met ? 'yes' : 'NO'} |`);
     const [load1, load5] = os.loadavg().map((n) => n.toFixed(1));
     console.log(`\n(${os.cpus().length} cores shared with whatever else runs: load average ${load1} (1 min), ${load5} (5 min) at the end; total bench ${Math.round((performance.now() - benchStarted) / 1000)} s)`);
-    // scripts/start.sh gives every ingesting process --max-semi-space-size=64; npm run bench:otlp does the same.
+    // scripts/run-api.sh gives every ingesting process --max-semi-space-size=64; npm run bench:otlp does the same.
     console.log(`(node ${process.version}, V8 flags: ${process.execArgv.filter((a) => a.startsWith('--max-')).join(' ') || 'none'})`);
   } finally {
     await running.stop();

@@ -23,10 +23,4 @@ npm run --silent build >/dev/null
 # Two malloc arenas instead of one per allocating thread, as in the Docker image (docs/operations.md).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 
-# A process that ingests (every process of the embedded profile) gets a larger young generation:
-# OTLP and event ingestion allocate short-lived objects fast (docs/opentelemetry.md#throughput).
-roles="${ROLES:-control,data,ingest,worker}"
-for arg in "$@"; do case "$arg" in --roles=*) roles="${arg#--roles=}" ;; esac; done
-node_args=()
-case ",$roles," in *,ingest,*) node_args+=(--max-semi-space-size=64) ;; esac
-exec node "${node_args[@]}" dist/api/main.js "$@"
+exec sh scripts/run-api.sh "$@"

@@ -32,8 +32,7 @@ describe('docker-compose.yml', () => {
     for (const required of ['NODE_ENV', 'DATABASE_URL', 'REDIS_URL', 'CLICKHOUSE_URL', 'TEMPORAL_ADDRESS', 'ROLES', 'HOST']) {
       expect(env[required]).toBeTruthy();
     }
-    // NODE_OPTIONS is node's own (the ingest process's young generation, docs/opentelemetry.md#throughput).
-    for (const key of Object.keys(env)) expect([...CONFIG_VARIABLES, 'NODE_OPTIONS']).toContain(key);
+    for (const key of Object.keys(env)) expect(CONFIG_VARIABLES).toContain(key);
     // The production parser accepts it as is (no missing or malformed variable).
     const config = parseConfig(Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])));
     expect(config.NODE_ENV).toBe('production');
