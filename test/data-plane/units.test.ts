@@ -229,8 +229,9 @@ describe('ContextRing', () => {
     expect(ring.takes(second + 1_000)).toBe(true);
   });
 
-  it('evicts the oldest entries past the byte budget', () => {
-    const ring = new ContextRing(100, 50);
+  it('evicts the oldest entries past the byte budget (body and values shown)', () => {
+    // Each entry counts 20 bytes of body and 64 for its one value: two fit in 200.
+    const ring = new ContextRing(100, 200);
     for (let i = 0; i < 10; i++) ring.push(entry(i, 20));
     expect(ring.length).toBe(2);
     expect(ring.summaries('s').map((g) => g.attributes.n).sort()).toEqual([8, 9]);

@@ -14,7 +14,7 @@ export interface ContextEntry {
    * MAX_VALUES_PER_ENTRY are read.
    */
   results: readonly Pick<EvaluationResult, 'flagKey' | 'value'>[];
-  /** Approximate size in bytes (the request body), for the byte budget. */
+  /** The request body's size in bytes; the ring adds its results' share for its byte budget (`sizeOf`). */
   bytes: number;
 }
 
@@ -29,6 +29,11 @@ export interface ContextSummary {
 }
 
 const MAX_VALUES_PER_ENTRY = 64;
+/** What the byte budget counts per flag value an entry shows. */
+const BYTES_PER_VALUE = 64;
+
+/** An entry's approximate size for the byte budget: its body and the values it shows. */
+const sizeOf = (e: ContextEntry) => e.bytes + BYTES_PER_VALUE * Math.min(e.results.length, MAX_VALUES_PER_ENTRY);
 
 /**
  * The evaluation-context ring (docs/data-plane.md#context-ring-get-apicontexts-control-plane): the
@@ -75,11 +80,11 @@ export class ContextRing {
     this.onPush?.(entry);
     const old = this.entries[this.next];
     if (old !== undefined) {
-      this.bytes -= old.bytes;
+      this.bytes -= sizeOf(old);
       this.size--;
     }
     this.entries[this.next] = entry;
-    this.bytes += entry.bytes;
+    this.bytes += sizeOf(entry);
     this.size++;
     this.next = (this.next + 1) % this.capacity;
     // Over the byte budget: drop the oldest entries (never the one just added).
@@ -87,7 +92,7 @@ export class ContextRing {
     while (this.bytes > this.maxBytes && this.size > 1) {
       const e = this.entries[oldest];
       if (e !== undefined) {
-        this.bytes -= e.bytes;
+        this.bytes -= sizeOf(e);
         this.size--;
         this.entries[oldest] = undefined;
       }

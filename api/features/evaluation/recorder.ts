@@ -100,7 +100,7 @@ function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
 }
 
 /**
- * A result's part of the group key and of the line (as UTF-8 bytes), made once per interned
+ * A result's part of the folding key and of the line (as UTF-8 bytes), made once per interned
  * result (engine/evaluate.ts): its key part is a number, so a request's key grows by a few
  * characters per flag, not by the flag's whole description. A result that is not interned (an
  * error carrying the caller's default) is described in full each time.
@@ -265,12 +265,12 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   /** The window closed and every request in the writer now (a flush, a discard, close). */
   private sealNow(): void {
     this.seal();
-    this.writeGroups(Number.POSITIVE_INFINITY);
+    this.writeSealedRequests(Number.POSITIVE_INFINITY);
   }
 
   private readonly writeSealed = () => {
     this.writeScheduled = false;
-    this.writeGroups(SEALED_ROWS_PER_TURN);
+    this.writeSealedRequests(SEALED_ROWS_PER_TURN);
     if (this.nextSealed < this.sealed.length) {
       this.writeScheduled = true;
       setImmediate(this.writeSealed);
@@ -278,7 +278,7 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   };
 
   /** Hands sealed requests to the writer, one line per flag of each, until `rows` are written (whole requests). */
-  private writeGroups(rows: number): void {
+  private writeSealedRequests(rows: number): void {
     let written = 0;
     while (this.nextSealed < this.sealed.length && written < rows) {
       const first = this.sealed[this.nextSealed++];

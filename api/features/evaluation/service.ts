@@ -142,7 +142,7 @@ export class EvaluationService {
         targetingKey,
         context,
         results,
-        bytes: call.bodyBytes + 64 * Math.min(results.length, 64),
+        bytes: call.bodyBytes,
       });
     }
   }
