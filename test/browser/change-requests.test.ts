@@ -99,7 +99,7 @@ describe('change requests', () => {
     await page.getByRole('button', { name: 'Simulate and review changes' }).click();
     await page.getByRole('heading', { name: 'Review before saving' }).waitFor();
     await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.getByRole('alert').filter({ hasText: /needs approval/ }).waitFor();
+    await page.getByRole('alert').filter({ hasText: /need 1 approval/ }).waitFor();
     expect((await owner.request('GET', flagPath(flagKey))).body).toMatchObject({ version: 1, defaultValue: false });
 
     await page.getByRole('button', { name: 'Request approval for these changes' }).click();
@@ -185,7 +185,7 @@ describe('change requests', () => {
     await page.goto(flagHref(darkKey));
     const toggle = page.getByRole('switch', { name: 'Enabled in production' });
     await toggle.click();
-    await page.getByRole('alert').filter({ hasText: /Not enabled: .*needs approval/ }).waitFor();
+    await page.getByRole('alert').filter({ hasText: /Not enabled: .*need 1 approval/ }).waitFor();
     expect(await toggle.getAttribute('aria-checked')).toBe('false');
     await page.getByRole('button', { name: 'Request approval to enable' }).click();
     const dialog = page.getByRole('dialog', { name: 'Request approval' });

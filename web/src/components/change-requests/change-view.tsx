@@ -1,6 +1,6 @@
 /**
  * One change of a request: what it does, how many recent contexts it would serve another value,
- * whether its flag moved since, and its field-level diff (the history pages' DiffView) against the
+ * and its field-level diff (the history pages' DiffView) against the
  * flag as the author saw it (the version the change was made against; the current one when that
  * version is no longer in the recent history).
  */
@@ -49,9 +49,7 @@ export function ChangeView({ request, change }: { request: ChangeRequest; change
   const history = useFlagHistory(change.flagKey, { serviceId: change.serviceId, environment: change.environment, limit: HISTORY_REACH }, { enabled: change.action !== 'create' });
   const versions = history.data?.versions ?? [];
   const base = versions.find((v) => v.version === change.baseVersion) ?? versions[0];
-  const same = (c: { serviceId: string; flagKey: string; environment: string }) => c.serviceId === change.serviceId && c.flagKey === change.flagKey && c.environment === change.environment;
-  const impact = request.impact.find(same);
-  const conflict = request.conflicts.find(same);
+  const impact = request.impact.find((i) => i.serviceId === change.serviceId && i.flagKey === change.flagKey && i.environment === change.environment);
 
   return (
     <section aria-labelledby={`${id}-heading`} className="cr-change">
@@ -62,12 +60,6 @@ export function ChangeView({ request, change }: { request: ChangeRequest; change
           {impact.evaluated === 0
             ? 'no recent contexts of this flag to replay.'
             : `${impact.changed} of ${impact.evaluated} recent contexts would get another value.`}
-        </p>
-      )}
-      {conflict && (
-        <p className="cr-conflict">
-          <strong>Moved since:</strong> the change was made against version {conflict.baseVersion};{' '}
-          {conflict.currentVersion === null ? 'the flag has been deleted since.' : `the flag is now at version ${conflict.currentVersion}. Applying fails until the request is remade.`}
         </p>
       )}
       {history.error ? (

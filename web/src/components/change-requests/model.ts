@@ -1,5 +1,5 @@
 /**
- * Change requests (docs/api-reference.md#change-requests): their shapes, the words the console
+ * Change requests (docs/change-requests.md): their shapes, the words the console
  * uses for them, and why an action is unavailable. The API decides what a caller may do (each
  * request's `actions`); the reasons here only word a refusal it already made.
  */

@@ -109,8 +109,8 @@ function RequestView({ projectId, request, reload }: { projectId: string; reques
           <ul>
             {request.conflicts.map((c) => (
               <li key={`${c.serviceId}:${c.environment}:${c.flagKey}`}>
-                <code>{c.flagKey}</code> in {c.environment}: made against version {c.baseVersion},{' '}
-                {c.currentVersion === null ? 'deleted since' : `now at version ${c.currentVersion}`}.
+                <code>{c.flagKey}</code> in {c.environment}: {c.baseVersion === null ? 'made when the flag did not exist' : `made against version ${c.baseVersion}`},{' '}
+                {c.currentVersion === null ? 'gone since' : `now at version ${c.currentVersion}`}.
               </li>
             ))}
           </ul>

@@ -12,7 +12,7 @@ const PAGE_SIZE = 25;
 const ANY = 'any';
 
 /**
- * A project's change requests (docs/api-reference.md#change-requests), the pending ones first
+ * A project's change requests (docs/change-requests.md), the pending ones first
  * shown: what each is, who opened it, where it applies and when. The filter lives in the address
  * (`?status=`), so a filtered inbox can be shared and survives a reload.
  */

@@ -11,7 +11,7 @@ import { LoadState } from '../../components/status';
 
 type EnvironmentPolicy = NonNullable<ChangePolicy['environments'][Environment]>;
 
-/** An environment without an entry needs no approval (docs/api-reference.md#change-requests). */
+/** An environment without an entry needs no approval (docs/change-requests.md). */
 const UNPROTECTED: EnvironmentPolicy = { requiredApprovals: 0, approverRoles: ['owner', 'admin'], allowSelfApproval: false, emergencyReduce: 'allow' };
 
 /**
