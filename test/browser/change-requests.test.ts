@@ -190,16 +190,18 @@ describe('change requests', () => {
     await page.getByRole('button', { name: 'Request approval to enable' }).click();
     const dialog = page.getByRole('dialog', { name: 'Request approval' });
     expect(await dialog.getByLabel('Title').inputValue()).toBe(`Enable ${darkKey} in production`);
-    // Summer time in Berlin: the label follows the chosen date's offset; the API gets UTC.
-    await dialog.getByLabel(/^Apply at \(optional\), Europe\/Berlin/).fill('2030-06-01T10:00');
+    const now = new Date();
+    const june = now.getUTCFullYear() + (now.getUTCMonth() >= 5 ? 1 : 0);
+    // Summer time in Berlin (the next 1 June: a schedule is at most a year ahead): the label follows the chosen date's offset; the API gets UTC.
+    await dialog.getByLabel(/^Apply at \(optional\), Europe\/Berlin/).fill(`${june}-06-01T10:00`);
     await dialog.getByLabel('Apply at (optional), Europe/Berlin (UTC+02:00)').waitFor();
-    await dialog.getByText('Applies at 2030-06-01 08:00 UTC.').waitFor();
+    await dialog.getByText(`Applies at ${june}-06-01 08:00 UTC.`).waitFor();
     await dialog.getByRole('button', { name: 'Open change request' }).click();
     await heading(page, `Enable ${darkKey} in production`).waitFor();
     const rejectedHref = new URL(page.url()).pathname;
     const requestId = rejectedHref.split('/').pop()!;
     const opened = (await owner.request('GET', `/api/projects/${projectId}/change-requests/${requestId}`)).body;
-    expect(opened).toMatchObject({ scheduledAt: '2030-06-01T08:00:00.000Z', changes: [{ flagKey: darkKey, action: 'toggle', body: { enabled: true }, baseVersion: 1 }] });
+    expect(opened).toMatchObject({ scheduledAt: `${june}-06-01T08:00:00.000Z`, changes: [{ flagKey: darkKey, action: 'toggle', body: { enabled: true }, baseVersion: 1 }] });
 
     await approverPage.goto(rejectedHref);
     await heading(approverPage, `Enable ${darkKey} in production`).waitFor();

@@ -33,7 +33,7 @@ export const STATUS_WORDS: Record<ChangeRequestStatus, string> = {
 const ACTION_WORDS: Record<Change['action'], string> = { create: 'Create', update: 'Update', toggle: 'Toggle', delete: 'Delete' };
 
 /** "Update new-checkout in production"; a toggle says which way. */
-export function describeChange(change: Pick<Change, 'action' | 'flagKey' | 'environment' | 'body'>): string {
+export function describeChange(change: Pick<Change, 'action' | 'flagKey' | 'environment'> & { body?: unknown }): string {
   const enabled = (change.body as { enabled?: unknown } | undefined)?.enabled;
   const verb = change.action === 'toggle' && typeof enabled === 'boolean' ? (enabled ? 'Enable' : 'Disable') : ACTION_WORDS[change.action];
   return `${verb} ${change.flagKey} in ${change.environment}`;
@@ -54,7 +54,8 @@ interface Caller {
 
 /** Why the caller cannot approve or reject (the API said so through `actions`). */
 export function whyNotReview(request: ChangeRequest, caller: Caller, verb: 'approve' | 'reject'): string {
-  if (request.status !== 'pending' && request.status !== 'approved') return `This request is ${request.status}: it can no longer be reviewed.`;
+  if (isFinal(request)) return `This request is ${request.status}: it can no longer be reviewed.`;
+  if (verb === 'approve' && request.status !== 'pending') return `This request is ${request.status}: it has the approvals it needs.`;
   if (request.requiredApprovals === 0) return 'This request needs no approval.';
   if (request.createdBy === caller.userId && !request.allowSelfApproval) return `You opened this request, and the change policy does not let authors ${verb} their own.`;
   if (verb === 'approve' && request.approvals.some((a) => a.userId === caller.userId)) return 'You have approved this request already.';

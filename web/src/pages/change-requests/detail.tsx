@@ -148,7 +148,7 @@ function RequestView({ projectId, request, reload }: { projectId: string; reques
         {!isFinal(request) && (
           <div className="inline-form">
             <LabelledControl label="Comment" hint="Optional to approve, required to reject; shown with your review." problem={action.error?.fieldError('comment')}>
-              {(props) => <textarea rows={3} maxLength={10_000} value={comment} onChange={(e) => setComment(e.target.value)} {...props} />}
+              {(props) => <textarea rows={3} maxLength={2000} value={comment} onChange={(e) => setComment(e.target.value)} {...props} />}
             </LabelledControl>
             <div className="actions">
               <Guarded allowed={request.actions.approve} reason={whyNotReview(request, caller, 'approve')}>
