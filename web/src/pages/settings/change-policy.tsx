@@ -25,6 +25,8 @@ export default function ChangePolicySettings() {
   const access = useProjectAccess(projectId);
   const policy = useChangePolicy(projectId);
   const canEdit = access.can('settings:manage');
+  // Here, not in the form: a saved policy remounts the form.
+  const [notice, setNotice] = useState('');
   return (
     <SettingsPage
       title="Change policy"
@@ -36,18 +38,42 @@ export default function ChangePolicySettings() {
         </>
       }
     >
+      <ActionOutcome notice={notice} />
       <LoadState loading={policy.loading} error={policy.error}>
         {/* Keyed on the answer: a saved policy restarts the form from what the server kept. */}
-        {policy.data && <PolicyForm key={JSON.stringify(policy.data)} projectId={projectId} policy={policy.data} canEdit={canEdit} onSaved={policy.reload} />}
+        {policy.data && (
+          <PolicyForm
+            key={JSON.stringify(policy.data)}
+            projectId={projectId}
+            policy={policy.data}
+            canEdit={canEdit}
+            onSaving={() => setNotice('')}
+            onSaved={async () => {
+              await policy.reload();
+              setNotice('Change policy saved.');
+            }}
+          />
+        )}
       </LoadState>
     </SettingsPage>
   );
 }
 
-function PolicyForm({ projectId, policy, canEdit, onSaved }: { projectId: string; policy: ChangePolicy; canEdit: boolean; onSaved: () => Promise<void> }) {
-  const [notice, setNotice] = useState('');
+function PolicyForm({
+  projectId,
+  policy,
+  canEdit,
+  onSaving,
+  onSaved,
+}: {
+  projectId: string;
+  policy: ChangePolicy;
+  canEdit: boolean;
+  onSaving: () => void;
+  onSaved: () => Promise<void>;
+}) {
   const save = useSubmit(async (data) => {
-    setNotice('');
+    onSaving();
     const environments = Object.fromEntries(
       ENVIRONMENTS.map((env): [Environment, EnvironmentPolicy] => [
         env,
@@ -61,11 +87,9 @@ function PolicyForm({ projectId, policy, canEdit, onSaved }: { projectId: string
     );
     await call(api.PUT('/api/projects/{id}/change-policy', { params: { path: { id: projectId } }, body: { environments } }));
     await onSaved();
-    setNotice('Change policy saved.');
   });
   return (
     <form onSubmit={save.onSubmit} noValidate>
-      <ActionOutcome notice={notice} />
       <fieldset disabled={!canEdit} className="fl-plain cr-policy">
         {ENVIRONMENTS.map((env) => (
           <EnvironmentFields key={env} environment={env} policy={policy.environments[env] ?? UNPROTECTED} error={save.error} />
