@@ -137,9 +137,13 @@ describe('change requests', () => {
     const approve = page.getByRole('button', { name: 'Approve' });
     expect(await approve.isDisabled()).toBe(true);
     const reason = 'Reviewing needs the owner or admin role in this project; yours is member.';
-    // The reason is the button's description, read out with it.
-    expect(await approve.getAttribute('aria-describedby')).toBe(await page.getByText(reason).first().getAttribute('id'));
-    expect(await page.getByRole('button', { name: 'Reject' }).isDisabled()).toBe(true);
+    // The reason is the buttons' description, read out with them, and shown once for both.
+    const reasonId = await page.getByText(reason).getAttribute('id');
+    expect(await approve.getAttribute('aria-describedby')).toBe(reasonId);
+    const reject = page.getByRole('button', { name: 'Reject' });
+    expect(await reject.isDisabled()).toBe(true);
+    expect(await reject.getAttribute('aria-describedby')).toBe(reasonId);
+    expect(await page.getByLabel('Comment').isDisabled()).toBe(true);
     await screenshot(page, 'change-request-not-approver');
   });
 

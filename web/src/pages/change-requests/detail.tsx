@@ -1,4 +1,4 @@
-import { useId, useState, type ReactNode } from 'react';
+import { Fragment, useId, useState, type ReactNode } from 'react';
 import { Link, useParams } from 'wouter';
 import { api, call } from '../../api/client';
 import { useChangeRequest } from '../../api/resources';
@@ -148,24 +148,39 @@ function RequestView({ projectId, request, reload }: { projectId: string; reques
         {!isFinal(request) && (
           <div className="inline-form">
             <LabelledControl label="Comment" hint="Optional to approve, required to reject; shown with your review." problem={action.error?.fieldError('comment')}>
-              {(props) => <textarea rows={3} maxLength={2000} value={comment} onChange={(e) => setComment(e.target.value)} {...props} />}
+              {(props) => (
+                <textarea
+                  rows={3}
+                  maxLength={2000}
+                  value={comment}
+                  disabled={!request.actions.approve && !request.actions.reject}
+                  onChange={(e) => setComment(e.target.value)}
+                  {...props}
+                />
+              )}
             </LabelledControl>
-            <div className="actions">
-              <Guarded allowed={request.actions.approve} reason={whyNotReview(request, caller, 'approve')}>
-                {(props) => (
-                  <button type="button" className="primary" {...props} disabled={props.disabled || busy} onClick={() => void review('approve')}>
-                    {action.running === 'approve' ? 'Approving…' : 'Approve'}
-                  </button>
-                )}
-              </Guarded>
-              <Guarded allowed={request.actions.reject} reason={whyNotReview(request, caller, 'reject')}>
-                {(props) => (
-                  <button type="button" {...props} disabled={props.disabled || busy || !comment.trim()} onClick={() => void review('reject')}>
-                    {action.running === 'reject' ? 'Rejecting…' : 'Reject'}
-                  </button>
-                )}
-              </Guarded>
-            </div>
+            <GuardedActions
+              guards={[
+                {
+                  allowed: request.actions.approve,
+                  reason: whyNotReview(request, caller, 'approve'),
+                  render: (props) => (
+                    <button type="button" className="primary" {...props} disabled={props.disabled || busy} onClick={() => void review('approve')}>
+                      {action.running === 'approve' ? 'Approving…' : 'Approve'}
+                    </button>
+                  ),
+                },
+                {
+                  allowed: request.actions.reject,
+                  reason: whyNotReview(request, caller, 'reject'),
+                  render: (props) => (
+                    <button type="button" {...props} disabled={props.disabled || busy || !comment.trim()} onClick={() => void review('reject')}>
+                      {action.running === 'reject' ? 'Rejecting…' : 'Reject'}
+                    </button>
+                  ),
+                },
+              ]}
+            />
           </div>
         )}
       </section>
@@ -192,55 +207,76 @@ function RequestView({ projectId, request, reload }: { projectId: string; reques
               </div>
             </div>
           )}
-          <div className="actions">
-            <Guarded allowed={request.actions.apply} reason={whyNotApply(request)}>
-              {(props) => (
-                <button
-                  type="button"
-                  className="primary"
-                  {...props}
-                  disabled={props.disabled || busy}
-                  onClick={() => void act('apply', 'Applied: the flags now serve these changes.', () => call(api.POST('/api/projects/{id}/change-requests/{requestId}/apply', { params: { path } })))}
-                >
-                  {action.running === 'apply' ? 'Applying…' : request.status === 'scheduled' ? 'Apply now' : 'Apply'}
-                </button>
-              )}
-            </Guarded>
-            {request.actions.cancel ? (
-              <ConfirmButton
-                label="Cancel this request"
-                confirmLabel="Cancel request"
-                question="Nothing of it will apply."
-                busy={action.running === 'cancel'}
-                disabled={busy}
-                onConfirm={() => void act('cancel', 'Request cancelled.', () => call(api.POST('/api/projects/{id}/change-requests/{requestId}/cancel', { params: { path } })))}
-              />
-            ) : (
-              <Guarded allowed={false} reason={whyNotCancel(request)}>
-                {(props) => (
-                  <button type="button" {...props}>
-                    Cancel this request
+          <GuardedActions
+            guards={[
+              {
+                allowed: request.actions.apply,
+                reason: whyNotApply(request),
+                render: (props) => (
+                  <button
+                    type="button"
+                    className="primary"
+                    {...props}
+                    disabled={props.disabled || busy}
+                    onClick={() => void act('apply', 'Applied: the flags now serve these changes.', () => call(api.POST('/api/projects/{id}/change-requests/{requestId}/apply', { params: { path } })))}
+                  >
+                    {action.running === 'apply' ? 'Applying…' : request.status === 'scheduled' ? 'Apply now' : 'Apply'}
                   </button>
-                )}
-              </Guarded>
-            )}
-          </div>
+                ),
+              },
+              {
+                allowed: request.actions.cancel,
+                reason: whyNotCancel(request),
+                render: (props) =>
+                  props.disabled ? (
+                    <button type="button" {...props}>
+                      Cancel this request
+                    </button>
+                  ) : (
+                    <ConfirmButton
+                      label="Cancel this request"
+                      confirmLabel="Cancel request"
+                      question="Nothing of it will apply."
+                      busy={action.running === 'cancel'}
+                      disabled={busy}
+                      onConfirm={() => void act('cancel', 'Request cancelled.', () => call(api.POST('/api/projects/{id}/change-requests/{requestId}/cancel', { params: { path } })))}
+                    />
+                  ),
+              },
+            ]}
+          />
         </section>
       )}
     </>
   );
 }
 
-/** A control the API may refuse this caller: disabled then, with the reason beside it (and read with it). */
-function Guarded({ allowed, reason, children }: { allowed: boolean; reason: string; children: (props: { disabled: boolean; 'aria-describedby'?: string }) => ReactNode }) {
+interface Guard {
+  /** What the request's `actions` say for this caller. */
+  allowed: boolean;
+  reason: string;
+  render: (props: { disabled: boolean; 'aria-describedby'?: string }) => ReactNode;
+}
+
+/**
+ * A row of controls the API may refuse this caller: a refused one is disabled and described by its
+ * reason, shown under the row (once, when several share it).
+ */
+function GuardedActions({ guards }: { guards: Guard[] }) {
   const id = useId();
-  if (allowed) return <>{children({ disabled: false })}</>;
+  const reasons = [...new Set(guards.filter((g) => !g.allowed).map((g) => g.reason))];
   return (
-    <span className="cr-guarded">
-      {children({ disabled: true, 'aria-describedby': id })}
-      <span id={id} className="hint">
-        {reason}
-      </span>
-    </span>
+    <>
+      <div className="actions cr-actions">
+        {guards.map((g, i) => (
+          <Fragment key={i}>{g.render(g.allowed ? { disabled: false } : { disabled: true, 'aria-describedby': `${id}-${reasons.indexOf(g.reason)}` })}</Fragment>
+        ))}
+      </div>
+      {reasons.map((reason, i) => (
+        <p key={reason} id={`${id}-${i}`} className="hint">
+          {reason}
+        </p>
+      ))}
+    </>
   );
 }
