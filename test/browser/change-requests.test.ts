@@ -9,7 +9,8 @@ import { screenshot, startConsole, type ConsoleHarness } from './support';
  * request from the flag editor instead; the owner (the approver) finds it in the inbox, reads its
  * diff and impact, approves it with a comment and applies it, and the flag serves the new value
  * (checked through the API). Another member, whose role cannot approve, sees why. A second
- * request, opened from the on/off switch with a schedule, is rejected and changes nothing.
+ * request, opened from the on/off switch with a schedule, is rejected and changes nothing; a
+ * third fails to apply because its flag moved since; a fourth is cancelled.
  */
 
 let h: ConsoleHarness;
@@ -24,6 +25,7 @@ let serviceId: string;
 let sdkToken: string;
 const flagKey = 'new-checkout';
 const darkKey = 'dark-mode';
+const searchKey = 'search-v2';
 const flagPath = (key: string) => `/api/flags/${key}?serviceId=${serviceId}&environment=production`;
 const flagHref = (key: string) => `/projects/${projectId}/flags/${key}?serviceId=${serviceId}&environment=production`;
 let requestHref: string;
@@ -52,6 +54,7 @@ beforeAll(async () => {
   serviceId = (await owner.request('POST', '/api/services', { projectId, name: 'Checkout API' })).body.id;
   expect((await owner.request('POST', '/api/flags', { key: flagKey, name: 'New checkout', type: 'boolean', serviceId, environment: 'production', enabled: true, defaultValue: false })).status).toBe(201);
   expect((await owner.request('POST', '/api/flags', { key: darkKey, name: 'Dark mode', type: 'boolean', serviceId, environment: 'production', enabled: false, defaultValue: true })).status).toBe(201);
+  expect((await owner.request('POST', '/api/flags', { key: searchKey, name: 'Search v2', type: 'boolean', serviceId, environment: 'production', enabled: true, defaultValue: false })).status).toBe(201);
   sdkToken = (await owner.request('POST', `/api/projects/${projectId}/tokens`, { name: 'sdk', permissions: { read: true } })).body.value as string;
   // Real contexts for the request's impact (a replay over recent contexts).
   for (let i = 0; i < 5; i++) expect(await evaluate(flagKey, `user-${i}`)).toBe(false);
@@ -207,6 +210,13 @@ describe('change requests', () => {
     const requestId = rejectedHref.split('/').pop()!;
     const opened = (await owner.request('GET', `/api/projects/${projectId}/change-requests/${requestId}`)).body;
     expect(opened).toMatchObject({ scheduledAt: `${june}-06-01T08:00:00.000Z`, changes: [{ flagKey: darkKey, action: 'toggle', body: { enabled: true }, baseVersion: 1 }] });
+    // The author may move or clear the schedule on the request's page.
+    const schedule = page.getByLabel('Apply at, Europe/Berlin (UTC+02:00)');
+    expect(await schedule.inputValue()).toBe(`${june}-06-01T10:00`);
+    await schedule.fill('');
+    await page.getByRole('button', { name: 'Clear schedule' }).click();
+    await page.getByRole('status').filter({ hasText: 'Schedule cleared.' }).waitFor();
+    expect((await owner.request('GET', `/api${rejectedHref}`)).body.scheduledAt).toBeNull();
 
     await approverPage.goto(rejectedHref);
     await heading(approverPage, `Enable ${darkKey} in production`).waitFor();
@@ -233,5 +243,38 @@ describe('change requests', () => {
     await approverPage.getByLabel('Status').selectOption('rejected');
     await approverPage.getByRole('row', { name: new RegExp(`Enable ${darkKey} in production`) }).getByText('Rejected').waitFor();
     expect(new URL(approverPage.url()).searchParams.get('status')).toBe('rejected');
+  });
+
+  it('shows a flag that moved since the request was made; applying then fails and changes nothing', async () => {
+    const change = { serviceId, environment: 'production', flagKey: searchKey, action: 'update', body: { defaultValue: true } };
+    const opened = await author.request('POST', `/api/projects/${projectId}/change-requests`, { title: 'Search v2 by default', changes: [change] });
+    expect(opened.status).toBe(201);
+    expect((await owner.request('POST', `/api/projects/${projectId}/change-requests/${opened.body.id}/approve`, {})).status).toBe(200);
+    // Switching a flag off only reduces exposure: the policy lets it through at once, and the flag moves to version 2.
+    expect((await owner.request('POST', `/api/flags/${searchKey}/toggle?serviceId=${serviceId}&environment=production`, { enabled: false })).status).toBe(200);
+
+    const page = approverPage;
+    await page.goto(`/projects/${projectId}/change-requests/${opened.body.id}`);
+    const moved = page.getByRole('region', { name: 'Flags moved since' });
+    await moved.getByText(`${searchKey} in production: made against version 1, now at version 2.`).waitFor();
+    await screenshot(page, 'change-request-conflict');
+    await page.getByRole('button', { name: 'Apply', exact: true }).click();
+    await page.getByRole('alert').filter({ hasText: /./ }).waitFor();
+    await page.getByRole('definition').filter({ hasText: /^Failed \(CONFLICT: .*search-v2/ }).waitFor();
+    expect((await owner.request('GET', `/api/projects/${projectId}/change-requests/${opened.body.id}`)).body).toMatchObject({ status: 'failed', failureReason: expect.stringMatching(/^CONFLICT/) });
+    expect((await owner.request('GET', flagPath(searchKey))).body).toMatchObject({ version: 2, enabled: false, defaultValue: false });
+  });
+
+  it('the author cancels a request after confirming', async () => {
+    const change = { serviceId, environment: 'production', flagKey: darkKey, action: 'toggle', body: { enabled: true } };
+    const opened = await author.request('POST', `/api/projects/${projectId}/change-requests`, { title: 'Dark mode, second try', changes: [change] });
+    expect(opened.status).toBe(201);
+    const page = authorPage;
+    await page.goto(`/projects/${projectId}/change-requests/${opened.body.id}`);
+    await page.getByRole('button', { name: 'Cancel this request' }).click();
+    await page.getByRole('button', { name: 'Cancel request' }).click();
+    await page.getByRole('status').filter({ hasText: 'Request cancelled.' }).waitFor();
+    await page.getByRole('definition').filter({ hasText: 'Cancelled' }).waitFor();
+    expect((await owner.request('GET', `/api/projects/${projectId}/change-requests/${opened.body.id}`)).body.status).toBe('cancelled');
   });
 });

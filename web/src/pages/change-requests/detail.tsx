@@ -80,7 +80,7 @@ function RequestView({ projectId, request, reload }: { projectId: string; reques
         <dt>Status</dt>
         <dd>
           <span className={`cr-status cr-status-${request.status}`}>{STATUS_WORDS[request.status]}</span>
-          {request.failureReason && <> ({request.failureReason === 'CONFLICT' ? 'a flag moved since the request was made' : request.failureReason})</>}
+          {request.failureReason && <> ({request.failureReason})</>}
         </dd>
         <dt>Opened by</dt>
         <dd>
