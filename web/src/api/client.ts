@@ -29,7 +29,7 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly details: FieldProblem[] = [],
-    /** The envelope's machine-readable `code`, when it has one (APPROVAL_REQUIRED, CONFLICT: docs/errors.md). */
+    /** The envelope's machine-readable `code`, when it has one (APPROVAL_REQUIRED, CONFLICT; docs/errors.md#codes lists them). */
     readonly reason?: string,
   ) {
     super(message);

@@ -1,20 +1,19 @@
 /**
  * One change of a request: what it does, how many recent contexts it would serve another value,
- * and its field-level diff (the history pages' DiffView) against the
- * flag as the author saw it (the version the change was made against; the current one when that
- * version is no longer in the recent history).
+ * and its field-level diff (the history pages' DiffView) against the flag as the author saw it:
+ * the version the change was made against, or the current one when that version is no longer in
+ * the recent history.
  */
 import { useId } from 'react';
 import { useFlagHistory } from '../../api/resources';
 import { diffJson } from '../history/diff';
 import { DiffView } from '../history/diff-view';
 import { contentOf, type FlagSnapshot } from '../history/flag-content';
-import { describeChange, type ChangeRequest } from './model';
+import { describeChange, type Change, type ChangeRequest } from './model';
 
 /** Versions looked through for the one a change was made against. */
 const HISTORY_REACH = 50;
 
-type Change = ChangeRequest['changes'][number];
 type Content = Record<string, unknown>;
 
 /** The fields a change's body sets, as they would be stored. */

@@ -12,7 +12,7 @@ export type Change = ChangeRequest['changes'][number];
 /** A change as a new request carries it (baseVersion: the version the author saw). */
 export type NewChange = NonNullable<paths['/api/projects/{id}/change-requests']['post']['requestBody']>['content']['application/json']['changes'][number];
 export type ChangePolicy = paths['/api/projects/{id}/change-policy']['get']['responses'][200]['content']['application/json'];
-export type ApproverRole = NonNullable<ChangePolicy['environments'][Environment]>['approverRoles'][number];
+type ApproverRole = NonNullable<ChangePolicy['environments'][Environment]>['approverRoles'][number];
 
 export const STATUSES: readonly ChangeRequestStatus[] = ['pending', 'approved', 'scheduled', 'applied', 'rejected', 'cancelled', 'failed'];
 export const APPROVER_ROLES: readonly ApproverRole[] = ['owner', 'admin', 'member'];
