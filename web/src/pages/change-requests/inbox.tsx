@@ -12,8 +12,8 @@ const PAGE_SIZE = 25;
 const ANY = 'any';
 
 /**
- * A project's change requests (docs/change-requests.md), the pending ones first
- * shown: what each is, who opened it, where it applies and when. The filter lives in the address
+ * A project's change requests (docs/change-requests.md), pending ones unless another status is
+ * chosen: what each is, who opened it, where it applies and when. The filter lives in the address
  * (`?status=`), so a filtered inbox can be shared and survives a reload.
  */
 export default function ChangeRequestInbox() {
