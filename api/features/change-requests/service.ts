@@ -110,7 +110,7 @@ export class ChangeRequestService {
         changes,
         impact,
         createdBy: actingUser(caller.principal)?.id ?? null,
-        createdByName: actor.name,
+        createdByName: actingUser(caller.principal)?.name || actor.name,
         scheduledAt,
       });
       await this.record(tx, actor, 'change_request.created', record, policy);
