@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { HttpError } from '../../http/errors';
 import { EnvironmentSchema } from '../../domain/environments';
 import { TargetingRuleInputSchema } from '../flags/schema';
+import { APPROVAL_REQUIRED, ChangeRequestCreateSchema, ChangeRequestStatusSchema } from './change-request-contract';
 import type { Caller, RouteCall, RouteInvoker } from './invoke';
 
 const key = z.string().min(1).max(256).describe('The flag key');
@@ -27,8 +28,12 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
   const server = new McpServer({ name: 'feature-flags', version: opts.version });
 
   const call = (method: Parameters<RouteInvoker['call']>[1], path: string, input: RouteCall) => invoker.call(caller, method, path, input);
-  /** A tool's answer: the route's JSON, or its refusal as a tool error the assistant can read. */
-  const run = async (work: () => Promise<unknown>): Promise<CallToolResult> => {
+  /**
+   * A tool's answer: the route's JSON, or its refusal as a tool error the assistant can read. A
+   * write refused because the environment needs approval (docs/mcp.md#change-requests) also says
+   * how to ask for it: `change` is the change-request entry the refused write would have been.
+   */
+  const run = async (work: () => Promise<unknown>, change?: Record<string, unknown>): Promise<CallToolResult> => {
     try {
       return { content: [{ type: 'text', text: JSON.stringify(await work(), null, 2) }] };
     } catch (error) {
@@ -36,7 +41,9 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         caller.log.error({ err: error }, 'MCP tool failed');
         return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: 500, error: 'Internal Server Error' }) }] };
       }
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: error.status, ...error.toBody() }) }] };
+      const body: Record<string, unknown> = { status: error.status, ...error.toBody() };
+      if (body.code === APPROVAL_REQUIRED) Object.assign(body, approvalHint(change));
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
   };
   const bodyOf = async (...args: Parameters<typeof call>) => (await call(...args)).body;
@@ -111,7 +118,12 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
   }
 
   /** A write in two steps: without confirm, the current flag and the simulated effect; with confirm, the change applied. */
-  const previewOrApply = (a: { key: string; serviceId: string; environment: string; confirm?: boolean; cohortSize?: number }, candidate: Record<string, unknown>, apply: () => Promise<unknown>) =>
+  const previewOrApply = (
+    a: { key: string; serviceId: string; environment: string; confirm?: boolean; cohortSize?: number },
+    candidate: Record<string, unknown>,
+    change: { action: 'toggle' | 'update'; body: Record<string, unknown> },
+    apply: () => Promise<unknown>,
+  ) =>
     run(async () => {
       if (a.confirm === true) return { applied: true, flag: await apply() };
       const current = (await bodyOf('get', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a) })) as Record<string, unknown>;
@@ -123,7 +135,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         simulation,
         next: 'Nothing was changed. Call again with confirm: true (and expectedVersion) to apply.',
       };
-    });
+    }, { serviceId: a.serviceId, environment: a.environment, flagKey: a.key, ...change });
 
   server.registerTool(
     'toggle_flag',
@@ -133,7 +145,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       annotations: { destructiveHint: true },
     },
     (a) =>
-      previewOrApply(a, { enabled: a.enabled }, () =>
+      previewOrApply(a, { enabled: a.enabled }, { action: 'toggle', body: { enabled: a.enabled } }, () =>
         bodyOf('post', '/api/flags/:key/toggle', { params: { key: a.key }, query: flagQuery(a), body: { enabled: a.enabled, version: a.expectedVersion } }),
       ),
   );
@@ -146,7 +158,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       annotations: { destructiveHint: true },
     },
     (a) =>
-      previewOrApply(a, { targeting: a.targeting }, () =>
+      previewOrApply(a, { targeting: a.targeting }, { action: 'update', body: { targeting: a.targeting } }, () =>
         bodyOf('patch', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a), body: { targeting: a.targeting, version: a.expectedVersion } }),
       ),
   );
@@ -194,6 +206,84 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary/abort', { params: { key: flagKey }, body })),
   );
 
+  const requestRef = { projectId, requestId: z.string().min(1).max(128).describe('A change request id (from list_change_requests)') };
+  const requestPath = '/api/projects/:id/change-requests/:requestId';
+  const requestParams = (a: { projectId: string; requestId: string }) => ({ id: a.projectId, requestId: a.requestId });
+  const decide = (path: string) => (a: { projectId: string; requestId: string; comment?: string }) =>
+    run(() => bodyOf('post', path, { params: requestParams(a), body: { comment: a.comment } }));
+
+  server.registerTool(
+    'create_change_request',
+    {
+      description:
+        'Open a change request: flag changes to production-like environments that need approval (needs a write connection). ' +
+        'It applies only once approved, with apply_change_request; the answer shows the approvals needed and the simulated impact',
+      inputSchema: { projectId, ...ChangeRequestCreateSchema.shape },
+    },
+    ({ projectId: id, ...body }) => run(() => bodyOf('post', '/api/projects/:id/change-requests', { params: { id }, body })),
+  );
+  server.registerTool(
+    'list_change_requests',
+    {
+      description: "A project's change requests, newest first (paged: limit up to 100, offset)",
+      inputSchema: {
+        projectId,
+        status: ChangeRequestStatusSchema.optional(),
+        limit: z.number().int().min(1).max(100).optional(),
+        offset: z.number().int().min(0).optional(),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    ({ projectId: id, ...a }) =>
+      run(() => bodyOf('get', '/api/projects/:id/change-requests', { params: { id }, query: { status: a.status, limit: a.limit?.toString(), offset: a.offset?.toString() } })),
+  );
+  server.registerTool(
+    'get_change_request',
+    {
+      description: 'One change request: its changes, approvals, simulated impact, conflicts (flags changed since it was opened) and the actions open to you',
+      inputSchema: requestRef,
+      annotations: { readOnlyHint: true },
+    },
+    (a) => run(() => bodyOf('get', requestPath, { params: requestParams(a) })),
+  );
+  const comment = z.string().min(1).max(2000);
+  server.registerTool(
+    'approve_change_request',
+    {
+      description: "Approve a change request as yourself (needs a write connection and a role the project's change policy names; not your own request unless the policy allows it)",
+      inputSchema: { ...requestRef, comment: comment.optional() },
+    },
+    decide(`${requestPath}/approve`),
+  );
+  server.registerTool(
+    'reject_change_request',
+    {
+      description: 'Reject a change request, for good, with the reason (same rule as approving)',
+      inputSchema: { ...requestRef, comment: comment.describe('Why') },
+      annotations: { destructiveHint: true },
+    },
+    decide(`${requestPath}/reject`),
+  );
+  server.registerTool(
+    'apply_change_request',
+    {
+      description:
+        'Apply an approved change request, all of its changes at once (needs a write connection). First call without confirm: the request with its simulated impact and conflicts; then confirm: true applies it',
+      inputSchema: { ...requestRef, confirm: z.boolean().optional().describe('false or absent: only show what would apply; true: apply it') },
+      annotations: { destructiveHint: true },
+    },
+    (a) =>
+      run(async () => {
+        if (a.confirm === true) return { applied: true, changeRequest: await bodyOf('post', `${requestPath}/apply`, { params: requestParams(a) }) };
+        const request = (await bodyOf('get', requestPath, { params: requestParams(a) })) as Record<string, unknown>;
+        return {
+          applied: false,
+          changeRequest: request,
+          next: 'Nothing was changed. Call again with confirm: true to apply (a flag changed since the request was opened makes it fail with 409).',
+        };
+      }),
+  );
+
   server.registerTool(
     'audit_search',
     {
@@ -213,4 +303,14 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
   );
 
   return server;
+}
+
+/** What a tool error refused for approval adds: the tool that asks for it, and the change to ask for. */
+function approvalHint(change: Record<string, unknown> | undefined): Record<string, unknown> {
+  return {
+    next:
+      'This environment needs approval for this change: nothing was changed. Open a change request with create_change_request ' +
+      '(projectId: the flag\'s, from get_flag; title; changes) and ask an approver to approve it; then apply it with apply_change_request.',
+    ...(change && { changeRequestChange: change }),
+  };
 }
