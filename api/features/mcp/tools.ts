@@ -117,11 +117,14 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     );
   }
 
-  /** A write in two steps: without confirm, the current flag and the simulated effect; with confirm, the change applied. */
+  /**
+   * A write in two steps: without confirm, the current flag and the simulated effect; with
+   * confirm, the change applied. `action` names the candidate as a change request's change.
+   */
   const previewOrApply = (
-    a: { key: string; serviceId: string; environment: string; confirm?: boolean; cohortSize?: number },
+    a: { key: string; serviceId: string; environment: string; confirm?: boolean; expectedVersion?: number; cohortSize?: number },
     candidate: Record<string, unknown>,
-    change: { action: 'toggle' | 'update'; body: Record<string, unknown> },
+    action: 'toggle' | 'update',
     apply: () => Promise<unknown>,
   ) =>
     run(async () => {
@@ -135,7 +138,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         simulation,
         next: 'Nothing was changed. Call again with confirm: true (and expectedVersion) to apply.',
       };
-    }, { serviceId: a.serviceId, environment: a.environment, flagKey: a.key, ...change });
+    }, { serviceId: a.serviceId, environment: a.environment, flagKey: a.key, action, body: candidate, baseVersion: a.expectedVersion });
 
   server.registerTool(
     'toggle_flag',
@@ -145,7 +148,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       annotations: { destructiveHint: true },
     },
     (a) =>
-      previewOrApply(a, { enabled: a.enabled }, { action: 'toggle', body: { enabled: a.enabled } }, () =>
+      previewOrApply(a, { enabled: a.enabled }, 'toggle', () =>
         bodyOf('post', '/api/flags/:key/toggle', { params: { key: a.key }, query: flagQuery(a), body: { enabled: a.enabled, version: a.expectedVersion } }),
       ),
   );
@@ -158,7 +161,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       annotations: { destructiveHint: true },
     },
     (a) =>
-      previewOrApply(a, { targeting: a.targeting }, { action: 'update', body: { targeting: a.targeting } }, () =>
+      previewOrApply(a, { targeting: a.targeting }, 'update', () =>
         bodyOf('patch', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a), body: { targeting: a.targeting, version: a.expectedVersion } }),
       ),
   );
