@@ -75,6 +75,8 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
         { targeting: withRollout(current.targeting, step.ruleId, step.rolloutPercent, insert) },
         current.version,
         {
+          // The canary passed the change policy when it started (docs/change-requests.md#the-gate).
+          permit: 'release-safety',
           metadata: {
             canary: {
               pipelineId: step.pipelineId,
@@ -100,6 +102,7 @@ export function canaryActivities(deps: CanaryActivityDeps): CanaryActivities {
     async restoreCanaryFlag(restore) {
       if (!(await deps.flags.get(refOf(restore.target)))) throw targetGone(`the flag ${restore.target.flagKey} no longer exists`);
       const flag = await deps.flags.rollback(pipelineActor(restore.pipelineId), refOf(restore.target), restore.preCanaryVersion, {
+        permit: 'release-safety',
         metadata: {
           canary: {
             pipelineId: restore.pipelineId,

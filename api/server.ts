@@ -51,6 +51,7 @@ import { Readiness } from './lib/management/readiness';
 import { watchAnalyticsWriter, watchOutbox, watchPostgres, watchWorker } from './lib/metrics/backends';
 import { Metrics } from './lib/metrics/metrics';
 import { MailQueue } from './lib/mail/mail-queue';
+import { ChangeGate } from './features/change-requests/gate';
 import { OutboxRelay } from './lib/outbox/relay';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
@@ -207,8 +208,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const services = createServiceFeature({ sql });
     const audit = createAuditFeature({ sql, access: projectAccess });
     const watch = createWatchFeature({ sql });
-    const flags = createFlagFeature({ sql, access: projectAccess, logger, afterCommit: () => outbox.nudge() });
-    const cohorts = createCohortFeature({ sql, afterCommit: () => outbox.nudge() });
+    const changeGate = new ChangeGate({ sql, mail, logger });
+    const flags = createFlagFeature({ sql, access: projectAccess, logger, gate: changeGate, afterCommit: () => outbox.nudge() });
+    const cohorts = createCohortFeature({ sql, gate: changeGate, afterCommit: () => outbox.nudge() });
     const triggers = createTriggerFeature({ sql, cache, flags: flags.service, publicBaseUrl });
     // The SSRF-guarded client for every user-supplied URL (webhooks, alert channels, export).
     const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
@@ -220,7 +222,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
     const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, guards, logger });
     outbox.register(guardrails.consumer);
-    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, notifyOrgAlertChannels, guards, metrics: metrics.canary, logger });
+    const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, gate: changeGate, notifyOrgAlertChannels, guards, metrics: metrics.canary, logger });
     const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
     const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });
     onShutdown(() => demo.stop());

@@ -15,7 +15,9 @@
 import postgres from 'postgres';
 import { AuditWriter } from '../api/features/audit/writer';
 import { CohortStore } from '../api/features/cohorts/store';
+import { ChangeGate } from '../api/features/change-requests/gate';
 import { FlagService } from '../api/features/flags/service';
+import { createLogger } from '../api/infra/logger';
 import { FlagStore } from '../api/features/flags/store';
 import { OutboxWriter } from '../api/lib/outbox/store';
 import { migrate } from '../api/infra/migrate';
@@ -37,7 +39,7 @@ async function main() {
     await migrate(sql);
     await sql`INSERT INTO orgs (id, name) VALUES ('org_bench', 'Bench')`;
     await sql`INSERT INTO projects (id, org_id, name, slug) VALUES ('prj_bench', 'org_bench', 'Bench', 'bench')`;
-    const flags = new FlagService({ sql, store: new FlagStore(), audit: new AuditWriter(), outbox: new OutboxWriter(), cohorts: new CohortStore() });
+    const flags = new FlagService({ sql, store: new FlagStore(), audit: new AuditWriter(), outbox: new OutboxWriter(), cohorts: new CohortStore(), gate: new ChangeGate({ sql, logger: createLogger('silent') }) });
 
     for (const size of [10_000, 4_096]) {
       const serviceId = await seedService(sql, size);

@@ -1,3 +1,4 @@
+import { ChangeGate } from '../../api/features/change-requests/gate';
 import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import fs from 'node:fs';
@@ -187,6 +188,7 @@ function serviceOn(queue: string, answerWaitMs?: number): CanaryService {
     sql: app.platform.db.sql,
     store: new CanaryStore(),
     flags: app.platform.flagService,
+    gate: new ChangeGate({ sql: app.platform.db.sql, logger: app.platform.logger }),
     warehouse: new CanaryWarehouse(app.platform.analytics),
     guards: app.platform.canary.guards,
     temporal,

@@ -1,4 +1,5 @@
 import type { AuditActor, AuditEntry, AuditLog } from '../../api/features/audit/writer';
+import { ChangeGate } from '../../api/features/change-requests/gate';
 import { CohortStore } from '../../api/features/cohorts/store';
 import { FlagService } from '../../api/features/flags/service';
 import { FlagStore } from '../../api/features/flags/store';
@@ -46,7 +47,7 @@ afterAll(() => app?.stop());
 beforeEach(() => {
   audit = new RecordingAudit();
   outbox = new RecordingOutbox();
-  flags = new FlagService({ sql: app.platform.db.sql, store: new FlagStore(), audit, outbox, cohorts: new CohortStore() });
+  flags = new FlagService({ sql: app.platform.db.sql, store: new FlagStore(), audit, outbox, cohorts: new CohortStore(), gate: new ChangeGate({ sql: app.platform.db.sql, logger: app.platform.logger }) });
 });
 
 let counter = 0;

@@ -21,6 +21,7 @@ const StartBody = CanaryConfigRequestSchema.extend({
   environment,
   ruleId: z.string().min(1).max(256).optional().describe('An existing rule whose rolloutPercentage the pipeline ramps'),
   value: z.unknown().optional().describe('Without ruleId: the value of the rule `canary` the pipeline inserts first (default true for boolean flags)'),
+  changeRequestId: idSchema.optional().describe('In an environment whose change policy needs approval: an approved change request of this flag (docs/change-requests.md#canaries)'),
 }).strict();
 
 const Scope = z.object({ serviceId: idSchema, environment });

@@ -25,12 +25,15 @@ import { runCanaryGate } from './gate';
 import { ACTIVE_STATUSES, canaryConfigOf, type CanaryConfigRequest, type CanaryGate, type CanaryRecord, type CanaryState, type CanaryTarget } from '../../domain/canary';
 import { activePipelineExists, type CanaryPipeline, type CanaryStore } from './store';
 import type { CanaryWarehouse } from './warehouse';
+import type { ChangeGate } from '../change-requests/gate';
 import type { PrometheusGuards } from '../../lib/release-safety/prometheus-guards';
 
 /** The start request's configuration and the rule it ramps (an existing one) or inserts (with this value). */
 export interface CanaryStartInput extends CanaryConfigRequest {
   ruleId?: string;
   value?: unknown;
+  /** The approved change request a start in a protected environment runs under. */
+  changeRequestId?: string;
 }
 
 /** A pipeline may not have more stages than this (one flag version and one soak each). */
@@ -40,6 +43,8 @@ export interface CanaryServiceDeps {
   sql: Sql;
   store: CanaryStore;
   flags: FlagService;
+  /** A start in a protected environment needs an approved change request (docs/change-requests.md#canaries). */
+  gate: Pick<ChangeGate, 'admitCanary'>;
   warehouse: CanaryWarehouse;
   /** The pipeline's Prometheus guards: their servers must be allowed at start, and they are asked at every gate. */
   guards: PrometheusGuards;
@@ -108,6 +113,7 @@ export class CanaryService {
     const config = canaryConfigOf(input);
     const workflowId = canaryWorkflowId(ref.serviceId, ref.environment, ref.key);
     const pipeline = await sql.begin(async (tx) => {
+      await this.deps.gate.admitCanary(tx, { projectId: grant.projectId, serviceId: ref.serviceId, environment: ref.environment, flagKey: ref.key }, input.changeRequestId);
       const inserted = await store.insert(tx, {
         id: newId('cnr'),
         projectId: grant.projectId,
@@ -121,7 +127,7 @@ export class CanaryService {
         workflowId,
         createdByActor: actor.name,
       });
-      await writeAudit(tx, actor, this.auditEntry(inserted, 'canary.start', { config, fromVersion: flag.version }));
+      await writeAudit(tx, actor, this.auditEntry(inserted, 'canary.start', { config, fromVersion: flag.version, ...(input.changeRequestId ? { changeRequestId: input.changeRequestId } : {}) }));
       return inserted;
     });
     const target: CanaryTarget = { projectId: grant.projectId, orgId: grant.orgId, serviceId: ref.serviceId, environment: ref.environment, flagKey: ref.key };

@@ -7,6 +7,7 @@ import { assertCohortInProcessCompatible } from '../flags/in-process';
 import { canonicalJson } from '../flags/validation';
 import { enqueueCohortEvent } from '../../lib/outbox/store';
 import type { Caller } from '../projects/common';
+import type { ChangeGate } from '../change-requests/gate';
 import { CohortNameTakenError, type CohortStore, type CohortUser } from './store';
 import { COHORT_LIMITS, type CohortChangeEvent, type CohortEventName, type CohortInput, type CohortPatch, type CohortRecord, type CohortRule, type CohortRuleInput } from './types';
 
@@ -15,6 +16,8 @@ export interface CohortServiceDeps {
   store: CohortStore;
   /** Called after every committed change (the in-process outbox relay polls at once). */
   afterCommit?: () => void;
+  /** New rules change what every flag naming the cohort serves: the change policy of their environments decides (docs/change-requests.md#the-gate). */
+  gate: Pick<ChangeGate, 'admit'>;
 }
 
 /** Cohort evaluate's answer (docs/cohorts.md). */
@@ -86,6 +89,10 @@ export class CohortService {
           rules: patch.rules ? withRuleIds(patch.rules) : before.rules,
         };
         if (canonicalJson(content) === canonicalJson({ name: before.name, description: before.description, rules: before.rules })) return before;
+        if (canonicalJson(content.rules) !== canonicalJson(before.rules)) {
+          const users = await store.flagsUsing(tx, projectId, id);
+          await this.deps.gate.admit(tx, users.map((u) => ({ projectId, environment: u.environment, flagKey: u.key, reducing: false })));
+        }
         await assertCohortInProcessCompatible(tx, store, projectId, { before, after: { id, rules: content.rules } });
         const after = await store.update(tx, id, content, actor);
         await this.record(tx, actor, 'cohort.updated', before, after);

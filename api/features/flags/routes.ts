@@ -6,7 +6,7 @@ import { notFound, unauthorized, validationFailed } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute, type Reply, type RequestContext, type HANDLED } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
-import { ExpectedVersionSchema, FlagCreateSchema, FlagPatchSchema, FlagResponseSchema, FlagTypeSchema, FlagVersionSchema } from './schema';
+import { FlagCreateSchema, FlagPatchSchema, FlagResponseSchema, FlagToggleSchema, FlagTypeSchema, FlagVersionSchema } from './schema';
 import type { FlagService } from './service';
 
 export interface FlagRouteDeps {
@@ -222,13 +222,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       bodyLimit: BODY_LIMITS.flagWrite,
       params: KeyParams,
       query: RefQuery,
-      body: z
-        .object({
-          enabled: z.boolean().optional(),
-          version: ExpectedVersionSchema,
-        })
-        .strict()
-        .optional(),
+      body: FlagToggleSchema.optional(),
       response: FlagResponseSchema,
       async handler(ctx) {
         const { params, query, body } = ctx;

@@ -167,6 +167,14 @@ export const FlagPatchSchema = FlagContentPatchSchema.extend({
     }
   });
 
+/** Toggle input: flips the flag, or sets `enabled` when given. */
+export const FlagToggleSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    version: ExpectedVersionSchema,
+  })
+  .strict();
+
 export const FLAG_CHANGE_TYPES = ['create', 'update', 'toggle', 'delete', 'rollback'] as const;
 
 /** One entry of a flag's history: the full flag as it was after that change. */

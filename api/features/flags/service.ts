@@ -1,7 +1,8 @@
 import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { conflict, notFound, validationFailed } from '../../http/errors';
 import { newId } from '../../infra/ids';
-import type { Sql, TransactionSql } from '../../infra/postgres';
+import type { Queryable, Sql, TransactionSql } from '../../infra/postgres';
+import { reducesExposure, type ChangeGate, type GatedWrite, type WritePermit } from '../change-requests/gate';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
 import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
 import type { FlagEventOutbox } from '../../lib/outbox/store';
@@ -35,11 +36,15 @@ export interface FlagServiceDeps {
   afterCommit?: () => void;
   /** The cohorts in_cohort conditions name: what in-process compatibility reads (docs/flagd.md#compatibility). */
   cohorts: CohortReader;
+  /** The change policy every write passes first (docs/change-requests.md#the-gate). */
+  gate: Pick<ChangeGate, 'admit' | 'notifyBypass'>;
 }
 
 /** Extra audit metadata a caller wants recorded with the change (trigger, guardrail verdict …). */
 export interface FlagWriteOptions {
   metadata?: Record<string, unknown>;
+  /** Why the write may pass a protected environment (docs/change-requests.md#the-gate). */
+  permit?: WritePermit;
 }
 
 export interface EnabledChange {
@@ -121,6 +126,7 @@ export class FlagService {
     const environments: Environment[] = input.environment ? [input.environment] : [...ENVIRONMENTS];
 
     let created: FlagRecord[];
+    const bypassed: GatedWrite[] = [];
     try {
       const changes: FlagChange[] = environments.map((environment) => ({
         kind: 'create',
@@ -134,14 +140,14 @@ export class FlagService {
           key: input.key,
         },
       }));
-      created = await this.deps.sql.begin(async (tx) => (await this.write(tx, actor, changes, opts)).map((w) => w.flag));
+      created = await this.deps.sql.begin(async (tx) => (await this.write(tx, actor, changes, opts, bypassed)).map((w) => w.flag));
     } catch (error) {
       if (error instanceof FlagKeyTakenError) {
         throw conflict(`A flag with key "${input.key}" already exists in ${input.environment ? `the ${input.environment} environment of ` : ''}this service`);
       }
       throw error;
     }
-    this.committed();
+    this.committed(actor, bypassed);
     return created;
   }
 
@@ -189,6 +195,7 @@ export class FlagService {
   ): Promise<Map<string, FlagRecord>> {
     const wanted = new Map(changes.map((c) => [c.key, c.enabled]));
     if (!wanted.size) return new Map();
+    const bypassed: GatedWrite[] = [];
     const result = await this.deps.sql.begin(async (tx) => {
       const current = await this.deps.store.lockMany(tx, target, [...wanted.keys()]);
       const flags = new Map(current.map((f) => [f.key, f]));
@@ -196,20 +203,97 @@ export class FlagService {
         .filter((f) => f.enabled !== wanted.get(f.key))
         .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
         .map((f) => ({ kind: 'toggle', before: f, content: { ...contentOf(f), enabled: wanted.get(f.key)! } }));
-      const written = await this.write(tx, actor, toggles, opts);
+      const written = await this.write(tx, actor, toggles, opts, bypassed);
       for (const { flag } of written) flags.set(flag.key, flag);
       return { flags, changed: written.length };
     });
-    if (result.changed > 0) this.committed();
+    if (result.changed > 0) this.committed(actor, bypassed);
     return result.flags;
   }
 
   async remove(actor: AuditActor, ref: FlagRef, expectedVersion?: number, opts: FlagWriteOptions = {}): Promise<void> {
+    const bypassed: GatedWrite[] = [];
     await this.deps.sql.begin(async (tx) => {
       const current = await this.lockForWrite(tx, ref, expectedVersion);
-      await this.write(tx, actor, [{ kind: 'delete', before: current }], opts);
+      await this.write(tx, actor, [{ kind: 'delete', before: current }], opts, bypassed);
     });
-    this.committed();
+    this.committed(actor, bypassed);
+  }
+
+  /**
+   * What a change set would do (docs/change-requests.md): each change's flag as it is now and its
+   * content after the change, validated as the direct route validates it (400 naming
+   * `changes.<i>`). Writes nothing. A change whose flag is missing (or, for a create, present)
+   * is reported through `current`; the caller decides whether that is a conflict.
+   */
+  async plan(changes: readonly PlannedChange[], db: Queryable = this.deps.sql): Promise<PlannedOutcome[]> {
+    const current = await this.currentOf(db, changes, false);
+    return changes.map((change, i) => planOne(change, current.get(refKey(change.ref)) ?? null, i));
+  }
+
+  /**
+   * Applies a change set atomically with the `change-request` permit (docs/change-requests.md#apply):
+   * the flags are locked, and when any flag's version moved past its change's base version (or a
+   * flag to create exists, or one to change is gone) nothing is written and the conflicts are
+   * returned. Otherwise every change is written in one transaction, with `within` run in it too
+   * (the request's own status change commits with the flags).
+   */
+  async applyChangeSet(
+    actor: AuditActor,
+    changes: readonly PlannedChange[],
+    opts: FlagWriteOptions & { within?: (tx: TransactionSql, written: FlagRecord[]) => Promise<void> },
+  ): Promise<{ conflicts: ChangeConflict[]; written: FlagRecord[] }> {
+    const bypassed: GatedWrite[] = [];
+    const result = await this.deps.sql.begin(async (tx) => {
+      const current = await this.currentOf(tx, changes, true);
+      const conflicts: ChangeConflict[] = [];
+      const planned = changes.map((change, i) => {
+        const flag = current.get(refKey(change.ref)) ?? null;
+        if ((flag?.version ?? null) !== change.baseVersion) conflicts.push({ ref: change.ref, baseVersion: change.baseVersion, currentVersion: flag?.version ?? null });
+        return planOne(change, flag, i);
+      });
+      if (conflicts.length) return { conflicts, written: [] };
+      const projectOf = await this.projectsOfServices(tx, changes.map((c) => c.ref.serviceId));
+      const writes: FlagChange[] = planned.flatMap((p): FlagChange[] => {
+        if (!p.current) return [{ kind: 'create', flag: { ...p.after!, id: newId('flg'), projectId: projectOf.get(p.ref.serviceId)!, serviceId: p.ref.serviceId, environment: p.ref.environment, key: p.ref.key } }];
+        if (!p.after) return [{ kind: 'delete', before: p.current }];
+        if (canonicalJson(contentOf(p.current)) === canonicalJson(p.after)) return [];
+        return [{ kind: p.action === 'toggle' ? 'toggle' : 'update', before: p.current, content: p.after }];
+      });
+      const written = (await this.write(tx, actor, writes, { ...opts, permit: 'change-request' }, bypassed)).map((w) => w.flag);
+      await opts.within?.(tx, written);
+      return { conflicts, written };
+    });
+    if (result.written.length) this.committed(actor, bypassed);
+    return result;
+  }
+
+  /** The flags the changes name, by ref; locked in a stable order when `lock` (two change sets cannot deadlock). */
+  private async currentOf(db: Queryable, changes: readonly PlannedChange[], lock: boolean): Promise<Map<string, FlagRecord>> {
+    const groups = new Map<string, { serviceId: string; environment: Environment; keys: string[] }>();
+    for (const { ref } of changes) {
+      const id = `${ref.serviceId}\u0000${ref.environment}`;
+      const group = groups.get(id) ?? { serviceId: ref.serviceId, environment: ref.environment, keys: [] };
+      group.keys.push(ref.key);
+      groups.set(id, group);
+    }
+    const found = new Map<string, FlagRecord>();
+    for (const id of [...groups.keys()].sort()) {
+      const group = groups.get(id)!;
+      const flags = lock ? await this.deps.store.lockMany(db as TransactionSql, group, group.keys) : await this.deps.store.findMany(db, group, group.keys);
+      for (const flag of flags) found.set(refKey(flag), flag);
+    }
+    return found;
+  }
+
+  private async projectsOfServices(db: Queryable, serviceIds: string[]): Promise<Map<string, string>> {
+    const projects = new Map<string, string>();
+    for (const id of new Set(serviceIds)) {
+      const service = await this.deps.store.findService(db, id);
+      if (!service) throw notFound('Service');
+      projects.set(id, service.projectId);
+    }
+    return projects;
   }
 
   private async mutate(
@@ -221,16 +305,17 @@ export class FlagService {
     next: (current: FlagRecord, tx: TransactionSql) => FlagContent | Promise<FlagContent>,
   ): Promise<FlagRecord> {
     let wrote = false;
+    const bypassed: GatedWrite[] = [];
     const result = await this.deps.sql.begin(async (tx) => {
       const current = await this.lockForWrite(tx, ref, expectedVersion);
       const content = await next(current, tx);
       assertValid(content);
       if (canonicalJson(contentOf(current)) === canonicalJson(content)) return current;
-      const [written] = await this.write(tx, actor, [{ kind, before: current, content }], opts);
+      const [written] = await this.write(tx, actor, [{ kind, before: current, content }], opts, bypassed);
       wrote = true;
       return written.flag;
     });
-    if (wrote) this.committed();
+    if (wrote) this.committed(actor, bypassed);
     return result;
   }
 
@@ -252,9 +337,18 @@ export class FlagService {
    * reach the bus in that order. Returns the written flags in that order (a deleted one as it
    * was, at the version its deletion took).
    */
-  private async write(tx: TransactionSql, actor: AuditActor, changes: FlagChange[], opts: FlagWriteOptions): Promise<WrittenFlag[]> {
+  private async write(tx: TransactionSql, actor: AuditActor, changes: FlagChange[], opts: FlagWriteOptions, bypassed: GatedWrite[]): Promise<WrittenFlag[]> {
     if (!changes.length) return [];
     const { store } = this.deps;
+    // The change policy first: a refused write leaves nothing behind (docs/change-requests.md#the-gate).
+    const gated = changes.map((c): GatedWrite => {
+      const flag = c.kind === 'create' ? c.flag : c.before;
+      const before = c.kind === 'create' ? null : contentOf(c.before);
+      const after = c.kind === 'create' ? c.flag : c.kind === 'delete' ? null : c.content;
+      return { projectId: flag.projectId, environment: flag.environment, flagKey: flag.key, reducing: reducesExposure(c.kind, before, after) };
+    });
+    const admittedAsBypass = new Set(await this.deps.gate.admit(tx, gated, opts.permit));
+    bypassed.push(...admittedAsBypass);
     // Cohorts that in_cohort conditions newly name must be of the flag's project (400 otherwise).
     const targetingWrites = changes.flatMap((c): TargetingWrite[] => {
       if (c.kind === 'create') return [{ projectId: c.flag.projectId, targeting: c.flag.targeting, before: null }];
@@ -283,7 +377,7 @@ export class FlagService {
     const versions: Parameters<FlagStore['insertVersions']>[2] = [];
     const entries: AuditEntry[] = [];
     const events: FlagChangeEvent[] = [];
-    for (const change of changes) {
+    for (const [i, change] of changes.entries()) {
       const before = change.kind === 'create' ? null : change.before;
       let written: WrittenFlag;
       if (change.kind === 'create') written = inserted.get(change.flag.id)!;
@@ -302,7 +396,13 @@ export class FlagService {
         resourceName: flag.key,
         before,
         after,
-        metadata: { serviceId: flag.serviceId, environment: flag.environment, version: flag.version, ...opts.metadata },
+        metadata: {
+          serviceId: flag.serviceId,
+          environment: flag.environment,
+          version: flag.version,
+          ...opts.metadata,
+          ...(admittedAsBypass.has(gated[i]) ? { bypass: 'emergency-reduce' } : {}),
+        },
       });
       const fieldChanges: FlagChangeEvent['data']['changes'] = {};
       for (const c of diffFields(before && contentOf(before), after && contentOf(after))) fieldChanges[c.field] = { from: c.oldValue, to: c.newValue };
@@ -327,9 +427,72 @@ export class FlagService {
     return flag;
   }
 
-  private committed() {
+  private committed(actor: AuditActor, bypassed: readonly GatedWrite[]) {
     this.deps.afterCommit?.();
+    this.deps.gate.notifyBypass(actor, bypassed);
   }
+}
+
+/** One change of a change set: the direct route's action and body against a base version (null: the flag must not exist). */
+export interface PlannedChange {
+  ref: FlagRef;
+  action: 'create' | 'update' | 'toggle' | 'delete';
+  body: Record<string, unknown>;
+  baseVersion: number | null;
+}
+
+/** A planned change: its flag now (null: absent) and its content after the change (null: deleted). */
+export interface PlannedOutcome {
+  ref: FlagRef;
+  action: PlannedChange['action'];
+  current: FlagRecord | null;
+  after: FlagContent | null;
+}
+
+export interface ChangeConflict {
+  ref: FlagRef;
+  baseVersion: number | null;
+  currentVersion: number | null;
+}
+
+const refKey = (ref: FlagRef) => `${ref.serviceId}\u0000${ref.environment}\u0000${ref.key}`;
+
+/**
+ * The content a change leaves, computed as the direct routes compute it (create's defaults, update
+ * over the current content, toggle flips or sets), validated; problems are named under
+ * `changes.<i>.body`. A change that needs a flag which is absent, or a create of one that exists,
+ * is planned against what it expected (the apply reports the conflict).
+ */
+function planOne(change: PlannedChange, current: FlagRecord | null, index: number): PlannedOutcome {
+  const at = (problems: { path: string; message: string }[]) => validationFailed(problems.map((p) => ({ path: `changes.${index}.body.${p.path}`, message: p.message })));
+  const { ref, action, body } = change;
+  let after: FlagContent | null;
+  if (action === 'create') {
+    const given = newFlagContent({ ...(body as Omit<FlagCreateInput, 'key' | 'serviceId'>), key: ref.key, serviceId: ref.serviceId });
+    after = { ...given, tags: uniqueTags(given.tags), targeting: withRuleIds(given.targeting) };
+    return checked({ ref, action, current, after }, at);
+  }
+  if (!current) return { ref, action, current, after: null };
+  if (action === 'delete') after = null;
+  else if (action === 'toggle') after = { ...contentOf(current), enabled: typeof body.enabled === 'boolean' ? body.enabled : !current.enabled };
+  else {
+    const changes = pickContent(body as FlagPatch);
+    after = {
+      ...contentOf(current),
+      ...changes,
+      ...(changes.tags ? { tags: uniqueTags(changes.tags) } : {}),
+      ...(changes.targeting ? { targeting: withRuleIds(changes.targeting) } : {}),
+    };
+  }
+  return checked({ ref, action, current, after }, at);
+}
+
+function checked(outcome: PlannedOutcome, at: (problems: { path: string; message: string }[]) => Error): PlannedOutcome {
+  if (outcome.after) {
+    const problems = flagContentProblems(outcome.after, outcome.after.type);
+    if (problems.length) throw at(problems);
+  }
+  return outcome;
 }
 
 function contentOf(flag: FlagRecord): FlagContent {

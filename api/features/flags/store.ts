@@ -159,6 +159,14 @@ export class FlagStore {
     return rows.map(toFlagRecord);
   }
 
+  /** The flags of `keys` in one service and environment (missing keys are left out), without locking. */
+  async findMany(db: Queryable, target: { serviceId: string; environment: Environment }, keys: string[]): Promise<FlagRecord[]> {
+    const rows = await db<FlagRow[]>`
+      SELECT ${db.unsafe(FLAG_COLUMNS)} FROM flags
+      WHERE service_id = ${target.serviceId} AND environment = ${target.environment} AND key = ANY(${db.array(keys)}::text[])`;
+    return rows.map(toFlagRecord);
+  }
+
   /**
    * Inserts new flags at version 1, in one statement; returns them by id. FlagKeyTakenError when
    * one of the keys exists in its service and environment (the transaction is then aborted).

@@ -4,6 +4,7 @@ import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { OutboxWriter } from '../../lib/outbox/store';
 import { AuditWriter } from '../audit/writer';
+import type { ChangeGate } from '../change-requests/gate';
 import { CohortStore } from '../cohorts/store';
 import type { DemoFeature } from '../demo/wiring';
 import { BulkFlagOperations } from './bulk';
@@ -22,7 +23,7 @@ export interface FlagFeature {
 }
 
 /** Flags: every change commits with its audit entry and outbox event; `afterCommit` nudges the relay to publish it at once. */
-export function createFlagFeature(deps: { sql: Sql; access: ProjectAccess; logger: Logger; afterCommit: () => void }): FlagFeature {
+export function createFlagFeature(deps: { sql: Sql; access: ProjectAccess; logger: Logger; gate: ChangeGate; afterCommit: () => void }): FlagFeature {
   const { sql, access, logger } = deps;
   const flags = new FlagService({
     sql,
@@ -30,6 +31,7 @@ export function createFlagFeature(deps: { sql: Sql; access: ProjectAccess; logge
     audit: new AuditWriter(),
     outbox: new OutboxWriter(),
     cohorts: new CohortStore(),
+    gate: deps.gate,
     afterCommit: deps.afterCommit,
   });
   return {

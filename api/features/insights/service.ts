@@ -202,6 +202,7 @@ export class InsightsService {
       rolledBack = await this.deps.flags.rollback(actor, ref, targetVersionNumber, {
         // Only the version that was judged: a change made meanwhile is never rolled over unjudged.
         expectedVersion: change.version,
+        permit: 'release-safety',
         metadata: { autoRollback: { fromVersion: change.version, reason: decision.reason, before, after, delta, limits } },
       });
     } catch (error) {
