@@ -1,4 +1,4 @@
-import { APPROVAL_REQUIRED } from '../api/features/mcp/change-request-contract';
+import { APPROVAL_REQUIRED } from '../api/features/change-requests/gate';
 import { CliError } from './errors';
 
 /** A flag write the environment's change policy refused (docs/cli.md#change-requests): it needs a change request. */

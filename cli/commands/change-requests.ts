@@ -1,39 +1,9 @@
 import fs from 'node:fs';
 import { Option, type Command } from 'commander';
-import { ChangeRequestStatusSchema } from '../../api/features/mcp/change-request-contract';
+import { CHANGE_REQUEST_STATUSES, type ChangeRequest } from '../../api/features/change-requests/schema';
 import { CliError } from '../errors';
 import { show, table, type Output } from '../output';
 import { positiveInt, type Session } from './flags';
-
-interface Change {
-  serviceId: string;
-  environment: string;
-  flagKey: string;
-  action: string;
-  body: unknown;
-  baseVersion: number | null;
-}
-
-interface ChangeRequest {
-  id: string;
-  projectId: string;
-  status: string;
-  title: string;
-  description: string | null;
-  changes: Change[];
-  approvals: { userId: string; name: string; at: string; comment?: string }[];
-  rejection: { userId: string; name: string; at: string; comment: string } | null;
-  requiredApprovals: number;
-  approverRoles: string[];
-  createdByName: string;
-  scheduledAt: string | null;
-  impact: { serviceId: string; flagKey: string; environment: string; changed: number; evaluated: number }[];
-  conflicts: { serviceId: string; environment: string; flagKey: string; baseVersion: number; currentVersion: number | null }[];
-  failureReason: string | null;
-  appliedAt: string | null;
-  createdAt: string;
-  actions: Record<'edit' | 'approve' | 'reject' | 'cancel' | 'apply', boolean>;
-}
 
 const projectOption = () => new Option('--project <id>', 'project id').makeOptionMandatory();
 const requestsPath = (projectId: string, rest = '') => `/api/projects/${encodeURIComponent(projectId)}/change-requests${rest}`;
@@ -47,7 +17,7 @@ export function changeRequestCommands(program: Command, session: Session): void 
     .command('list')
     .description("a project's change requests, newest first")
     .addOption(projectOption())
-    .addOption(new Option('--status <status>', 'only this status').choices(ChangeRequestStatusSchema.options))
+    .addOption(new Option('--status <status>', 'only this status').choices(CHANGE_REQUEST_STATUSES))
     .addOption(new Option('--limit <n>', 'at most this many (1-100)').default(100).argParser(positiveInt))
     .action(async (opts: { project: string; status?: string; limit: number }, cmd: Command) => {
       const { api, out } = session(cmd);

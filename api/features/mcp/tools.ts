@@ -4,7 +4,9 @@ import { z } from 'zod';
 import { HttpError } from '../../http/errors';
 import { EnvironmentSchema } from '../../domain/environments';
 import { TargetingRuleInputSchema } from '../flags/schema';
-import { APPROVAL_REQUIRED, ChangeRequestCreateSchema, ChangeRequestStatusSchema } from './change-request-contract';
+import { APPROVAL_REQUIRED } from '../change-requests/gate';
+import { CHANGE_REQUEST_STATUSES, ChangeRequestCreateSchema } from '../change-requests/schema';
+import { idSchema } from '../projects/common';
 import type { Caller, RouteCall, RouteInvoker } from './invoke';
 
 const key = z.string().min(1).max(256).describe('The flag key');
@@ -31,9 +33,9 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
   /**
    * A tool's answer: the route's JSON, or its refusal as a tool error the assistant can read. A
    * write refused because the environment needs approval (docs/mcp.md#change-requests) also says
-   * how to ask for it: `change` is the change-request entry the refused write would have been.
+   * how to get it, with the tools: `remedy`, fields added to that refusal.
    */
-  const run = async (work: () => Promise<unknown>, change?: Record<string, unknown>): Promise<CallToolResult> => {
+  const run = async (work: () => Promise<unknown>, remedy: Record<string, unknown> = { next: OPEN_CHANGE_REQUEST }): Promise<CallToolResult> => {
     try {
       return { content: [{ type: 'text', text: JSON.stringify(await work(), null, 2) }] };
     } catch (error) {
@@ -42,7 +44,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: 500, error: 'Internal Server Error' }) }] };
       }
       const body: Record<string, unknown> = { status: error.status, ...error.toBody() };
-      if (body.code === APPROVAL_REQUIRED) Object.assign(body, approvalHint(change));
+      if (body.code === APPROVAL_REQUIRED) Object.assign(body, remedy);
       return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
   };
@@ -138,7 +140,10 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         simulation,
         next: 'Nothing was changed. Call again with confirm: true (and expectedVersion) to apply.',
       };
-    }, { serviceId: a.serviceId, environment: a.environment, flagKey: a.key, action, body: candidate, baseVersion: a.expectedVersion });
+    }, {
+      next: `${OPEN_CHANGE_REQUEST} changeRequestChange is the entry of its changes that asks for this write.`,
+      changeRequestChange: { serviceId: a.serviceId, environment: a.environment, flagKey: a.key, action, body: candidate, baseVersion: a.expectedVersion },
+    });
 
   server.registerTool(
     'toggle_flag',
@@ -199,9 +204,13 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         autoRollbackOnBreach: z.boolean(),
         minSamplesPerCohort: z.number().int().min(1).optional(),
         ruleId: z.string().min(1).max(256).optional().describe('An existing rule to ramp; without it a rule `canary` is inserted'),
+        changeRequestId: idSchema.optional().describe('Where the change policy needs approval: an approved change request of this flag'),
       },
     },
-    ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary', { params: { key: flagKey }, body })),
+    ({ key: flagKey, ...body }) =>
+      run(() => bodyOf('post', '/api/flags/:key/canary', { params: { key: flagKey }, body }), {
+        next: 'This environment needs approval: nothing was started. Open a change request of this flag with create_change_request, have an approver approve it, then call canary_start again with its id as changeRequestId.',
+      }),
   );
   server.registerTool(
     'canary_abort',
@@ -231,7 +240,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       description: "A project's change requests, newest first (paged: limit up to 100, offset)",
       inputSchema: {
         projectId,
-        status: ChangeRequestStatusSchema.optional(),
+        status: z.enum(CHANGE_REQUEST_STATUSES).optional(),
         limit: z.number().int().min(1).max(100).optional(),
         offset: z.number().int().min(0).optional(),
       },
@@ -308,12 +317,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
   return server;
 }
 
-/** What a tool error refused for approval adds: the tool that asks for it, and the change to ask for. */
-function approvalHint(change: Record<string, unknown> | undefined): Record<string, unknown> {
-  return {
-    next:
-      'This environment needs approval for this change: nothing was changed. Open a change request with create_change_request ' +
-      '(projectId: the flag\'s, from get_flag; title; changes) and ask an approver to approve it; then apply it with apply_change_request.',
-    ...(change && { changeRequestChange: change }),
-  };
-}
+/** What a write refused for approval tells the assistant to do instead. */
+const OPEN_CHANGE_REQUEST =
+  "This environment needs approval: nothing was changed. Open a change request with create_change_request (projectId: the flag's, from get_flag), " +
+  'have an approver approve it (approve_change_request), then apply it with apply_change_request.';
