@@ -52,6 +52,8 @@ import { watchAnalyticsWriter, watchOutbox, watchPostgres, watchWorker } from '.
 import { Metrics } from './lib/metrics/metrics';
 import { MailQueue } from './lib/mail/mail-queue';
 import { ChangeGate } from './features/change-requests/gate';
+import type { ChangeRequestService } from './features/change-requests/service';
+import { createChangeRequestFeature } from './features/change-requests/wiring';
 import { OutboxRelay } from './lib/outbox/relay';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
@@ -99,6 +101,8 @@ export interface Platform {
   canary: CanaryActivityDeps;
   /** What this process's worker runs the bandit reallocation activity with. */
   bandit: BanditActivityDeps;
+  /** What this process's worker runs the scheduled apply of change requests with. */
+  changeRequests: ChangeRequestService;
   /**
    * Which services are public demo services (docs/api-reference.md#demo-service): isDemoService /
    * demoServiceIds (also isDemo / list).
@@ -247,6 +251,9 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     if (flagd) drainHooks.unshift(() => flagd.drain());
     // Explain and simulate read the evaluation feature's snapshots, so they exist wherever it does.
     const explain = evaluation && createExplainFeature({ snapshots: evaluation.snapshots });
+    // A request's impact replays recent contexts where snapshots are loaded; a worker-only process applies without re-measuring.
+    const simulation = evaluation && simulate.service(evaluation);
+    const changeRequests = createChangeRequestFeature({ sql, flags: flags.service, gate: changeGate, temporal, mail, logger, impact: simulation ? (ref, after, size) => simulation.impact(ref, after, size) : undefined });
     const analyticsFeature = createAnalyticsFeature({ config, sql, cache, analytics, writer: analyticsWriter, evaluations: recorder, snapshots: evaluation?.snapshots, access: projectAccess, authenticator, outbound, deliveries: webhooks.deliveries, logger });
     onShutdown(() => analyticsFeature.stop());
 
@@ -290,6 +297,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       canary.routes,
       experiments.routes,
       cohorts.routes,
+      changeRequests.routes,
     ];
     const routesOf = (listener: Listener): AnyRoute[] => served.flatMap((routes) => routes[listener] ?? []);
     const control = routesOf('control');
@@ -329,6 +337,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       guardrail: guardrails.checker,
       canary: canary.activityDeps,
       bandit: experiments.activityDeps,
+      changeRequests: changeRequests.service,
       demo: demo.registry,
       outbound,
       metrics,
@@ -433,7 +442,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         namespace: platform.temporal.namespace,
         taskQueue: platform.temporal.taskQueue,
         bundlePath: config.WORKFLOW_BUNDLE_PATH,
-        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary, bandit: platform.bandit },
+        deps: { sql: platform.db.sql, smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, outbound: platform.outbound, guardrail: platform.guardrail, canary: platform.canary, bandit: platform.bandit, changeRequests: platform.changeRequests },
         tracing: platform.tracing,
         logger,
       });

@@ -6,3 +6,4 @@ export { deliveryLane } from './delivery-lane';
 export { guardrailWatch } from './guardrail';
 export { canaryPipeline } from './canary';
 export { banditReallocation } from './bandit';
+export { scheduledChange } from './scheduled-change';

@@ -357,3 +357,30 @@ export interface BanditActivities {
   /** One scheduled reallocation round of the experiment (api/features/experiments/reallocation.ts). */
   reallocateBandit(experimentId: string): Promise<BanditRoundOutcome>;
 }
+
+// ---------------------------------------------------------------------------------------------
+// scheduledChange: one workflow per scheduled change request (workflows/scheduled-change.ts)
+
+export interface ScheduledChangeInput {
+  requestId: string;
+  /** When to apply, ISO 8601. */
+  at: string;
+}
+export const SCHEDULED_CHANGE = workflowMessage<ScheduledChangeInput, ScheduledChangeResult>(
+  'scheduledChange',
+  z.object({ requestId: z.string().min(1), at: z.string().datetime({ offset: true }) }),
+);
+/** `applied` or `failed` at the time; `skipped` when the request no longer wanted that time; `cancelled` by signal. */
+export type ScheduledChangeResult = 'applied' | 'failed' | 'skipped' | 'cancelled';
+/** A new time: the timer restarts for it (the request's row already says it). */
+export const rescheduleChangeSignal = defineSignal<[string]>('rescheduleChange');
+export const cancelScheduledChangeSignal = defineSignal('cancelScheduledChange');
+
+export function scheduledChangeWorkflowId(requestId: string): string {
+  return `change-request-${requestId}`;
+}
+
+export interface ScheduledChangeActivities {
+  /** Applies the request if it is still scheduled for `at` (idempotent: an applied one answers `skipped`). */
+  fireScheduledChange(input: ScheduledChangeInput): Promise<Exclude<ScheduledChangeResult, 'cancelled'>>;
+}

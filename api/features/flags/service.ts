@@ -235,16 +235,17 @@ export class FlagService {
    * Applies a change set atomically with the `change-request` permit (docs/change-requests.md#apply):
    * the flags are locked, and when any flag's version moved past its change's base version (or a
    * flag to create exists, or one to change is gone) nothing is written and the conflicts are
-   * returned. Otherwise every change is written in one transaction, with `within` run in it too
-   * (the request's own status change commits with the flags).
+   * returned. Otherwise every change is written in one transaction, with `before` run first in it
+   * and `within` after the writes (the request's own lock and status change commit with the flags).
    */
   async applyChangeSet(
     actor: AuditActor,
     changes: readonly PlannedChange[],
-    opts: FlagWriteOptions & { within?: (tx: TransactionSql, written: FlagRecord[]) => Promise<void> },
+    opts: FlagWriteOptions & { before?: (tx: TransactionSql) => Promise<void>; within?: (tx: TransactionSql, written: FlagRecord[]) => Promise<void> },
   ): Promise<{ conflicts: ChangeConflict[]; written: FlagRecord[] }> {
     const bypassed: GatedWrite[] = [];
     const result = await this.deps.sql.begin(async (tx) => {
+      await opts.before?.(tx);
       const current = await this.currentOf(tx, changes, true);
       const conflicts: ChangeConflict[] = [];
       const planned = changes.map((change, i) => {
@@ -260,7 +261,7 @@ export class FlagService {
         if (canonicalJson(contentOf(p.current)) === canonicalJson(p.after)) return [];
         return [{ kind: p.action === 'toggle' ? 'toggle' : 'update', before: p.current, content: p.after }];
       });
-      const written = (await this.write(tx, actor, writes, { ...opts, permit: 'change-request' }, bypassed)).map((w) => w.flag);
+      const written = (await this.write(tx, actor, writes, { metadata: opts.metadata, permit: 'change-request' }, bypassed)).map((w) => w.flag);
       await opts.within?.(tx, written);
       return { conflicts, written };
     });

@@ -115,6 +115,22 @@ export class SimulateService {
     return { flagKey, cohortSize, ...tally.result(), sources: { ring: cohort.fromRing, warehouse: cohort.contexts.length - cohort.fromRing } };
   }
 
+  /**
+   * How many recent real contexts a change would answer differently (a change request's impact,
+   * docs/change-requests.md#impact): `after` over the current flag, or, when the flag appears or
+   * disappears (`after` null, or no current flag), every context of the cohort.
+   */
+  async impact(ref: { serviceId: string; environment: Environment; flagKey: string }, after: CandidateFlag | null, cohortSize: number): Promise<{ changed: number; evaluated: number }> {
+    const service = await this.deps.snapshots.resolve(ref.serviceId);
+    const exists = service?.environments[ref.environment].get(ref.flagKey) !== undefined;
+    if (!exists || after === null) {
+      const { contexts } = await this.cohort(ref.serviceId, ref.environment, cohortSize);
+      return { changed: contexts.length, evaluated: contexts.length };
+    }
+    const { changed, evaluated } = await this.simulate({ ...ref, cohortSize, candidate: after });
+    return { changed, evaluated };
+  }
+
   private evaluate(flag: CompiledFlag, flagKey: string, context: ReplayContext): EvaluationResult {
     // No request default: an error answers null, as REST evaluation does without one.
     return evaluate(flag, flagKey, context, null, { budget: new EvaluationBudget(this.deps.workBudget, clock) });

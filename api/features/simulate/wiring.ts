@@ -19,7 +19,9 @@ const MAX_PENDING_CONTEXTS = 10_000;
 export interface SimulateFeature {
   /** Give to the evaluation feature: told every context its ring takes, it feeds the recent-contexts warehouse. */
   recordContext(entry: ContextEntry): void;
-  /** The route, over evaluation's snapshots and context ring. */
+  /** The replaying service over evaluation's snapshots and context ring (one per process). */
+  service(evaluation: { snapshots: SnapshotStore; contexts: ContextRing }): SimulateService;
+  /** The route, over that service. */
   routes(evaluation: { snapshots: SnapshotStore; contexts: ContextRing }): ListenerRoutes;
 }
 
@@ -31,18 +33,18 @@ export function createSimulateFeature(deps: { config: Config; analytics: Analyti
   const { config } = deps;
   const filter = new ContextAttributeFilter(config.CONTEXT_ATTRIBUTE_DENYLIST, config.CONTEXT_ATTRIBUTE_MAX_BYTES);
   const recorder = new RecentContextRecorder({ sink: deps.sink, filter, intervalMs: RECORD_INTERVAL_MS, maxTracked: MAX_TRACKED_KEYS, maxPending: MAX_PENDING_CONTEXTS });
+  let simulate: SimulateService | undefined;
+  const service = (evaluation: { snapshots: SnapshotStore; contexts: ContextRing }) =>
+    (simulate ??= new SimulateService({
+      snapshots: evaluation.snapshots,
+      ring: evaluation.contexts,
+      warehouse: new RecentContextWarehouse(deps.analytics),
+      filter,
+      workBudget: { conditions: config.EVAL_BUDGET_CONDITIONS, regexMs: config.EVAL_BUDGET_REGEX_MS },
+    }));
   return {
     recordContext: recorder.offer,
-    routes: (evaluation) => ({
-      control: simulateRoutes({
-        simulate: new SimulateService({
-          snapshots: evaluation.snapshots,
-          ring: evaluation.contexts,
-          warehouse: new RecentContextWarehouse(deps.analytics),
-          filter,
-          workBudget: { conditions: config.EVAL_BUDGET_CONDITIONS, regexMs: config.EVAL_BUDGET_REGEX_MS },
-        }),
-      }),
-    }),
+    service,
+    routes: (evaluation) => ({ control: simulateRoutes({ simulate: service(evaluation) }) }),
   };
 }

@@ -1,13 +1,18 @@
 import type { Sql } from '../../infra/postgres';
 import type { FlagChangeEvent } from '../flags/types';
+import type { ChangeRequestEvent } from '../../lib/outbox/store';
 import type { DeliveryQueue } from './deliveries';
 import type { WebhookStore } from './store';
+import type { WebhookEvent } from './types';
+
+/** What the webhooks consumer receives: flag changes, and change requests' steps (enqueueChangeRequestEvent). */
+type WebhookOutboxEvent = FlagChangeEvent | ChangeRequestEvent;
 
 /**
  * The delivery body (docs/api-reference.md#webhooks), serialized once: every attempt sends (and
  * signs) these exact bytes.
  */
-export function webhookBody(event: FlagChangeEvent): string {
+export function webhookBody(event: WebhookOutboxEvent): string {
   return JSON.stringify({ event: event.event, timestamp: event.timestamp, data: event.data });
 }
 
@@ -25,24 +30,24 @@ export class WebhookDispatcher {
     private readonly deps: { sql: Sql; store: WebhookStore; queue: DeliveryQueue },
   ) {}
 
-  handle(event: FlagChangeEvent): Promise<void> {
+  handle(event: WebhookOutboxEvent): Promise<void> {
     return this.handleMany([event]);
   }
 
-  async handleMany(events: FlagChangeEvent[]): Promise<void> {
+  async handleMany(events: WebhookOutboxEvent[]): Promise<void> {
     const subscribers = new Map<string, Awaited<ReturnType<WebhookStore['subscribers']>>>();
     const deliveries = [];
     for (const event of events) {
       const key = `${event.data.projectId}\u0000${event.event}`;
       let webhooks = subscribers.get(key);
       if (!webhooks) {
-        webhooks = await this.deps.store.subscribers(this.deps.sql, event.data.projectId, event.event);
+        webhooks = await this.deps.store.subscribers(this.deps.sql, event.data.projectId, event.event as WebhookEvent);
         subscribers.set(key, webhooks);
       }
       if (!webhooks.length) continue;
       const body = webhookBody(event);
       for (const webhook of webhooks) {
-        deliveries.push({ target: { kind: 'webhook' as const, webhookId: webhook.id }, event: event.event, eventId: event.id, flagKey: event.data.flagKey, body });
+        deliveries.push({ target: { kind: 'webhook' as const, webhookId: webhook.id }, event: event.event, eventId: event.id, flagKey: 'flagKey' in event.data ? event.data.flagKey : null, body });
       }
     }
     if (deliveries.length) await this.deps.queue.enqueueMany(deliveries);

@@ -22,7 +22,7 @@ const eventsSchema = z
   .min(1)
   .max(WEBHOOK_EVENTS.length)
   .transform((events) => [...new Set(events)])
-  .describe('Events to receive; default all four');
+  .describe('Events to receive; default the four flag events');
 
 const AttemptSchema = z.object({
   attempt: z.number(),

@@ -8,7 +8,8 @@ import { actorFromPrincipal, writeAudit } from '../audit/writer';
 import type { Caller } from '../projects/common';
 import type { DeliveryAttempt, DeliveryRecord, DeliveryStore } from './deliveries';
 import type { WebhookStore } from './store';
-import { WEBHOOK_EVENTS, type WebhookInput, type WebhookPatch, type WebhookRecord } from './types';
+import { FLAG_EVENTS } from '../flags/types';
+import { type WebhookInput, type WebhookPatch, type WebhookRecord } from './types';
 
 export interface WebhookServiceDeps {
   sql: Sql;
@@ -61,7 +62,7 @@ export class WebhookService {
         projectId: input.projectId,
         url,
         secret,
-        events: input.events ?? [...WEBHOOK_EVENTS],
+        events: input.events ?? [...FLAG_EVENTS],
         active: input.active ?? true,
         createdBy: actingUser(caller.principal)?.id ?? (caller.principal.type === 'project_api_token' ? caller.principal.createdBy : null),
       });

@@ -1,7 +1,9 @@
-import { FLAG_EVENTS, type FlagEventName } from '../flags/types';
+import { CHANGE_REQUEST_EVENTS } from '../change-requests/events';
+import { FLAG_EVENTS } from '../flags/types';
 
-export const WEBHOOK_EVENTS = FLAG_EVENTS;
-export type WebhookEvent = FlagEventName;
+/** What a webhook may subscribe to: flag changes and change requests' steps (docs/api-reference.md#webhooks). */
+export const WEBHOOK_EVENTS = [...FLAG_EVENTS, ...CHANGE_REQUEST_EVENTS] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /**
  * A webhook as the API returns it (docs/api-reference.md#webhooks); the secret is write-only after

@@ -77,6 +77,37 @@ export async function enqueueCohortEvent(tx: TransactionSql, event: CohortChange
     SELECT pg_notify(${OUTBOX_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM pending)`;
 }
 
+/** The consumer that delivers to project webhooks (WebhookDispatcher). */
+export const WEBHOOKS_CONSUMER = 'webhooks';
+
+/** A change request's step as webhooks receive it (docs/change-requests.md#webhooks-and-audit). */
+export interface ChangeRequestEvent {
+  id: string;
+  event: `change_request.${string}`;
+  timestamp: string;
+  data: { projectId: string; changeRequestId: string; changeRequest: unknown };
+}
+
+/**
+ * Inserts a change request's event in the writer's transaction, pending for the webhooks consumer
+ * only (nothing else serves or judges it); its stream is the request, so each request's events
+ * are delivered in order.
+ */
+export async function enqueueChangeRequestEvent(tx: TransactionSql, event: ChangeRequestEvent): Promise<void> {
+  await tx`
+    WITH inserted AS (
+      INSERT INTO flag_outbox (id, project_id, service_id, environment, flag_key, event, payload)
+      VALUES (${event.id}, ${event.data.projectId}, '', 'change_request', ${event.data.changeRequestId}, ${event.event}, ${tx.json(event as never)})
+      RETURNING seq, service_id, environment, flag_key
+    ),
+    pending AS (
+      INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
+      SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i JOIN outbox_consumers c ON c.name = ${WEBHOOKS_CONSUMER}
+      RETURNING 1
+    )
+    SELECT pg_notify(${OUTBOX_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM pending)`;
+}
+
 /** The outbox as a dependency of flag writers: they take it in their constructor, tests pass a fake. */
 export interface FlagEventOutbox {
   enqueue(tx: TransactionSql, events: FlagChangeEvent[]): Promise<void>;
