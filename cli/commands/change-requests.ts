@@ -135,7 +135,7 @@ function printRequest(out: Output, r: ChangeRequest) {
     const impact = r.impact.find((i) => i.serviceId === c.serviceId && i.environment === c.environment && i.flagKey === c.flagKey);
     out.line(
       `    ${c.action} ${c.flagKey} (${c.environment}, service ${c.serviceId})${c.baseVersion === null ? '' : ` from version ${c.baseVersion}`}: ${show(c.body ?? {})}` +
-        (impact ? `; ${impact.changed} of ${impact.evaluated} recent contexts would change` : ''),
+        (impact ? `; ${impact.evaluated ? `${impact.changed} of ${impact.evaluated} recent contexts would change` : 'no recent contexts to measure its impact on'}` : ''),
     );
   }
   for (const c of r.conflicts) out.line(`  conflict:  ${c.flagKey} (${c.environment}) is at version ${c.currentVersion ?? 'deleted'}, the request was made on ${c.baseVersion}`);

@@ -77,11 +77,11 @@ describe('flagship change-requests', () => {
     // The member is not among the policy's approvers; a project API token is not a person.
     const byMember = await as(p.member, 'change-requests', 'approve', id, '--project', p.projectId);
     expect(byMember.code).toBe(1);
-    expect(byMember.stderr).toMatch(/HTTP 403/);
+    expect(byMember.stderr).toMatch(/only owner or admin may approve.*\(HTTP 403\)/);
     const projectToken = await opaqueToken(p.owner, p.projectId, { read: true, write: true });
     const byToken = await withToken(projectToken, 'change-requests', 'approve', id, '--project', p.projectId, '--json');
     expect(byToken.code).toBe(1);
-    expect(JSON.parse(byToken.stderr)).toMatchObject({ status: 403 });
+    expect(JSON.parse(byToken.stderr)).toMatchObject({ status: 403, message: expect.stringMatching(/project API tokens cannot/) });
 
     const approved = await as(p.admin, 'change-requests', 'approve', id, '--project', p.projectId, '--comment', 'ship it', '--json');
     expect(approved.code).toBe(0);
@@ -102,7 +102,7 @@ describe('flagship change-requests', () => {
     const id = json(created.stdout).id;
     const own = await as(p.admin, 'change-requests', 'approve', id, '--project', p.projectId);
     expect(own.code).toBe(1);
-    expect(own.stderr).toMatch(/HTTP 403/);
+    expect(own.stderr).toMatch(/cannot approve your own change request \(HTTP 403\)/);
 
     expect((await as(p.owner, 'change-requests', 'reject', id, '--project', p.projectId)).code).toBe(1);
     const rejected = await as(p.owner, 'change-requests', 'reject', id, '--project', p.projectId, '--comment', 'not today');

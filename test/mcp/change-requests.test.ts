@@ -69,7 +69,7 @@ describe('change request tools', () => {
     expect(shown).toMatchObject({ id: opened.id, impact: [expect.objectContaining({ flagKey, environment: 'production' })], actions: { approve: false } });
 
     // The policy names owners and admins: the member is neither.
-    expect(await tool(member, 'approve_change_request', requestRef)).toMatchObject({ isError: true, status: 403 });
+    expect(await tool(member, 'approve_change_request', requestRef)).toMatchObject({ isError: true, status: 403, message: expect.stringMatching(/only owner or admin may approve/) });
 
     const admin = await assistant(a.admin, [a.projectId]);
     const approved = await tool(admin, 'approve_change_request', { ...requestRef, comment: 'looks right' });
@@ -88,13 +88,28 @@ describe('change request tools', () => {
     const opened = await tool(admin, 'create_change_request', { projectId: a.projectId, title: 'Off again', changes: [{ ...toggleOn(a), body: { enabled: false } }] });
     const requestRef = { projectId: a.projectId, requestId: opened.id };
     expect(opened.actions.approve).toBe(false);
-    expect(await tool(admin, 'approve_change_request', requestRef)).toMatchObject({ isError: true, status: 403 });
+    expect(await tool(admin, 'approve_change_request', requestRef)).toMatchObject({ isError: true, status: 403, message: expect.stringMatching(/your own/) });
     expect(await tool(admin, 'apply_change_request', { ...requestRef, confirm: true })).toMatchObject({ isError: true });
 
     const owner = await assistant(a.owner, [a.projectId]);
     expect(await tool(owner, 'reject_change_request', requestRef)).toMatchObject({ isError: true, message: expect.stringMatching(/comment/) });
     const rejected = await tool(owner, 'reject_change_request', { ...requestRef, comment: 'not now' });
     expect(rejected).toMatchObject({ status: 'rejected', rejection: { userId: a.owner.id, comment: 'not now' } });
+  });
+
+  it('canary_start in a protected environment runs under an approved change request of the flag', async () => {
+    const admin = await assistant(a.admin, [a.projectId]);
+    const canary = { ...ref(a), initialRolloutPercent: 5, targetRolloutPercent: 50, rampStepPercent: 15, soakPeriodMinutes: 60, errorRateGateDelta: 0.01, latencyGateDeltaMs: 50, autoRollbackOnBreach: true };
+    const refused = await tool(admin, 'canary_start', canary);
+    expect(refused).toMatchObject({ isError: true, status: 403, code: 'APPROVAL_REQUIRED' });
+    expect(refused.next).toContain('changeRequestId');
+
+    const opened = await tool(admin, 'create_change_request', { projectId: a.projectId, title: 'Ramp it', changes: [{ ...toggleOn(a), action: 'update', body: { description: 'ramped by a canary' } }] });
+    const owner = await assistant(a.owner, [a.projectId]);
+    expect(await tool(owner, 'approve_change_request', { projectId: a.projectId, requestId: opened.id })).toMatchObject({ status: 'approved' });
+    const started = await tool(admin, 'canary_start', { ...canary, changeRequestId: opened.id });
+    expect(started).toMatchObject({ flagKey, status: 'running' });
+    expect(await tool(admin, 'canary_abort', { ...ref(a), reason: 'test done' })).not.toMatchObject({ isError: true });
   });
 
   it('a read connection reads change requests but cannot open or approve one', async () => {

@@ -258,7 +258,8 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     },
     (a) => run(() => bodyOf('get', requestPath, { params: requestParams(a) })),
   );
-  const comment = z.string().min(1).max(2000);
+  // Its limits are the routes' to check.
+  const comment = z.string();
   server.registerTool(
     'approve_change_request',
     {
