@@ -218,7 +218,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary/abort', { params: { key: flagKey }, body })),
   );
 
-  const requestRef = { projectId, requestId: z.string().min(1).max(128).describe('A change request id (from list_change_requests)') };
+  const requestRef = { projectId, requestId: idSchema.describe('A change request id (from list_change_requests)') };
   const requestPath = '/api/projects/:id/change-requests/:requestId';
   const requestParams = (a: { projectId: string; requestId: string }) => ({ id: a.projectId, requestId: a.requestId });
   const decide = (path: string) => (a: { projectId: string; requestId: string; comment?: string }) =>
@@ -228,7 +228,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     'create_change_request',
     {
       description:
-        'Open a change request: flag changes to production-like environments that need approval (needs a write connection). ' +
+        'Open a change request: flag changes, in environments whose change policy needs approval, reviewed and applied as one (needs a write connection). ' +
         'It applies only once approved, with apply_change_request; the answer shows the approvals needed and the simulated impact',
       inputSchema: { projectId, ...ChangeRequestCreateSchema.shape },
     },
@@ -292,7 +292,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         return {
           applied: false,
           changeRequest: request,
-          next: 'Nothing was changed. Call again with confirm: true to apply (a flag changed since the request was opened makes it fail with 409).',
+          next: 'Nothing was changed. Call again with confirm: true to apply (a flag changed since the request was opened makes it fail with 409, and the request ends failed).',
         };
       }),
   );
