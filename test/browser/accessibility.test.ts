@@ -30,6 +30,7 @@ let signedOut: Page;
 let owner: TestUser;
 let projectId: string;
 let serviceId: string;
+let changeRequestId: string;
 const flagKey = 'new-checkout';
 const reported: string[] = [];
 
@@ -56,6 +57,13 @@ beforeAll(async () => {
     const res = await h.app.request('POST', '/api/flags/evaluate', { listener: 'data', token, body: { flagKey, serviceId, environment: 'production', context: { targetingKey: `u${i}`, country: 'FR' } } });
     expect(res.status).toBe(200);
   }
+  // Production protected, with a change request waiting for approval (the change-request pages).
+  const policy = { environments: { production: { requiredApprovals: 1, approverRoles: ['owner', 'admin'] } } };
+  expect((await owner.request('PUT', `/api/projects/${projectId}/change-policy`, policy)).status).toBe(200);
+  const change = { serviceId, environment: 'production', flagKey, action: 'update', body: { defaultValue: true } };
+  const request = await owner.request('POST', `/api/projects/${projectId}/change-requests`, { title: 'Default on', changes: [change] });
+  expect(request.status).toBe(201);
+  changeRequestId = request.body.id;
   [signedIn, signedOut] = await Promise.all([axePage(h), axePage(h)]);
   const [name, value] = owner.cookie.split(/=(.*)/s);
   await signedIn.context().addCookies([{ name, value, url: h.base }]);
@@ -155,6 +163,8 @@ describe('signed-in pages', () => {
     ['flag history', () => `/projects/${projectId}/flags/${flagKey}/history?${flagQuery()}`],
     ['explain', () => `/projects/${projectId}/flags/${flagKey}/explain?${flagQuery()}`],
     ['audit', () => `/projects/${projectId}/audit`],
+    ['change requests', () => `/projects/${projectId}/change-requests`],
+    ['change request', () => `/projects/${projectId}/change-requests/${changeRequestId}`],
     ['flag metrics', () => `/projects/${projectId}/flags/${flagKey}/metrics?${flagQuery()}&range=1h`],
     ['project metrics', () => `/projects/${projectId}/metrics`],
     ['releases', () => `/projects/${projectId}/releases`],
@@ -166,6 +176,7 @@ describe('signed-in pages', () => {
     ['webhooks', () => `/projects/${projectId}/settings/webhooks`],
     ['alert channels', () => `/projects/${projectId}/settings/alert-channels`],
     ['triggers', () => `/projects/${projectId}/settings/triggers`],
+    ['change policy', () => `/projects/${projectId}/settings/change-policy`],
     ['personal tokens', () => '/account/tokens'],
     ['MCP connections', () => '/account/connections'],
   ];
@@ -220,6 +231,12 @@ describe('signed-in pages', () => {
     await signedIn.getByRole('button', { name: 'Simulate and review changes' }).click();
     await signedIn.getByRole('heading', { name: 'Review before saving' }).waitFor();
     await check(signedIn, 'flag detail, reviewing a change');
+    // Production needs approval: the save is refused and offered as a change request.
+    await signedIn.getByRole('button', { name: 'Save changes' }).click();
+    await signedIn.getByRole('button', { name: 'Request approval for these changes' }).click();
+    await signedIn.getByRole('dialog', { name: 'Request approval' }).waitFor();
+    await check(signedIn, 'flag detail, requesting approval');
+    await signedIn.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
     await signedIn.goto(`/projects/${projectId}/flags/${flagKey}/history?${flagQuery()}`);
     await signedIn.getByRole('button', { name: 'Show changes in version 2' }).click();
     await signedIn.getByRole('table', { name: 'Version 2 compared with version 1' }).waitFor();

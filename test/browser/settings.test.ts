@@ -141,6 +141,9 @@ describe('project and account settings in the console', () => {
     await tab('Webhooks').click();
     await heading('Webhooks').waitFor();
     await page.getByLabel('Endpoint URL').fill(`${receiverUrl}/flag-events`);
+    // The flag events are checked as the API's default; change requests' steps are offered too.
+    expect(await page.getByLabel('flag.toggled').isChecked()).toBe(true);
+    expect(await page.getByLabel('change_request.approved').isChecked()).toBe(false);
     await page.getByRole('button', { name: 'Add webhook' }).click();
     const dialog = page.getByRole('dialog', { name: 'Webhook created' });
     expect(await dialog.getByLabel('Signing secret').inputValue()).toMatch(/^whsec_/);

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { projectPath } from '../../api/infra/paths';
 import { eventually, startTestApp, type TestApp } from '../support/harness';
 
@@ -20,8 +20,8 @@ export interface ConsoleHarness {
   browser: Browser;
   /** The control plane's origin, where the console is served. */
   base: string;
-  /** A fresh browser context (its own cookies) with one page. */
-  newPage(): Promise<Page>;
+  /** A fresh browser context (its own cookies) with one page; `options` add to the context's (a time zone). */
+  newPage(options?: BrowserContextOptions): Promise<Page>;
   /** Uncaught page errors and Content-Security-Policy violations so far, in every page: should stay empty. */
   pageProblems: string[];
   stop(): Promise<void>;
@@ -56,8 +56,8 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
     browser,
     base: app.urls.control,
     pageProblems,
-    async newPage() {
-      const context = await browser!.newContext({ baseURL: app.urls.control, viewport: { width: 1280, height: 800 } });
+    async newPage(options = {}) {
+      const context = await browser!.newContext({ baseURL: app.urls.control, viewport: { width: 1280, height: 800 }, ...options });
       contexts.push(context);
       const page = await context.newPage();
       page.setDefaultTimeout(10_000);

@@ -1,4 +1,3 @@
-import { ChangeGate } from '../../api/features/change-requests/gate';
 import { randomBytes } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import fs from 'node:fs';
@@ -6,6 +5,7 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { canaryActivities } from '../../activities/canary';
 import type { OrgAlert } from '../../api/features/alert-channels/types';
+import { ChangeGate } from '../../api/features/change-requests/gate';
 import { CanaryService, type CanaryStartInput } from '../../api/features/canary/service';
 import { CanaryStore } from '../../api/features/canary/store';
 import { CanaryWarehouse } from '../../api/features/canary/warehouse';

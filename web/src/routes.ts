@@ -61,6 +61,15 @@ export const routes: ConsoleRoute[] = [
     page: lazy(() => import('./pages/releases')),
     nav: { label: 'Releases', scope: 'project', order: 30 },
   },
+  {
+    path: '/projects/:projectId/change-requests',
+    screen: 'change_requests',
+    title: 'Change requests',
+    access: 'user',
+    page: lazy(() => import('./pages/change-requests/inbox')),
+    nav: { label: 'Change requests', scope: 'project', order: 25 },
+  },
+  { path: '/projects/:projectId/change-requests/:requestId', screen: 'change_request', title: 'Change request', access: 'user', page: lazy(() => import('./pages/change-requests/detail')) },
   // A flag's canary timeline, guardrail and rollbacks: ?serviceId=&environment= name the flag's record.
   { path: '/projects/:projectId/releases/flags/:flagKey', screen: 'flag_release', title: 'Flag release safety', access: 'user', page: lazy(() => import('./pages/releases/flag')) },
   { path: '/projects/:projectId/releases/guardrails', screen: 'guardrails', title: 'Guardrails', access: 'user', page: lazy(() => import('./pages/releases/guardrails')) },
@@ -91,6 +100,7 @@ export const routes: ConsoleRoute[] = [
   { path: '/projects/:projectId/settings/webhooks', screen: 'settings_webhooks', title: 'Webhooks', access: 'user', page: lazy(() => import('./pages/settings/webhooks')) },
   { path: '/projects/:projectId/settings/webhooks/:webhookId', screen: 'settings_webhook', title: 'Webhook', access: 'user', page: lazy(() => import('./pages/settings/webhook')) },
   { path: '/projects/:projectId/settings/alert-channels', screen: 'settings_alert_channels', title: 'Alert channels', access: 'user', page: lazy(() => import('./pages/settings/alert-channels')) },
+  { path: '/projects/:projectId/settings/change-policy', screen: 'settings_change_policy', title: 'Change policy', access: 'user', page: lazy(() => import('./pages/settings/change-policy')) },
   { path: '/projects/:projectId/settings/triggers', screen: 'settings_triggers', title: 'Triggers', access: 'user', page: lazy(() => import('./pages/settings/triggers')) },
   {
     path: '/account/tokens',

@@ -5,7 +5,7 @@
  * - mutations carry X-CSRF-Token (docs/api-reference.md#csrf: cookie-session POST/PATCH/PUT/DELETE
  *   need it; the token comes from GET /api/csrf-token and changes with the session);
  * - an error answer becomes a thrown ApiError built from the error envelope
- *   ({error, message, details: [{path, message}]}), whose message is fit to show;
+ *   ({error, message, details: [{path, message}], code?}), whose message is fit to show;
  * - a 401 tells the shell the session is gone (it sends signed-in pages to sign-in).
  *
  *   const { projects } = await call(api.GET('/api/projects'));
@@ -29,6 +29,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly details: FieldProblem[] = [],
+    /** The envelope's machine-readable `code`, when it has one (APPROVAL_REQUIRED, CONFLICT; docs/errors.md#codes lists them). */
+    readonly reason?: string,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -95,10 +97,10 @@ async function errorOf(response: Response): Promise<ApiError> {
 }
 
 function envelopeError(status: number, body: unknown): ApiError {
-  const envelope = (body ?? {}) as { error?: unknown; message?: unknown; details?: unknown };
+  const envelope = (body ?? {}) as { error?: unknown; message?: unknown; details?: unknown; code?: unknown };
   const message = typeof envelope.message === 'string' && envelope.message ? envelope.message : `The server answered ${status}`;
   const details = Array.isArray(envelope.details) ? (envelope.details as FieldProblem[]).filter((d) => typeof d?.message === 'string') : [];
-  return new ApiError(status, typeof envelope.error === 'string' ? envelope.error : String(status), message, details);
+  return new ApiError(status, typeof envelope.error === 'string' ? envelope.error : String(status), message, details, typeof envelope.code === 'string' ? envelope.code : undefined);
 }
 
 /**

@@ -224,4 +224,17 @@ export const useSiteOverview = (query: Query<'/api/analytics/overview'>) =>
 export const useBanditExperiments = (projectId: string, limit: number) =>
   useResource(['projects', projectId, 'bandits'], () => call(api.GET('/api/experiments/bandit', { params: { query: { projectId, limit } } })));
 
+export const useChangePolicy = (projectId: string) =>
+  useResource(['projects', projectId, 'change-policy'], () => call(api.GET('/api/projects/{id}/change-policy', { params: { path: { id: projectId } } })));
+
+export const useChangeRequests = (projectId: string, query: Query<'/api/projects/{id}/change-requests'>) =>
+  useResource(['projects', projectId, 'change-requests', query], () =>
+    call(api.GET('/api/projects/{id}/change-requests', { params: { path: { id: projectId }, query } })),
+  );
+
+export const useChangeRequest = (projectId: string, requestId: string) =>
+  useResource(['projects', projectId, 'change-requests', requestId], () =>
+    call(api.GET('/api/projects/{id}/change-requests/{requestId}', { params: { path: { id: projectId, requestId } } })),
+  );
+
 export const useDemo = () => useResource(['demo'], () => call(api.GET('/api/demo')));

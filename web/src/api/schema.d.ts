@@ -1436,6 +1436,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{id}/change-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's change policy: which environments need approval, by whom */
+        get: operations["getProjectsByIdChangePolicy"];
+        /** Replace the project's change policy (owner or admin) */
+        put: operations["putProjectsByIdChangePolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/change-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's change requests, newest first */
+        get: operations["getProjectsByIdChangeRequests"];
+        put?: never;
+        /** Open a change request: up to 1,000 flag changes reviewed and applied as one */
+        post: operations["postProjectsByIdChangeRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/change-requests/{requestId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One change request, with the flags that moved since it was made */
+        get: operations["getProjectsByIdChangeRequestsByRequestId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Edit an open change request (its author); every approval is void */
+        patch: operations["patchProjectsByIdChangeRequestsByRequestId"];
+        trace?: never;
+    };
+    "/api/projects/{id}/change-requests/{requestId}/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Apply an approved change request now, atomically; 409 CONFLICT (and the request failed) when a flag moved past its base version */
+        post: operations["postProjectsByIdChangeRequestsByRequestIdApply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/change-requests/{requestId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a pending change request (people whose role the policy names; not the author unless allowed) */
+        post: operations["postProjectsByIdChangeRequestsByRequestIdApprove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/change-requests/{requestId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an open change request (its author, an owner or an admin) */
+        post: operations["postProjectsByIdChangeRequestsByRequestIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/change-requests/{requestId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject an open change request, with a comment; it can never apply */
+        post: operations["postProjectsByIdChangeRequestsByRequestIdReject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/cohorts": {
         parameters: {
             query?: never;
@@ -13041,6 +13163,8 @@ export interface operations {
                     /** @default 0.05 */
                     alpha?: number;
                     autoRollbackOnBreach: boolean;
+                    /** @description In an environment whose change policy needs approval: an approved change request of this flag (docs/change-requests.md#canaries) */
+                    changeRequestId?: string;
                     /**
                      * @description Default production
                      * @default production
@@ -26295,6 +26419,3001 @@ export interface operations {
             };
         };
     };
+    getProjectsByIdChangePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An environment without an entry, or with 0 approvals, needs none */
+                        environments: {
+                            development?: {
+                                /** @default false */
+                                allowSelfApproval: boolean;
+                                /**
+                                 * @default [
+                                 *       "owner",
+                                 *       "admin"
+                                 *     ]
+                                 */
+                                approverRoles: ("owner" | "admin" | "member")[];
+                                /**
+                                 * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                                 * @default allow
+                                 * @enum {string}
+                                 */
+                                emergencyReduce: "allow" | "approve";
+                                requiredApprovals: number;
+                            };
+                            production?: {
+                                /** @default false */
+                                allowSelfApproval: boolean;
+                                /**
+                                 * @default [
+                                 *       "owner",
+                                 *       "admin"
+                                 *     ]
+                                 */
+                                approverRoles: ("owner" | "admin" | "member")[];
+                                /**
+                                 * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                                 * @default allow
+                                 * @enum {string}
+                                 */
+                                emergencyReduce: "allow" | "approve";
+                                requiredApprovals: number;
+                            };
+                            staging?: {
+                                /** @default false */
+                                allowSelfApproval: boolean;
+                                /**
+                                 * @default [
+                                 *       "owner",
+                                 *       "admin"
+                                 *     ]
+                                 */
+                                approverRoles: ("owner" | "admin" | "member")[];
+                                /**
+                                 * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                                 * @default allow
+                                 * @enum {string}
+                                 */
+                                emergencyReduce: "allow" | "approve";
+                                requiredApprovals: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    putProjectsByIdChangePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description An environment without an entry, or with 0 approvals, needs none */
+                    environments: {
+                        development?: {
+                            /** @default false */
+                            allowSelfApproval?: boolean;
+                            /**
+                             * @default [
+                             *       "owner",
+                             *       "admin"
+                             *     ]
+                             */
+                            approverRoles?: ("owner" | "admin" | "member")[];
+                            /**
+                             * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                             * @default allow
+                             * @enum {string}
+                             */
+                            emergencyReduce?: "allow" | "approve";
+                            requiredApprovals: number;
+                        };
+                        production?: {
+                            /** @default false */
+                            allowSelfApproval?: boolean;
+                            /**
+                             * @default [
+                             *       "owner",
+                             *       "admin"
+                             *     ]
+                             */
+                            approverRoles?: ("owner" | "admin" | "member")[];
+                            /**
+                             * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                             * @default allow
+                             * @enum {string}
+                             */
+                            emergencyReduce?: "allow" | "approve";
+                            requiredApprovals: number;
+                        };
+                        staging?: {
+                            /** @default false */
+                            allowSelfApproval?: boolean;
+                            /**
+                             * @default [
+                             *       "owner",
+                             *       "admin"
+                             *     ]
+                             */
+                            approverRoles?: ("owner" | "admin" | "member")[];
+                            /**
+                             * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                             * @default allow
+                             * @enum {string}
+                             */
+                            emergencyReduce?: "allow" | "approve";
+                            requiredApprovals: number;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An environment without an entry, or with 0 approvals, needs none */
+                        environments: {
+                            development?: {
+                                /** @default false */
+                                allowSelfApproval: boolean;
+                                /**
+                                 * @default [
+                                 *       "owner",
+                                 *       "admin"
+                                 *     ]
+                                 */
+                                approverRoles: ("owner" | "admin" | "member")[];
+                                /**
+                                 * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                                 * @default allow
+                                 * @enum {string}
+                                 */
+                                emergencyReduce: "allow" | "approve";
+                                requiredApprovals: number;
+                            };
+                            production?: {
+                                /** @default false */
+                                allowSelfApproval: boolean;
+                                /**
+                                 * @default [
+                                 *       "owner",
+                                 *       "admin"
+                                 *     ]
+                                 */
+                                approverRoles: ("owner" | "admin" | "member")[];
+                                /**
+                                 * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                                 * @default allow
+                                 * @enum {string}
+                                 */
+                                emergencyReduce: "allow" | "approve";
+                                requiredApprovals: number;
+                            };
+                            staging?: {
+                                /** @default false */
+                                allowSelfApproval: boolean;
+                                /**
+                                 * @default [
+                                 *       "owner",
+                                 *       "admin"
+                                 *     ]
+                                 */
+                                approverRoles: ("owner" | "admin" | "member")[];
+                                /**
+                                 * @description "allow": a change that only reduces exposure applies without approval, audited as a bypass
+                                 * @default allow
+                                 * @enum {string}
+                                 */
+                                emergencyReduce: "allow" | "approve";
+                                requiredApprovals: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getProjectsByIdChangeRequests: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number | null;
+                status?: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changeRequests: {
+                            /** @description What the caller may do with it now */
+                            actions: {
+                                apply: boolean;
+                                approve: boolean;
+                                cancel: boolean;
+                                edit: boolean;
+                                reject: boolean;
+                            };
+                            allowSelfApproval: boolean;
+                            appliedAt: string | null;
+                            approvals: {
+                                at: string;
+                                comment?: string;
+                                name: string;
+                                userId: string;
+                            }[];
+                            /** @description Roles that may approve in every environment it changes */
+                            approverRoles: ("owner" | "admin" | "member")[];
+                            changes: {
+                                /** @enum {string} */
+                                action: "create" | "update" | "toggle" | "delete";
+                                baseVersion: number | null;
+                                body: {
+                                    [key: string]: unknown;
+                                };
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                flagKey: string;
+                                serviceId: string;
+                            }[];
+                            /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                            conflicts: {
+                                baseVersion: number | null;
+                                /** @description null: the flag does not exist (any more) */
+                                currentVersion: number | null;
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                flagKey: string;
+                                serviceId: string;
+                            }[];
+                            createdAt: string;
+                            createdBy: string | null;
+                            createdByName: string;
+                            description: string | null;
+                            failureReason: string | null;
+                            id: string;
+                            impact: {
+                                /** @description Recent real contexts that would get another value */
+                                changed: number;
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                /** @description Recent real contexts evaluated before and after the change */
+                                evaluated: number;
+                                flagKey: string;
+                                serviceId: string;
+                            }[];
+                            projectId: string;
+                            rejection: {
+                                at: string;
+                                comment?: string;
+                                name: string;
+                                userId: string;
+                            } | null;
+                            /** @description The most any of its environments' policies requires, as the policy is now */
+                            requiredApprovals: number;
+                            scheduledAt: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                            title: string;
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postProjectsByIdChangeRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    changes: ({
+                        /** @enum {string} */
+                        action: "create";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        /** @default {} */
+                        body?: {
+                            defaultValue?: unknown;
+                            description?: string;
+                            enabled?: boolean;
+                            isPublic?: boolean;
+                            name?: string;
+                            tags?: string[];
+                            targeting?: {
+                                /** @default [] */
+                                conditions?: {
+                                    /** @enum {string} */
+                                    operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
+                                    property: string;
+                                    value?: unknown;
+                                }[];
+                                id?: string;
+                                rolloutPercentage?: number;
+                                value: unknown;
+                            }[];
+                            /** @enum {string} */
+                            type?: "boolean" | "string" | "number" | "object";
+                            variants?: {
+                                name: string;
+                                value: unknown;
+                                weight: number;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    } | {
+                        /** @enum {string} */
+                        action: "update";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        body: {
+                            defaultValue?: unknown;
+                            description?: string;
+                            enabled?: boolean;
+                            /** @description Not writable */
+                            environment?: unknown;
+                            isPublic?: boolean;
+                            /** @description Not writable */
+                            key?: unknown;
+                            name?: string;
+                            /** @description Not writable */
+                            projectId?: unknown;
+                            /** @description Not writable */
+                            serviceId?: unknown;
+                            tags?: string[];
+                            targeting?: {
+                                /** @default [] */
+                                conditions?: {
+                                    /** @enum {string} */
+                                    operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
+                                    property: string;
+                                    value?: unknown;
+                                }[];
+                                id?: string;
+                                rolloutPercentage?: number;
+                                value: unknown;
+                            }[];
+                            /** @enum {string} */
+                            type?: "boolean" | "string" | "number" | "object";
+                            variants?: {
+                                name: string;
+                                value: unknown;
+                                weight: number;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    } | {
+                        /** @enum {string} */
+                        action: "toggle";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        /** @default {} */
+                        body?: {
+                            enabled?: boolean;
+                        };
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    } | {
+                        /** @enum {string} */
+                        action: "delete";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        /** @default {} */
+                        body?: Record<string, never>;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    })[];
+                    description?: string;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601; the request applies at this time once approved (a durable timer)
+                     */
+                    scheduledAt?: string;
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getProjectsByIdChangeRequestsByRequestId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    patchProjectsByIdChangeRequestsByRequestId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    changes?: ({
+                        /** @enum {string} */
+                        action: "create";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        /** @default {} */
+                        body?: {
+                            defaultValue?: unknown;
+                            description?: string;
+                            enabled?: boolean;
+                            isPublic?: boolean;
+                            name?: string;
+                            tags?: string[];
+                            targeting?: {
+                                /** @default [] */
+                                conditions?: {
+                                    /** @enum {string} */
+                                    operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
+                                    property: string;
+                                    value?: unknown;
+                                }[];
+                                id?: string;
+                                rolloutPercentage?: number;
+                                value: unknown;
+                            }[];
+                            /** @enum {string} */
+                            type?: "boolean" | "string" | "number" | "object";
+                            variants?: {
+                                name: string;
+                                value: unknown;
+                                weight: number;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    } | {
+                        /** @enum {string} */
+                        action: "update";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        body: {
+                            defaultValue?: unknown;
+                            description?: string;
+                            enabled?: boolean;
+                            /** @description Not writable */
+                            environment?: unknown;
+                            isPublic?: boolean;
+                            /** @description Not writable */
+                            key?: unknown;
+                            name?: string;
+                            /** @description Not writable */
+                            projectId?: unknown;
+                            /** @description Not writable */
+                            serviceId?: unknown;
+                            tags?: string[];
+                            targeting?: {
+                                /** @default [] */
+                                conditions?: {
+                                    /** @enum {string} */
+                                    operator: "equals" | "not_equals" | "in" | "not_in" | "contains" | "starts_with" | "ends_with" | "matches" | "gt" | "gte" | "lt" | "lte" | "semver_eq" | "semver_gt" | "semver_lt" | "before" | "after" | "exists" | "in_cohort";
+                                    property: string;
+                                    value?: unknown;
+                                }[];
+                                id?: string;
+                                rolloutPercentage?: number;
+                                value: unknown;
+                            }[];
+                            /** @enum {string} */
+                            type?: "boolean" | "string" | "number" | "object";
+                            variants?: {
+                                name: string;
+                                value: unknown;
+                                weight: number;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    } | {
+                        /** @enum {string} */
+                        action: "toggle";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        /** @default {} */
+                        body?: {
+                            enabled?: boolean;
+                        };
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    } | {
+                        /** @enum {string} */
+                        action: "delete";
+                        /** @description The flag's version the change was made against; defaults to its version when the request is made */
+                        baseVersion?: number;
+                        /** @default {} */
+                        body?: Record<string, never>;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** @description Pattern ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$; case-sensitive; not one of evaluate, stream, bulk, export, import */
+                        flagKey: string;
+                        serviceId: string;
+                    })[];
+                    description?: string | null;
+                    /**
+                     * Format: date-time
+                     * @description null clears the schedule
+                     */
+                    scheduledAt?: string | null;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postProjectsByIdChangeRequestsByRequestIdApply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postProjectsByIdChangeRequestsByRequestIdApprove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postProjectsByIdChangeRequestsByRequestIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postProjectsByIdChangeRequestsByRequestIdReject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    comment: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What the caller may do with it now */
+                        actions: {
+                            apply: boolean;
+                            approve: boolean;
+                            cancel: boolean;
+                            edit: boolean;
+                            reject: boolean;
+                        };
+                        allowSelfApproval: boolean;
+                        appliedAt: string | null;
+                        approvals: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        }[];
+                        /** @description Roles that may approve in every environment it changes */
+                        approverRoles: ("owner" | "admin" | "member")[];
+                        changes: {
+                            /** @enum {string} */
+                            action: "create" | "update" | "toggle" | "delete";
+                            baseVersion: number | null;
+                            body: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        /** @description Flags that moved since the request was made (computed on every read while it is open) */
+                        conflicts: {
+                            baseVersion: number | null;
+                            /** @description null: the flag does not exist (any more) */
+                            currentVersion: number | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        createdAt: string;
+                        createdBy: string | null;
+                        createdByName: string;
+                        description: string | null;
+                        failureReason: string | null;
+                        id: string;
+                        impact: {
+                            /** @description Recent real contexts that would get another value */
+                            changed: number;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            /** @description Recent real contexts evaluated before and after the change */
+                            evaluated: number;
+                            flagKey: string;
+                            serviceId: string;
+                        }[];
+                        projectId: string;
+                        rejection: {
+                            at: string;
+                            comment?: string;
+                            name: string;
+                            userId: string;
+                        } | null;
+                        /** @description The most any of its environments' policies requires, as the policy is now */
+                        requiredApprovals: number;
+                        scheduledAt: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "approved" | "scheduled" | "applied" | "rejected" | "cancelled" | "failed";
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
     getProjectsByIdCohorts: {
         parameters: {
             query?: never;
@@ -34302,7 +37421,7 @@ export interface operations {
                             active: boolean;
                             createdAt: string;
                             createdBy: string | null;
-                            events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled")[];
+                            events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled" | "change_request.created" | "change_request.updated" | "change_request.approved" | "change_request.rejected" | "change_request.cancelled" | "change_request.applied" | "change_request.failed")[];
                             id: string;
                             projectId: string;
                             updatedAt: string;
@@ -34500,8 +37619,8 @@ export interface operations {
             content: {
                 "application/json": {
                     active?: boolean;
-                    /** @description Events to receive; default all four */
-                    events?: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled")[];
+                    /** @description Events to receive; default the four flag events */
+                    events?: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled" | "change_request.created" | "change_request.updated" | "change_request.approved" | "change_request.rejected" | "change_request.cancelled" | "change_request.applied" | "change_request.failed")[];
                     projectId: string;
                     /** @description HMAC-SHA256 signing key; write-only. Generated (whsec_…) when absent */
                     secret?: string;
@@ -34524,7 +37643,7 @@ export interface operations {
                         active: boolean;
                         createdAt: string;
                         createdBy: string | null;
-                        events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled")[];
+                        events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled" | "change_request.created" | "change_request.updated" | "change_request.approved" | "change_request.rejected" | "change_request.cancelled" | "change_request.applied" | "change_request.failed")[];
                         id: string;
                         projectId: string;
                         secret: string;
@@ -34732,7 +37851,7 @@ export interface operations {
                         active: boolean;
                         createdAt: string;
                         createdBy: string | null;
-                        events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled")[];
+                        events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled" | "change_request.created" | "change_request.updated" | "change_request.approved" | "change_request.rejected" | "change_request.cancelled" | "change_request.applied" | "change_request.failed")[];
                         id: string;
                         projectId: string;
                         updatedAt: string;
@@ -35127,8 +38246,8 @@ export interface operations {
             content: {
                 "application/json": {
                     active?: boolean;
-                    /** @description Events to receive; default all four */
-                    events?: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled")[];
+                    /** @description Events to receive; default the four flag events */
+                    events?: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled" | "change_request.created" | "change_request.updated" | "change_request.approved" | "change_request.rejected" | "change_request.cancelled" | "change_request.applied" | "change_request.failed")[];
                     /** @description HMAC-SHA256 signing key; write-only. Generated (whsec_…) when absent */
                     secret?: string;
                     /**
@@ -35150,7 +38269,7 @@ export interface operations {
                         active: boolean;
                         createdAt: string;
                         createdBy: string | null;
-                        events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled")[];
+                        events: ("flag.created" | "flag.updated" | "flag.deleted" | "flag.toggled" | "change_request.created" | "change_request.updated" | "change_request.approved" | "change_request.rejected" | "change_request.cancelled" | "change_request.applied" | "change_request.failed")[];
                         id: string;
                         projectId: string;
                         updatedAt: string;

@@ -8,6 +8,8 @@ import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { api, call, type paths } from '../../api/client';
 import { useCohorts } from '../../api/resources';
 import { activation } from '../../telemetry';
+import type { NewChange } from '../change-requests/model';
+import { ChangeRequestDialog, needsApproval } from '../change-requests/request-dialog';
 import { LabelledControl, useAction } from '../forms';
 import { ApiProblems } from './api-problems';
 import { ValueInput } from './inputs';
@@ -61,6 +63,8 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   const busy = action.running;
   const error = action.error;
   const [notice, setNotice] = useState<string | undefined>();
+  // The refused save, offered as a change request (the environment's policy wants approvals).
+  const [requesting, setRequesting] = useState<NewChange | undefined>();
 
   const cohorts = useCohorts(projectId);
 
@@ -137,86 +141,103 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   const editing = review === undefined;
 
   return (
-    <form onSubmit={(e) => void reviewChanges(e)} noValidate className="fl-flag-editor">
-      <fieldset disabled={!editing} className="fl-plain">
-        <section aria-labelledby="general">
-          <h2 id="general">General</h2>
-          <LabelledControl label="Name" problem={showProblems && !name.trim() ? 'enter a name' : error?.fieldError('name')}>
-            {(props) => <input value={name} maxLength={200} onChange={(e) => setName(e.target.value)} {...props} />}
-          </LabelledControl>
-          <LabelledControl label="Description" problem={error?.fieldError('description')}>
-            {(props) => <textarea rows={2} maxLength={4000} value={description} onChange={(e) => setDescription(e.target.value)} {...props} />}
-          </LabelledControl>
-          <LabelledControl label="Tags" hint="Comma-separated" problem={error?.fieldError('tags')}>
-            {(props) => <input value={tagsText} maxLength={2000} onChange={(e) => setTagsText(e.target.value)} {...props} />}
-          </LabelledControl>
-          <LabelledControl
-            label={`Default value (${type})`}
-            hint="Served when the flag is off or nothing else applies."
-            problem={(showProblems && !defaultValue.ok ? defaultValue.problem : undefined) ?? error?.fieldError('defaultValue')}
-          >
-            {(props) => <ValueInput type={type} value={defaultText} onChange={setDefaultText} {...props} />}
-          </LabelledControl>
-        </section>
-        <section aria-labelledby="targeting">
-          <h2 id="targeting">Targeting rules</h2>
-          <p className="hint">Rules are tried in order; the first whose conditions all hold (and whose rollout includes the context) serves its value.</p>
-          <RuleEditor rules={rules} type={type} cohorts={cohorts.data?.cohorts} onChange={setRules} problems={problems} />
-          {cohorts.error && <p className="field-error">Cohorts could not be loaded: {cohorts.error.message}</p>}
-        </section>
-        <section aria-labelledby="variants">
-          <h2 id="variants">Variants</h2>
-          <p className="hint">When no rule serves, contexts are split between the variants by weight (by targeting key).</p>
-          <VariantsEditor variants={variants} type={type} onChange={setVariants} problems={problems} total={variantResult.total} />
-        </section>
-      </fieldset>
-      <div role="status" className="fl-editor-status">
-        {showProblems && (!targeting.ok || !variantResult.ok || !defaultValue.ok) && (
-          <ul className="field-error">
-            {targeting.problems.messages.map((m) => (
-              <li key={m}>{m}</li>
-            ))}
-            {!variantResult.ok && <li>{variantResult.problem}</li>}
-            {!defaultValue.ok && <li>Default value: {defaultValue.problem}</li>}
-          </ul>
-        )}
-        {notice}
-      </div>
-      <ApiProblems error={error} />
-      {error?.status === 409 && (
-        <p>
-          <button type="button" onClick={onReload}>
-            Load the latest version (discards these edits)
-          </button>
-        </p>
-      )}
-      {editing ? (
-        <button type="submit" className="primary" disabled={busy !== undefined}>
-          {busy === 'simulate' ? 'Simulating…' : 'Simulate and review changes'}
-        </button>
-      ) : (
-        <section aria-labelledby="review" className="fl-review">
-          <h2 id="review" tabIndex={-1} ref={reviewHeading}>
-            Review before saving
-          </h2>
-          <p>
-            Changes: {Object.keys(review.patch).join(', ')} in <strong>{flag.environment}</strong>.
-          </p>
-          {review.simulation ? (
-            <SimulationResult result={review.simulation} ruleNumbers={ruleNumbers} />
-          ) : (
-            <p className="fl-note">These changes do not change what the flag serves (no simulation needed).</p>
+    <>
+      <form onSubmit={(e) => void reviewChanges(e)} noValidate className="fl-flag-editor">
+        <fieldset disabled={!editing} className="fl-plain">
+          <section aria-labelledby="general">
+            <h2 id="general">General</h2>
+            <LabelledControl label="Name" problem={showProblems && !name.trim() ? 'enter a name' : error?.fieldError('name')}>
+              {(props) => <input value={name} maxLength={200} onChange={(e) => setName(e.target.value)} {...props} />}
+            </LabelledControl>
+            <LabelledControl label="Description" problem={error?.fieldError('description')}>
+              {(props) => <textarea rows={2} maxLength={4000} value={description} onChange={(e) => setDescription(e.target.value)} {...props} />}
+            </LabelledControl>
+            <LabelledControl label="Tags" hint="Comma-separated" problem={error?.fieldError('tags')}>
+              {(props) => <input value={tagsText} maxLength={2000} onChange={(e) => setTagsText(e.target.value)} {...props} />}
+            </LabelledControl>
+            <LabelledControl
+              label={`Default value (${type})`}
+              hint="Served when the flag is off or nothing else applies."
+              problem={(showProblems && !defaultValue.ok ? defaultValue.problem : undefined) ?? error?.fieldError('defaultValue')}
+            >
+              {(props) => <ValueInput type={type} value={defaultText} onChange={setDefaultText} {...props} />}
+            </LabelledControl>
+          </section>
+          <section aria-labelledby="targeting">
+            <h2 id="targeting">Targeting rules</h2>
+            <p className="hint">Rules are tried in order; the first whose conditions all hold (and whose rollout includes the context) serves its value.</p>
+            <RuleEditor rules={rules} type={type} cohorts={cohorts.data?.cohorts} onChange={setRules} problems={problems} />
+            {cohorts.error && <p className="field-error">Cohorts could not be loaded: {cohorts.error.message}</p>}
+          </section>
+          <section aria-labelledby="variants">
+            <h2 id="variants">Variants</h2>
+            <p className="hint">When no rule serves, contexts are split between the variants by weight (by targeting key).</p>
+            <VariantsEditor variants={variants} type={type} onChange={setVariants} problems={problems} total={variantResult.total} />
+          </section>
+        </fieldset>
+        <div role="status" className="fl-editor-status">
+          {showProblems && (!targeting.ok || !variantResult.ok || !defaultValue.ok) && (
+            <ul className="field-error">
+              {targeting.problems.messages.map((m) => (
+                <li key={m}>{m}</li>
+              ))}
+              {!variantResult.ok && <li>{variantResult.problem}</li>}
+              {!defaultValue.ok && <li>Default value: {defaultValue.problem}</li>}
+            </ul>
           )}
-          <div className="fl-actions">
-            <button type="button" className="primary" disabled={busy !== undefined} onClick={() => void save()}>
-              {busy === 'save' ? 'Saving…' : 'Save changes'}
+          {notice}
+        </div>
+        <ApiProblems error={error} />
+        {needsApproval(error) && review && (
+          <p>
+            <button
+              type="button"
+              className="primary"
+              onClick={() =>
+                setRequesting({ serviceId: flag.serviceId, environment: flag.environment, flagKey: flag.key, action: 'update', body: review.patch, baseVersion: flag.version })
+              }
+            >
+              Request approval for these changes
             </button>
-            <button type="button" disabled={busy !== undefined} onClick={() => setReview(undefined)}>
-              Cancel
+          </p>
+        )}
+        {error?.status === 409 && (
+          <p>
+            <button type="button" onClick={onReload}>
+              Load the latest version (discards these edits)
             </button>
-          </div>
-        </section>
-      )}
-    </form>
+          </p>
+        )}
+        {editing ? (
+          <button type="submit" className="primary" disabled={busy !== undefined}>
+            {busy === 'simulate' ? 'Simulating…' : 'Simulate and review changes'}
+          </button>
+        ) : (
+          <section aria-labelledby="review" className="fl-review">
+            <h2 id="review" tabIndex={-1} ref={reviewHeading}>
+              Review before saving
+            </h2>
+            <p>
+              Changes: {Object.keys(review.patch).join(', ')} in <strong>{flag.environment}</strong>.
+            </p>
+            {review.simulation ? (
+              <SimulationResult result={review.simulation} ruleNumbers={ruleNumbers} />
+            ) : (
+              <p className="fl-note">These changes do not change what the flag serves (no simulation needed).</p>
+            )}
+            <div className="fl-actions">
+              <button type="button" className="primary" disabled={busy !== undefined} onClick={() => void save()}>
+                {busy === 'save' ? 'Saving…' : 'Save changes'}
+              </button>
+              <button type="button" disabled={busy !== undefined} onClick={() => setReview(undefined)}>
+                Cancel
+              </button>
+            </div>
+          </section>
+        )}
+      </form>
+      {/* Outside the editor's form: the dialog holds a form of its own. */}
+      <ChangeRequestDialog projectId={projectId} change={requesting} onClose={() => setRequesting(undefined)} />
+    </>
   );
 }

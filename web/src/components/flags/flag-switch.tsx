@@ -1,5 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, call } from '../../api/client';
+import type { NewChange } from '../change-requests/model';
+import { ChangeRequestDialog, needsApproval } from '../change-requests/request-dialog';
 import { useAction } from '../forms';
 import { activation } from '../../telemetry';
 import type { Environment, FlagRecord } from './model';
@@ -10,6 +12,8 @@ interface FlagSwitchProps {
   serviceId: string;
   environment: Environment;
   enabled: boolean;
+  /** The record's version, which a change request for a refused toggle is made against (the API takes the current one when absent). */
+  version?: number;
   /** The accessible name; the flag's key tells rows of a list apart. */
   label: string;
   /** The flag as the toggle left it (its new version). */
@@ -21,12 +25,14 @@ interface FlagSwitchProps {
  * flips at once (optimistic) and posts the wanted state to the toggle endpoint; when the server
  * refuses, it flips back and says why beside it.
  */
-export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled, label, onChanged }: FlagSwitchProps) {
+export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled, version, label, onChanged }: FlagSwitchProps) {
   const [shown, setShown] = useState(enabled);
   const action = useAction();
   const busy = action.running !== undefined;
   // What the last press asked for, to word its failure.
   const [wantedLast, setWantedLast] = useState(enabled);
+  // The refused toggle, offered as a change request (the environment's policy wants approvals).
+  const [requesting, setRequesting] = useState<NewChange | undefined>();
 
   // A reload of the flag (another change) is the truth again.
   useEffect(() => setShown(enabled), [enabled]);
@@ -65,6 +71,15 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
           Not {wantedLast ? 'enabled' : 'disabled'}: {action.error.message}
         </span>
       )}
+      {needsApproval(action.error) && (
+        <button
+          type="button"
+          onClick={() => setRequesting({ serviceId, environment, flagKey, action: 'toggle', body: { enabled: wantedLast }, ...(version === undefined ? {} : { baseVersion: version }) })}
+        >
+          Request approval to {wantedLast ? 'enable' : 'disable'}
+        </button>
+      )}
+      <ChangeRequestDialog projectId={projectId} change={requesting} onClose={() => setRequesting(undefined)} />
     </span>
   );
 }

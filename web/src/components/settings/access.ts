@@ -21,6 +21,7 @@ export const NEEDS = {
   'members:owner': 'Only an owner can grant, change or remove the owner role.',
   'settings:manage': 'Managing API tokens and webhooks needs the owner or admin role in this project.',
   'flags:write': 'Managing triggers needs the member, admin or owner role in this project.',
+  'change-policy': 'Changing the change policy needs the owner or admin role in this project.',
   'org:manage': "Managing alert channels needs the owner or admin role in the project's organization.",
 } as const;
 

@@ -7,6 +7,7 @@ const PROJECT_SECTIONS = [
   { path: 'webhooks', label: 'Webhooks' },
   { path: 'alert-channels', label: 'Alert channels' },
   { path: 'triggers', label: 'Triggers' },
+  { path: 'change-policy', label: 'Change policy' },
 ] as const;
 
 export const PROJECT_SECTION_DESCRIPTIONS: Record<(typeof PROJECT_SECTIONS)[number]['path'], string> = {
@@ -15,6 +16,7 @@ export const PROJECT_SECTION_DESCRIPTIONS: Record<(typeof PROJECT_SECTIONS)[numb
   webhooks: 'HTTP callbacks on flag changes, with their delivery log.',
   'alert-channels': "Where the organization's alerts go: chat, paging, e-mail or a webhook.",
   triggers: 'URLs that enable, disable or toggle one flag (for incident tooling).',
+  'change-policy': 'Which environments need approved change requests, and whose approvals count.',
 };
 
 const ACCOUNT_SECTIONS = [

@@ -66,6 +66,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
               serviceId={serviceId}
               environment={environment}
               enabled={flag.enabled}
+              version={flag.version}
               label={`Enabled in ${environment}`}
               onChanged={(toggled) => {
                 setFlag(toggled);

@@ -63,7 +63,7 @@ export default function FlagsList() {
     ...(filters.tags ? { tags: filters.tags } : {}),
     ...(filters.enabled === 'true' || filters.enabled === 'false' ? { enabled: filters.enabled } : {}),
     ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
-    fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment',
+    fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment,version',
   });
   const page = flags.data;
   const newHref = `/projects/${encodeURIComponent(projectId)}/flags/new${filters.serviceId ? `?serviceId=${encodeURIComponent(filters.serviceId)}` : ''}`;
@@ -168,6 +168,7 @@ export default function FlagsList() {
                   serviceId={flag.serviceId!}
                   environment={filters.environment}
                   enabled={!!flag.enabled}
+                  version={flag.version}
                   label={`Enabled: ${flag.key}`}
                 />
               ),

@@ -1,26 +1,17 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import { Link, useParams } from 'wouter';
-import { api, call, type paths } from '../../api/client';
+import { api, call } from '../../api/client';
 import { useFlagHistory } from '../../api/resources';
 import { useAction } from '../../components/forms';
 import { diffJson, type FieldChange } from '../../components/history/diff';
 import { DiffView } from '../../components/history/diff-view';
+import { contentOf, type FlagVersion } from '../../components/history/flag-content';
 import { FlagScopePicker, scopeQuery, useFlagScope } from '../../components/history/flag-scope';
 import { Pager } from '../../components/history/pager';
 import { When } from '../../components/history/value';
 import { useTitle } from '../../page-title';
 
-type FlagVersion = paths['/api/flags/{key}/history']['get']['responses'][200]['content']['application/json']['versions'][number];
-type FlagRecord = FlagVersion['snapshot'];
-
 const PAGE_SIZE = 20;
-
-/** A snapshot's content: identity and bookkeeping fields change on every write or never, and would only add noise. */
-function contentOf(snapshot: FlagRecord): Partial<FlagRecord> {
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
-  const { id, projectId, serviceId, environment, key, version, createdAt, updatedAt, ...content } = snapshot;
-  return content;
-}
 
 /** The top-level fields a change touched (`targeting`, `name`), for a version's one-line summary. */
 function touchedFields(changes: FieldChange[]): string[] {
