@@ -66,9 +66,9 @@ function parseJson(text: string): unknown {
  * or wrong.
  */
 export function apiError(status: number, body: unknown, text: string): CliError {
-  const envelope = (body ?? {}) as { error?: unknown; message?: unknown };
+  const envelope = (body ?? {}) as { error?: unknown; message?: unknown; code?: unknown };
   const error = typeof envelope.error === 'string' ? envelope.error : `HTTP ${status}`;
   const message = typeof envelope.message === 'string' ? envelope.message : text.slice(0, 200) || error;
   if (status === 401) return notLoggedIn(`The server refused the token (${message})`);
-  return new CliError(`${message} (HTTP ${status})`, EXIT.failed, { status, error });
+  return new CliError(`${message} (HTTP ${status})`, EXIT.failed, { status, error, code: typeof envelope.code === 'string' ? envelope.code : undefined });
 }

@@ -6,8 +6,10 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode: number = EXIT.failed,
-    /** The API's answer when the failure is one (status and its error envelope). */
-    readonly api?: { status: number; error: string },
+    /** The API's answer when the failure is one (status and its error envelope, with its `code` when it has one). */
+    readonly api?: { status: number; error: string; code?: string },
+    /** What to do about it, printed after the message. */
+    readonly hint?: string,
   ) {
     super(message);
     this.name = 'CliError';

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ApiClient } from './api';
 import { authCommands } from './commands/auth';
 import { canaryCommands } from './commands/canary';
+import { changeRequestCommands } from './commands/change-requests';
 import { flagCommands } from './commands/flags';
 import { resolveCredentials } from './credentials';
 import { CliError, EXIT, notLoggedIn } from './errors';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   authCommands(program, session, output);
   flagCommands(program, session);
   canaryCommands(program, session);
+  changeRequestCommands(program, session);
   return program;
 }
 
@@ -47,8 +49,10 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.failed;
     const failure = error instanceof CliError ? error : new CliError(`Unexpected failure: ${(error as Error).message}`);
-    if (json) process.stderr.write(`${JSON.stringify({ error: failure.api?.error ?? 'CLI error', message: failure.message, status: failure.api?.status, exitCode: failure.exitCode })}\n`);
-    else process.stderr.write(`Error: ${failure.message}\n`);
+    if (json) {
+      const { api, hint } = failure;
+      process.stderr.write(`${JSON.stringify({ error: api?.error ?? 'CLI error', message: failure.message, status: api?.status, code: api?.code, hint, exitCode: failure.exitCode })}\n`);
+    } else process.stderr.write(`Error: ${failure.message}\n${failure.hint ? `Hint: ${failure.hint}\n` : ''}`);
     return failure.exitCode;
   }
 }

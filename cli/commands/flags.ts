@@ -1,12 +1,14 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { ENVIRONMENTS } from '../../api/domain/environments';
 import type { ApiClient } from '../api';
+import { isApprovalRequired, withChangeRequestHint } from '../approval';
 import { CliError } from '../errors';
 import { show, table, type Output } from '../output';
 import { tailFlag } from './tail';
 
 export interface Flag {
   key: string;
+  projectId: string;
   name: string;
   type: string;
   enabled: boolean;
@@ -88,7 +90,14 @@ export function flagCommands(program: Command, session: Session): void {
     .action(async (key: string, opts: { service: string; env: string; on?: boolean; off?: boolean }, cmd: Command) => {
       const { api, out } = session(cmd);
       const enabled = opts.on ? true : opts.off ? false : undefined;
-      const flag = await api.post<Flag>(flagPath(key, '/toggle'), enabled === undefined ? undefined : { enabled }, { serviceId: opts.service, environment: opts.env });
+      const body = enabled === undefined ? undefined : { enabled };
+      const scope = { serviceId: opts.service, environment: opts.env };
+      const flag = await api.post<Flag>(flagPath(key, '/toggle'), body, scope).catch(async (error: unknown) => {
+        if (!isApprovalRequired(error)) throw error;
+        // The refusal names no project; the flag does.
+        const { projectId } = await api.get<Flag>(flagPath(key), scope);
+        throw withChangeRequestHint(error, projectId, { ...scope, flagKey: key, action: 'toggle', body: body ?? {} });
+      });
       out.result(flag, () => out.line(`${flag.key} is now ${flag.enabled ? 'ON' : 'OFF'} in ${flag.environment} (version ${flag.version})`));
     });
 

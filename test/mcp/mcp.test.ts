@@ -5,6 +5,7 @@ import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprot
 import { approveInBrowser, connect, REDIRECT_URI, registerClient, type OAuthClient } from '../oauth/support';
 import { eventually, startTestApp, type TestApp, type TestUser } from '../support/harness';
 import { createFlag, createProject, expectStatus, personalToken, type Project } from '../webhooks/support';
+import { mcpClient as connectMcp, tool } from './support';
 
 /**
  * The hosted MCP server (docs/api-reference.md#connector-tokens,
@@ -20,21 +21,7 @@ const flagKey = `mcp-tool-${Date.now().toString(36)}`;
 const ref = (p: Project) => ({ key: flagKey, serviceId: p.serviceId, environment: 'production' });
 const open: Client[] = [];
 
-async function mcpClient(accessToken: string): Promise<Client> {
-  const client = new Client({ name: 'test-assistant', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${app.urls.control}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${accessToken}` } } }));
-  open.push(client);
-  return client;
-}
-
-/** A tool's JSON answer, or its error as `{ isError, ...envelope }`. */
-async function tool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: { type: string; text: string }[] };
-  const text = result.content[0].text;
-  if (!result.isError) return JSON.parse(text);
-  // The SDK's own input validation answers text; the routes' refusals answer their envelope as JSON.
-  return text.startsWith('{') ? { isError: true, ...JSON.parse(text) } : { isError: true, message: text };
-}
+const mcpClient = (accessToken: string) => connectMcp(app, accessToken, open);
 
 async function connectionIdOf(p: Project, accessToken: string): Promise<string> {
   const me = await app.request('GET', '/api/users/me', { token: accessToken });
@@ -80,16 +67,22 @@ describe('the MCP endpoint', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
       [
+        'approve_change_request',
+        'apply_change_request',
         'audit_search',
         'canary_abort',
         'canary_start',
         'canary_status',
+        'create_change_request',
         'evaluate',
         'explain',
         'flag_metrics',
+        'get_change_request',
         'get_flag',
+        'list_change_requests',
         'list_flags',
         'list_projects',
+        'reject_change_request',
         'simulate',
         'toggle_flag',
         'toggle_impact',

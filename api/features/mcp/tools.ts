@@ -4,6 +4,9 @@ import { z } from 'zod';
 import { HttpError } from '../../http/errors';
 import { EnvironmentSchema } from '../../domain/environments';
 import { TargetingRuleInputSchema } from '../flags/schema';
+import { APPROVAL_REQUIRED } from '../change-requests/gate';
+import { CHANGE_REQUEST_STATUSES, ChangeRequestCreateSchema } from '../change-requests/schema';
+import { idSchema } from '../projects/common';
 import type { Caller, RouteCall, RouteInvoker } from './invoke';
 
 const key = z.string().min(1).max(256).describe('The flag key');
@@ -27,8 +30,12 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
   const server = new McpServer({ name: 'feature-flags', version: opts.version });
 
   const call = (method: Parameters<RouteInvoker['call']>[1], path: string, input: RouteCall) => invoker.call(caller, method, path, input);
-  /** A tool's answer: the route's JSON, or its refusal as a tool error the assistant can read. */
-  const run = async (work: () => Promise<unknown>): Promise<CallToolResult> => {
+  /**
+   * A tool's answer: the route's JSON, or its refusal as a tool error the assistant can read. A
+   * write refused because the environment needs approval (docs/mcp.md#change-requests) also says
+   * how to get it, with the tools: `remedy`, fields added to that refusal.
+   */
+  const run = async (work: () => Promise<unknown>, remedy: Record<string, unknown> = { next: OPEN_CHANGE_REQUEST }): Promise<CallToolResult> => {
     try {
       return { content: [{ type: 'text', text: JSON.stringify(await work(), null, 2) }] };
     } catch (error) {
@@ -36,7 +43,9 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         caller.log.error({ err: error }, 'MCP tool failed');
         return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: 500, error: 'Internal Server Error' }) }] };
       }
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify({ status: error.status, ...error.toBody() }) }] };
+      const body: Record<string, unknown> = { status: error.status, ...error.toBody() };
+      if (body.code === APPROVAL_REQUIRED) Object.assign(body, remedy);
+      return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
   };
   const bodyOf = async (...args: Parameters<typeof call>) => (await call(...args)).body;
@@ -110,8 +119,16 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
     );
   }
 
-  /** A write in two steps: without confirm, the current flag and the simulated effect; with confirm, the change applied. */
-  const previewOrApply = (a: { key: string; serviceId: string; environment: string; confirm?: boolean; cohortSize?: number }, candidate: Record<string, unknown>, apply: () => Promise<unknown>) =>
+  /**
+   * A write in two steps: without confirm, the current flag and the simulated effect; with
+   * confirm, the change applied. `action` names the candidate as a change request's change.
+   */
+  const previewOrApply = (
+    a: { key: string; serviceId: string; environment: string; confirm?: boolean; expectedVersion?: number; cohortSize?: number },
+    candidate: Record<string, unknown>,
+    action: 'toggle' | 'update',
+    apply: () => Promise<unknown>,
+  ) =>
     run(async () => {
       if (a.confirm === true) return { applied: true, flag: await apply() };
       const current = (await bodyOf('get', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a) })) as Record<string, unknown>;
@@ -123,6 +140,9 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         simulation,
         next: 'Nothing was changed. Call again with confirm: true (and expectedVersion) to apply.',
       };
+    }, {
+      next: `${OPEN_CHANGE_REQUEST} changeRequestChange is the entry of its changes that asks for this write.`,
+      changeRequestChange: { serviceId: a.serviceId, environment: a.environment, flagKey: a.key, action, body: candidate, baseVersion: a.expectedVersion },
     });
 
   server.registerTool(
@@ -133,7 +153,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       annotations: { destructiveHint: true },
     },
     (a) =>
-      previewOrApply(a, { enabled: a.enabled }, () =>
+      previewOrApply(a, { enabled: a.enabled }, 'toggle', () =>
         bodyOf('post', '/api/flags/:key/toggle', { params: { key: a.key }, query: flagQuery(a), body: { enabled: a.enabled, version: a.expectedVersion } }),
       ),
   );
@@ -146,7 +166,7 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
       annotations: { destructiveHint: true },
     },
     (a) =>
-      previewOrApply(a, { targeting: a.targeting }, () =>
+      previewOrApply(a, { targeting: a.targeting }, 'update', () =>
         bodyOf('patch', '/api/flags/:key', { params: { key: a.key }, query: flagQuery(a), body: { targeting: a.targeting, version: a.expectedVersion } }),
       ),
   );
@@ -184,14 +204,97 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
         autoRollbackOnBreach: z.boolean(),
         minSamplesPerCohort: z.number().int().min(1).optional(),
         ruleId: z.string().min(1).max(256).optional().describe('An existing rule to ramp; without it a rule `canary` is inserted'),
+        changeRequestId: idSchema.optional().describe('Where the change policy needs approval: an approved change request of this flag'),
       },
     },
-    ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary', { params: { key: flagKey }, body })),
+    ({ key: flagKey, ...body }) =>
+      run(() => bodyOf('post', '/api/flags/:key/canary', { params: { key: flagKey }, body }), {
+        next: 'This environment needs approval: nothing was started. Open a change request of this flag with create_change_request, have an approver approve it, then call canary_start again with its id as changeRequestId.',
+      }),
   );
   server.registerTool(
     'canary_abort',
     { description: "Abort the flag's running canary pipeline (needs a write connection)", inputSchema: { ...flagRef, reason: z.string().min(1).max(1000) }, annotations: { destructiveHint: true } },
     ({ key: flagKey, ...body }) => run(() => bodyOf('post', '/api/flags/:key/canary/abort', { params: { key: flagKey }, body })),
+  );
+
+  const requestRef = { projectId, requestId: idSchema.describe('A change request id (from list_change_requests)') };
+  const requestPath = '/api/projects/:id/change-requests/:requestId';
+  const requestParams = (a: { projectId: string; requestId: string }) => ({ id: a.projectId, requestId: a.requestId });
+  const decide = (path: string) => (a: { projectId: string; requestId: string; comment?: string }) =>
+    run(() => bodyOf('post', path, { params: requestParams(a), body: { comment: a.comment } }));
+
+  server.registerTool(
+    'create_change_request',
+    {
+      description:
+        'Open a change request: flag changes, in environments whose change policy needs approval, reviewed and applied as one (needs a write connection). ' +
+        'It applies only once approved, with apply_change_request; the answer shows the approvals needed and the simulated impact',
+      inputSchema: { projectId, ...ChangeRequestCreateSchema.shape },
+    },
+    ({ projectId: id, ...body }) => run(() => bodyOf('post', '/api/projects/:id/change-requests', { params: { id }, body })),
+  );
+  server.registerTool(
+    'list_change_requests',
+    {
+      description: "A project's change requests, newest first (paged: limit up to 100, offset)",
+      inputSchema: {
+        projectId,
+        status: z.enum(CHANGE_REQUEST_STATUSES).optional(),
+        limit: z.number().int().min(1).max(100).optional(),
+        offset: z.number().int().min(0).optional(),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    ({ projectId: id, ...a }) =>
+      run(() => bodyOf('get', '/api/projects/:id/change-requests', { params: { id }, query: { status: a.status, limit: a.limit?.toString(), offset: a.offset?.toString() } })),
+  );
+  server.registerTool(
+    'get_change_request',
+    {
+      description: 'One change request: its changes, approvals, simulated impact, conflicts (flags changed since it was opened) and the actions open to you',
+      inputSchema: requestRef,
+      annotations: { readOnlyHint: true },
+    },
+    (a) => run(() => bodyOf('get', requestPath, { params: requestParams(a) })),
+  );
+  // Its limits are the routes' to check.
+  const comment = z.string();
+  server.registerTool(
+    'approve_change_request',
+    {
+      description: "Approve a change request as yourself (needs a write connection and a role the project's change policy names; not your own request unless the policy allows it)",
+      inputSchema: { ...requestRef, comment: comment.optional() },
+    },
+    decide(`${requestPath}/approve`),
+  );
+  server.registerTool(
+    'reject_change_request',
+    {
+      description: 'Reject a change request, for good, with the reason (same rule as approving)',
+      inputSchema: { ...requestRef, comment: comment.describe('Why') },
+      annotations: { destructiveHint: true },
+    },
+    decide(`${requestPath}/reject`),
+  );
+  server.registerTool(
+    'apply_change_request',
+    {
+      description:
+        'Apply an approved change request, all of its changes at once (needs a write connection). First call without confirm: the request with its simulated impact and conflicts; then confirm: true applies it',
+      inputSchema: { ...requestRef, confirm: z.boolean().optional().describe('false or absent: only show what would apply; true: apply it') },
+      annotations: { destructiveHint: true },
+    },
+    (a) =>
+      run(async () => {
+        if (a.confirm === true) return { applied: true, changeRequest: await bodyOf('post', `${requestPath}/apply`, { params: requestParams(a) }) };
+        const request = (await bodyOf('get', requestPath, { params: requestParams(a) })) as Record<string, unknown>;
+        return {
+          applied: false,
+          changeRequest: request,
+          next: 'Nothing was changed. Call again with confirm: true to apply (a flag changed since the request was opened makes it fail with 409, and the request ends failed).',
+        };
+      }),
   );
 
   server.registerTool(
@@ -214,3 +317,8 @@ export function buildMcpServer(opts: { invoker: RouteInvoker; caller: Caller; ve
 
   return server;
 }
+
+/** What a write refused for approval tells the assistant to do instead. */
+const OPEN_CHANGE_REQUEST =
+  "This environment needs approval: nothing was changed. Open a change request with create_change_request (projectId: the flag's, from get_flag), " +
+  'have an approver approve it (approve_change_request), then apply it with apply_change_request.';
