@@ -51,6 +51,7 @@ import { Readiness } from './lib/management/readiness';
 import { watchAnalyticsWriter, watchOutbox, watchPostgres, watchWorker } from './lib/metrics/backends';
 import { Metrics } from './lib/metrics/metrics';
 import { MailQueue } from './lib/mail/mail-queue';
+import { ChangeRequestAlerts } from './features/change-requests/alerts';
 import { ChangeGate } from './features/change-requests/gate';
 import type { ChangeRequestService } from './features/change-requests/service';
 import { createChangeRequestFeature } from './features/change-requests/wiring';
@@ -226,6 +227,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const insights = createInsightFeature({ sql, analytics, flags: flags.service, notifyOrgAlertChannels, logger });
     const guardrails = createGuardrailFeature({ sql, temporal, insights: insights.insights, notifyOrgAlertChannels, guards, logger });
     outbox.register(guardrails.consumer);
+    outbox.register(new ChangeRequestAlerts({ sql, notifyOrgAlertChannels }));
     const canary = createCanaryFeature({ sql, analytics, temporal, flags: flags.service, gate: changeGate, notifyOrgAlertChannels, guards, metrics: metrics.canary, logger });
     const experiments = createExperimentFeature({ sql, analytics, temporal, flags: flags.service, logger });
     const demo = await createDemoFeature({ config, sql, cache, logger, flags: flags.service });

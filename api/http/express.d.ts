@@ -8,6 +8,8 @@ declare global {
       clientIp: string;
       requestId: string;
       log: Logger;
+      /** Whether the raw JSON body spelled a NUL character (`\u0000`): only then is the parsed body searched for one (route.ts). */
+      bodyMayHoldNul?: boolean;
     }
   }
 }

@@ -120,6 +120,8 @@ export interface RouteDeps {
 }
 
 const MUTATING = new Set(['post', 'patch', 'put', 'delete']);
+/** How JSON spells a NUL character; a body without it holds none. */
+const ESCAPED_NUL = Buffer.from('\\u0000');
 
 export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps): void {
   for (const route of fixedSegmentsFirst(routes)) {
@@ -188,7 +190,14 @@ function send(res: Response, r: Reply) {
  * types and declared lengths over the limit are refused before a byte is read.
  */
 function bodyReader(route: AnyRoute, limit: number) {
-  const parser = express.json({ limit, type: () => true, inflate: false });
+  const parser = express.json({
+    limit,
+    type: () => true,
+    inflate: false,
+    verify: (req, _res, raw) => {
+      (req as Request).bodyMayHoldNul = raw.includes(ESCAPED_NUL);
+    },
+  });
   return (req: Request, res: Response) =>
     new Promise<void>((resolve, reject) => {
       if (!route.body) return resolve();
@@ -243,8 +252,26 @@ export function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/**
+ * Where a JSON value holds a NUL character, in a string or a key (null: nowhere). Postgres text and
+ * jsonb cannot store one: refused as a 400 here instead of failing the write.
+ */
+function nulPath(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, item] of Object.entries(value)) {
+    if (key.includes('\u0000')) return path;
+    const found = nulPath(item, `${path}.${key}`);
+    if (found) return found;
+  }
+  return null;
+}
+
 /** A route's params, query and body through its schemas (also for calls made in-process: the MCP tools). */
-export function validate(route: AnyRoute, req: Pick<Request, 'params' | 'query' | 'body'>) {
+export function validate(route: AnyRoute, req: Pick<Request, 'params' | 'query' | 'body' | 'bodyMayHoldNul'>) {
+  // Bodies read by Express are searched only when their text spelled a NUL; in-process calls always.
+  const nul = route.body && req.bodyMayHoldNul !== false ? nulPath(req.body, 'body') : null;
+  if (nul) throw validationFailed([{ path: nul, message: 'must not contain NUL characters' }]);
   const problems: FieldProblem[] = [];
   const out: Record<string, unknown> = {};
   const parts = [

@@ -39,6 +39,10 @@ async function open(user: TestUser, p: Project, body: Record<string, unknown>) {
   return user.request('POST', `/api/projects/${p.projectId}/change-requests`, body);
 }
 
+async function mailbox(to: string): Promise<{ subject: string; text?: string }[]> {
+  return (await app.request('GET', `/api/dev/mailbox?to=${encodeURIComponent(to)}`)).body.messages ?? [];
+}
+
 const requestPath = (p: Project, id: string, step = '') => `/api/projects/${p.projectId}/change-requests/${id}${step ? `/${step}` : ''}`;
 
 async function auditOf(p: Project, action: string) {
@@ -105,6 +109,8 @@ describe('the gate', () => {
     expect((await p.member.request('POST', `/api/flags/${key}/toggle${at(p.serviceId)}`, { enabled: true })).body.code).toBe('APPROVAL_REQUIRED');
     const bypasses = (await auditOf(p, 'flag.toggle')).filter((e) => e.metadata.bypass === 'emergency-reduce');
     expect(bypasses.length).toBeGreaterThanOrEqual(1);
+    // The approvers hear of it (the owner and the admin; the member who did it is not an approver).
+    for (const approver of [p.owner, p.admin]) await eventually(async () => (await mailbox(approver.email)).some((m) => /emergency change in production/.test(m.subject)));
 
     await protect(p, { production: { requiredApprovals: 1, approverRoles: ['admin'], emergencyReduce: 'approve' } });
     const down = await p.member.request('PATCH', `/api/flags/${key}${at(p.serviceId)}`, { targeting: [{ id: 'r1', conditions: [], value: true, rolloutPercentage: 10 }] });
@@ -166,6 +172,8 @@ describe('change requests', () => {
     const second = newKey('second');
     const hookPath = `/cr-${key}`;
     await createWebhook(p.owner, { projectId: p.projectId, url: receiver.url(hookPath), events: ['change_request.created', 'change_request.approved', 'change_request.applied'] });
+    const channelPath = `/alerts-${key}`;
+    expectStatus(await p.owner.request('POST', `/api/orgs/${p.orgId}/alert-channels`, { type: 'webhook', name: 'Release bot', url: receiver.url(channelPath) }), 201, 'alert channel');
     const opened = await open(p.member, p, {
       title: 'Launch checkout',
       description: 'Turn it on in production',
@@ -212,6 +220,12 @@ describe('change requests', () => {
       return got.length >= 3 ? got : undefined;
     });
     expect(events).toEqual(['change_request.created', 'change_request.approved', 'change_request.applied']);
+    // The organization's alert channels hear of every step too.
+    const alerts = await eventually(async () => {
+      const got = receiver.received(channelPath).map((d) => JSON.stringify(d.body));
+      return got.length >= 3 ? got : undefined;
+    });
+    expect(alerts.join('\n')).toContain('Launch checkout');
   });
 
   it('voids approvals on an edit, and never applies a rejected or cancelled request', async () => {
@@ -266,6 +280,26 @@ describe('change requests', () => {
     expect(failed.failureReason).toMatch(/^CONFLICT/);
     expect((await flag(p, untouched)).enabled).toBe(false);
     expect((await auditOf(p, 'change_request.fail')).some((e) => e.resourceId === cr.id)).toBe(true);
+    await eventually(async () => (await mailbox(p.member.email)).some((m) => m.subject === 'Change request "x" failed'));
+  });
+
+  it('measures its impact over recent real contexts', async () => {
+    const key = await protectedFlag('impact');
+    await p.owner.request('PUT', `/api/projects/${p.projectId}/change-policy`, { environments: {} });
+    expectStatus(await p.owner.request('PATCH', `/api/flags/${key}${at(p.serviceId)}`, { enabled: true, targeting: [{ id: 'pro', conditions: [{ property: 'plan', operator: 'equals', value: 'pro' }], value: true }] }), 200, 'rule');
+    await protect(p);
+    const token = await opaqueToken(p.owner, p.projectId, { read: true });
+    await eventually(async () => (await app.request('POST', '/api/flags/evaluate', { token, body: { flagKey: key, serviceId: p.serviceId, environment: 'production' } })).body?.reason === 'DEFAULT');
+    for (const [i, plan] of ['pro', 'pro', 'free', 'free', 'free'].entries()) {
+      expectStatus(await app.request('POST', '/api/flags/evaluate', { token, body: { flagKey: key, serviceId: p.serviceId, environment: 'production', context: { targetingKey: `u-${i}`, plan } } }), 200, 'evaluate');
+    }
+    // Widening the rule to every plan changes the answer of the three free users.
+    const cr = await open(p.member, p, {
+      title: 'everyone',
+      changes: [{ serviceId: p.serviceId, environment: 'production', flagKey: key, action: 'update', body: { targeting: [{ id: 'pro', conditions: [], value: true }] } }],
+    });
+    expectStatus(cr, 201, 'open');
+    expect(cr.body.impact).toEqual([{ serviceId: p.serviceId, flagKey: key, environment: 'production', changed: 3, evaluated: 5 }]);
   });
 
   it('refuses bad input: 1,001 changes, a flag twice, missing flags, other projects', async () => {
@@ -322,5 +356,22 @@ describe('change requests', () => {
     const started = await p.member.request('POST', `/api/flags/${key}/canary`, { ...body, changeRequestId: cr.id });
     expect(started.status).toBe(201);
     await p.member.request('POST', `/api/flags/${key}/canary/abort`, { serviceId: p.serviceId, environment: 'production', reason: 'done' });
+  });
+});
+
+describe('NUL characters', () => {
+  it('are refused with 400 naming the field, in a change request as in a flag write', async () => {
+    const p = await createProject(app);
+    const key = newKey('nul');
+    await createFlag(p.owner, p.serviceId, key);
+    const request = await open(p.owner, p, { title: 'a\u0000b', changes: [{ serviceId: p.serviceId, environment: 'production', flagKey: key, action: 'update', body: { description: 'x' } }] });
+    expect(request.status).toBe(400);
+    expect(request.body.details).toEqual([{ path: 'body.title', message: 'must not contain NUL characters' }]);
+    const inBody = await open(p.owner, p, { title: 'ok', changes: [{ serviceId: p.serviceId, environment: 'production', flagKey: key, action: 'update', body: { description: 'x\u0000y' } }] });
+    expect(inBody.body.details).toEqual([{ path: 'body.changes.0.body.description', message: 'must not contain NUL characters' }]);
+    const flag = await p.owner.request('POST', '/api/flags', { key: newKey('nul'), serviceId: p.serviceId, name: 'a\u0000b' });
+    expect(flag.status).toBe(400);
+    // A backslash followed by u0000 is text, not a NUL.
+    expectStatus(await open(p.owner, p, { title: 'a\\u0000b', changes: [{ serviceId: p.serviceId, environment: 'production', flagKey: key, action: 'toggle' }] }), 201, 'escaped backslash');
   });
 });

@@ -1,6 +1,6 @@
 import type { Sql } from '../../infra/postgres';
 import type { FlagChangeEvent } from '../flags/types';
-import type { ChangeRequestEvent } from '../../lib/outbox/store';
+import { WEBHOOKS_CONSUMER, type ChangeRequestEvent } from '../../lib/outbox/store';
 import type { DeliveryQueue } from './deliveries';
 import type { WebhookStore } from './store';
 import type { WebhookEvent } from './types';
@@ -24,7 +24,7 @@ export function webhookBody(event: WebhookOutboxEvent): string {
  * queues nothing new.
  */
 export class WebhookDispatcher {
-  readonly name = 'webhooks';
+  readonly name = WEBHOOKS_CONSUMER;
 
   constructor(
     private readonly deps: { sql: Sql; store: WebhookStore; queue: DeliveryQueue },

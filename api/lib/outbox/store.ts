@@ -79,6 +79,8 @@ export async function enqueueCohortEvent(tx: TransactionSql, event: CohortChange
 
 /** The consumer that delivers to project webhooks (WebhookDispatcher). */
 export const WEBHOOKS_CONSUMER = 'webhooks';
+/** The consumer that tells organization alert channels of change request steps (ChangeRequestAlerts). */
+export const CHANGE_REQUEST_ALERTS_CONSUMER = 'change-request-alerts';
 
 /** A change request's step as webhooks receive it (docs/change-requests.md#webhooks-and-audit). */
 export interface ChangeRequestEvent {
@@ -89,9 +91,9 @@ export interface ChangeRequestEvent {
 }
 
 /**
- * Inserts a change request's event in the writer's transaction, pending for the webhooks consumer
- * only (nothing else serves or judges it); its stream is the request, so each request's events
- * are delivered in order.
+ * Inserts a change request's event in the writer's transaction, pending for the webhooks and
+ * alert-channel consumers only (nothing else serves or judges it); its stream is the request, so
+ * each request's events are delivered in order.
  */
 export async function enqueueChangeRequestEvent(tx: TransactionSql, event: ChangeRequestEvent): Promise<void> {
   await tx`
@@ -102,7 +104,8 @@ export async function enqueueChangeRequestEvent(tx: TransactionSql, event: Chang
     ),
     pending AS (
       INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
-      SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i JOIN outbox_consumers c ON c.name = ${WEBHOOKS_CONSUMER}
+      SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i
+      JOIN outbox_consumers c ON c.name IN (${WEBHOOKS_CONSUMER}, ${CHANGE_REQUEST_ALERTS_CONSUMER})
       RETURNING 1
     )
     SELECT pg_notify(${OUTBOX_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM pending)`;
