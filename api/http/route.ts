@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { z, ZodTypeAny } from 'zod';
+import { ZodUnknown, type z, type ZodTypeAny } from 'zod';
 import { enforceCredentialPolicy, type AccessRule, type CredentialPolicy, type ProjectAccess, type ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
@@ -269,9 +269,6 @@ function nulPath(value: unknown, path: string): string | null {
 
 /** A route's params, query and body through its schemas (also for calls made in-process: the MCP tools). */
 export function validate(route: AnyRoute, req: Pick<Request, 'params' | 'query' | 'body' | 'bodyMayHoldNul'>) {
-  // Bodies read by Express are searched only when their text spelled a NUL; in-process calls always.
-  const nul = route.body && req.bodyMayHoldNul !== false ? nulPath(req.body, 'body') : null;
-  if (nul) throw validationFailed([{ path: nul, message: 'must not contain NUL characters' }]);
   const problems: FieldProblem[] = [];
   const out: Record<string, unknown> = {};
   const parts = [
@@ -294,5 +291,10 @@ export function validate(route: AnyRoute, req: Pick<Request, 'params' | 'query' 
     else for (const issue of parsed.error.issues) problems.push({ path: [where, ...issue.path].join('.'), message: issue.message });
   }
   if (problems.length) throw validationFailed(problems);
+  // After the schema's own problems; a body taken as z.unknown() is checked by its handler, in its
+  // protocol's terms (OAuth registration). Bodies read by Express are searched only when their
+  // text spelled a NUL; in-process calls always.
+  const nul = route.body && !(route.body instanceof ZodUnknown) && req.bodyMayHoldNul !== false ? nulPath(out.body, 'body') : null;
+  if (nul) throw validationFailed([{ path: nul, message: 'must not contain NUL characters' }]);
   return out;
 }

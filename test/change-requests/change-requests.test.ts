@@ -283,6 +283,17 @@ describe('change requests', () => {
     await eventually(async () => (await mailbox(p.member.email)).some((m) => m.subject === 'Change request "x" failed'));
   });
 
+  it('lets the author approve their own request only where the policy allows it', async () => {
+    const key = await protectedFlag('self');
+    await protect(p, { production: { requiredApprovals: 1, approverRoles: ['owner', 'admin', 'member'], allowSelfApproval: true } });
+    const cr = (await open(p.member, p, { title: 'mine', changes: [{ serviceId: p.serviceId, environment: 'production', flagKey: key, action: 'toggle', body: { enabled: true } }] })).body;
+    expect(cr).toMatchObject({ allowSelfApproval: true, actions: { approve: true } });
+    expectStatus(await p.member.request('POST', requestPath(p, cr.id, 'approve'), {}), 200, 'self-approve');
+    expectStatus(await p.member.request('POST', requestPath(p, cr.id, 'apply')), 200, 'apply');
+    expect((await flag(p, key)).enabled).toBe(true);
+    await protect(p);
+  });
+
   it('measures its impact over recent real contexts', async () => {
     const key = await protectedFlag('impact');
     await p.owner.request('PUT', `/api/projects/${p.projectId}/change-policy`, { environments: {} });
@@ -355,7 +366,13 @@ describe('change requests', () => {
     expectStatus(await p.member.request('POST', requestPath(p, cr.id, 'apply')), 200, 'apply');
     const started = await p.member.request('POST', `/api/flags/${key}/canary`, { ...body, changeRequestId: cr.id });
     expect(started.status).toBe(201);
-    await p.member.request('POST', `/api/flags/${key}/canary/abort`, { serviceId: p.serviceId, environment: 'production', reason: 'done' });
+    const ramped = await flag(p, key);
+    expect(ramped.targeting.map((r) => r.rolloutPercentage)).toEqual([10]);
+    // Its rollback always passes, even where reductions need approval.
+    await protect(p, { production: { requiredApprovals: 1, approverRoles: ['admin'], emergencyReduce: 'approve' } });
+    expectStatus(await p.member.request('POST', `/api/flags/${key}/canary/abort`, { serviceId: p.serviceId, environment: 'production', reason: 'done' }), 200, 'abort');
+    await eventually(async () => (await flag(p, key)).targeting.length === 0);
+    await protect(p);
   });
 });
 

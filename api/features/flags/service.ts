@@ -173,7 +173,7 @@ export class FlagService {
   /** Restores the content of `version` as a new version (audited as flag.update with metadata.rollbackTo). */
   /** `expectedVersion`: roll back only if the flag is still at this version (409 otherwise), e.g. the version a judgement was about. */
   async rollback(actor: AuditActor, ref: FlagRef, version: number, opts: FlagWriteOptions & { expectedVersion?: number } = {}): Promise<FlagRecord> {
-    return this.mutate(actor, ref, 'rollback', opts.expectedVersion, { metadata: { ...opts.metadata, rollbackTo: version } }, async (current, tx) => {
+    return this.mutate(actor, ref, 'rollback', opts.expectedVersion, { permit: opts.permit, metadata: { ...opts.metadata, rollbackTo: version } }, async (current, tx) => {
       const target = await this.deps.store.findVersion(tx, current.id, version);
       if (!target) throw notFound(`Version ${version} of flag "${ref.key}"`);
       return contentOf(target.snapshot);
