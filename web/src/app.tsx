@@ -1,12 +1,14 @@
 /**
  * The shell: header (organization and project switchers, the user, sign out), the navigation
  * built from the routes table, and the current screen. Screen does what every page needs: the
- * access rule, the document title, moving focus to the new page, and screen_viewed.
+ * access rule, the document title, moving focus to the new page, screen_viewed, and a boundary
+ * that keeps a page that fails to load (page-boundary.tsx) from blanking the console.
  */
 import { Suspense, useEffect, useState, type ReactNode } from 'react';
 import { Link, Redirect, Route, Switch, useLocation, useParams, useRoute, useSearch } from 'wouter';
 import { api, asApiError, call } from './api/client';
 import { nextTarget } from './navigation';
+import { PageBoundary } from './page-boundary';
 import { documentTitle, TitleContext } from './page-title';
 import { hrefOf, routes, type ConsoleRoute } from './routes';
 import { SessionProvider, useSession } from './session';
@@ -81,7 +83,9 @@ function Screen({ route }: { route: ConsoleRoute }) {
   }
   return (
     <TitleContext.Provider value={setPageTitle}>
-      <Page />
+      <PageBoundary page={Page} at={location}>
+        <Page />
+      </PageBoundary>
     </TitleContext.Provider>
   );
 }
