@@ -5,7 +5,7 @@
  * - useSubmit is useAction for a <form>: it hands the call the form's FormData;
  * - LabelledControl labels any control and shows its problem beside it; Field (an input) and
  *   SelectField take that problem from the ApiError; FormError shows the form's, SubmitButton
- *   says when it is busy.
+ *   says when it is busy; RefusedButton is a button the user's role does not allow, with the reason.
  */
 import { useCallback, useId, useState, type FormEvent, type InputHTMLAttributes, type ReactElement, type ReactNode, type SelectHTMLAttributes } from 'react';
 import { asApiError, type ApiError } from '../api/client';
@@ -127,5 +127,23 @@ export function SubmitButton({ busy, children }: { busy: boolean; children: Reac
     <button type="submit" className="primary" aria-disabled={busy || undefined} disabled={busy}>
       {busy ? 'Working…' : children}
     </button>
+  );
+}
+
+/**
+ * A button the user's role does not allow (components/settings/access.ts): shown disabled rather
+ * than failing with "Forbidden" after the click, with the reason beside it and as its description.
+ */
+export function RefusedButton({ reason, className, children }: { reason: string; className?: string; children: ReactNode }) {
+  const id = useId();
+  return (
+    <span className="refused">
+      <button type="button" className={className} disabled title={reason} aria-describedby={id}>
+        {children}
+      </button>
+      <span id={id} className="hint">
+        {reason}
+      </span>
+    </span>
   );
 }

@@ -1,16 +1,16 @@
 import { useParams } from 'wouter';
 import { api, call } from '../api/client';
 import { useServices } from '../api/resources';
-import { Field, FormError, SubmitButton, useSubmit } from '../components/forms';
+import { Field, FormError, RefusedButton, SubmitButton, useSubmit } from '../components/forms';
 import { DataTable } from '../components/data-table';
+import { NEEDS, useProjectAccess } from '../components/settings/access';
 import { LoadState } from '../components/status';
-import { useSession } from '../session';
 
 /** A project's overview: its services (each SDK or app that evaluates flags) and creating one. */
 export default function ProjectHome() {
   const { projectId } = useParams<{ projectId: string }>();
-  const session = useSession();
-  const project = session.projects.find((p) => p.id === projectId);
+  const access = useProjectAccess(projectId);
+  const project = access.project;
   const services = useServices(projectId);
   const { busy, error, onSubmit } = useSubmit(async (data, form) => {
     await call(api.POST('/api/services', { body: { projectId, name: String(data.get('name')) } }));
@@ -41,11 +41,17 @@ export default function ProjectHome() {
       </section>
       <section aria-labelledby="create-service">
         <h2 id="create-service">Create a service</h2>
-        <form onSubmit={onSubmit} noValidate className="inline-form">
-          <Field label="Service name" name="name" required maxLength={200} error={error} />
-          <FormError error={error} fields={['name']} />
-          <SubmitButton busy={busy}>Create service</SubmitButton>
-        </form>
+        {access.can('services:write') ? (
+          <form onSubmit={onSubmit} noValidate className="inline-form">
+            <Field label="Service name" name="name" required maxLength={200} error={error} />
+            <FormError error={error} fields={['name']} />
+            <SubmitButton busy={busy}>Create service</SubmitButton>
+          </form>
+        ) : (
+          <RefusedButton className="primary" reason={NEEDS['services:write']}>
+            Create service
+          </RefusedButton>
+        )}
       </section>
     </>
   );

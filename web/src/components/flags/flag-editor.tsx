@@ -2,15 +2,17 @@
  * Editing one flag record (one service and environment): general fields, targeting rules and
  * variants as drafts. "Review changes" checks the drafts, replays the candidate over recent
  * real contexts (the simulate endpoint) and shows who would change; only then can the user
- * save, which PATCHes the changed fields alone with the version they started from.
+ * save, which PATCHes the changed fields alone with the version they started from. A viewer
+ * gets it read-only (disabled, the reason beside it): their save would only fail with "Forbidden".
  */
-import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { api, call, type paths } from '../../api/client';
 import { useCohorts } from '../../api/resources';
 import { activation } from '../../telemetry';
 import type { NewChange } from '../change-requests/model';
 import { ChangeRequestDialog, needsApproval } from '../change-requests/request-dialog';
 import { LabelledControl, useAction } from '../forms';
+import { NEEDS, useProjectAccess } from '../settings/access';
 import { ApiProblems } from './api-problems';
 import { ValueInput } from './inputs';
 import {
@@ -67,6 +69,8 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   const [requesting, setRequesting] = useState<NewChange | undefined>();
 
   const cohorts = useCohorts(projectId);
+  const readOnly = !useProjectAccess(projectId).can('flags:write');
+  const readOnlyId = useId();
 
   const targeting = targetingFromDrafts(rules, type);
   const variantResult = variantsFromDrafts(variants, type);
@@ -143,7 +147,12 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
   return (
     <>
       <form onSubmit={(e) => void reviewChanges(e)} noValidate className="fl-flag-editor">
-        <fieldset disabled={!editing} className="fl-plain">
+        {readOnly && (
+          <p id={readOnlyId} className="hint">
+            {NEEDS['flags:change']}
+          </p>
+        )}
+        <fieldset disabled={!editing || readOnly} aria-describedby={readOnly ? readOnlyId : undefined} className="fl-plain">
           <section aria-labelledby="general">
             <h2 id="general">General</h2>
             <LabelledControl label="Name" problem={showProblems && !name.trim() ? 'enter a name' : error?.fieldError('name')}>
@@ -208,7 +217,7 @@ export function FlagEditor({ flag, onSaved, onReload }: FlagEditorProps) {
             </button>
           </p>
         )}
-        {editing ? (
+        {readOnly ? null : editing ? (
           <button type="submit" className="primary" disabled={busy !== undefined}>
             {busy === 'simulate' ? 'Simulating…' : 'Simulate and review changes'}
           </button>

@@ -1,8 +1,9 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useId, useState } from 'react';
 import { api, call } from '../../api/client';
 import type { NewChange } from '../change-requests/model';
 import { ChangeRequestDialog, needsApproval } from '../change-requests/request-dialog';
 import { useAction } from '../forms';
+import { NEEDS, useProjectAccess } from '../settings/access';
 import { activation } from '../../telemetry';
 import type { Environment, FlagRecord } from './model';
 
@@ -23,7 +24,8 @@ interface FlagSwitchProps {
 /**
  * A flag's on/off switch: a button with role="switch" (Space and Enter work, focus shows). It
  * flips at once (optimistic) and posts the wanted state to the toggle endpoint; when the server
- * refuses, it flips back and says why beside it.
+ * refuses, it flips back and says why beside it. A viewer's switch is disabled, the reason in its
+ * tooltip and description, rather than failing with "Forbidden" once pressed.
  */
 export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled, version, label, onChanged }: FlagSwitchProps) {
   const [shown, setShown] = useState(enabled);
@@ -33,6 +35,8 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
   const [wantedLast, setWantedLast] = useState(enabled);
   // The refused toggle, offered as a change request (the environment's policy wants approvals).
   const [requesting, setRequesting] = useState<NewChange | undefined>();
+  const refusal = useProjectAccess(projectId).can('flags:write') ? undefined : NEEDS['flags:change'];
+  const refusalId = useId();
 
   // A reload of the flag (another change) is the truth again.
   useEffect(() => setShown(enabled), [enabled]);
@@ -58,7 +62,18 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
 
   return (
     <span className="fl-flag-switch">
-      <button type="button" role="switch" aria-checked={shown} aria-label={label} aria-busy={busy || undefined} className="fl-switch" onClick={() => void toggle()}>
+      <button
+        type="button"
+        role="switch"
+        aria-checked={shown}
+        aria-label={label}
+        aria-busy={busy || undefined}
+        className="fl-switch"
+        disabled={!!refusal}
+        title={refusal}
+        aria-describedby={refusal ? refusalId : undefined}
+        onClick={() => void toggle()}
+      >
         <span className="fl-switch-track" aria-hidden="true">
           <span className="fl-switch-thumb" />
         </span>
@@ -66,6 +81,11 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
           {shown ? 'On' : 'Off'}
         </span>
       </button>
+      {refusal && (
+        <span id={refusalId} className="visually-hidden">
+          {refusal}
+        </span>
+      )}
       {action.error && (
         <span role="alert" className="field-error">
           Not {wantedLast ? 'enabled' : 'disabled'}: {action.error.message}

@@ -7,7 +7,8 @@ import { FlagSwitch } from '../../components/flags/flag-switch';
 import { InProcessBadge } from '../../components/flags/in-process-badge';
 import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
 import { WatchButton } from '../../components/flags/watch-button';
-import { SelectField, useAction } from '../../components/forms';
+import { RefusedButton, SelectField, useAction } from '../../components/forms';
+import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { LoadState } from '../../components/status';
 import { useTitle } from '../../page-title';
 import { flagReleaseHref } from '../../links';
@@ -156,6 +157,7 @@ function CreateInEnvironment({
   const [from, setFrom] = useState(sources[0]?.environment);
   const action = useAction();
   const busy = action.running !== undefined;
+  const canCreate = useProjectAccess(projectId).can('flags:write');
   if (!sources.length) return <p role="alert">This flag does not exist in any environment of this service.</p>;
   async function create() {
     const source = sources.find((s) => s.environment === from);
@@ -198,9 +200,15 @@ function CreateInEnvironment({
         ))}
       </SelectField>
       <div role="alert">{action.error && <p className="form-error">{action.error.message}</p>}</div>
-      <button type="button" className="primary" disabled={busy} onClick={() => void create()}>
-        {busy ? 'Creating…' : `Create in ${environment}`}
-      </button>
+      {canCreate ? (
+        <button type="button" className="primary" disabled={busy} onClick={() => void create()}>
+          {busy ? 'Creating…' : `Create in ${environment}`}
+        </button>
+      ) : (
+        <RefusedButton className="primary" reason={NEEDS['flags:create']}>
+          Create in {environment}
+        </RefusedButton>
+      )}
     </section>
   );
 }

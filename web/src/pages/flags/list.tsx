@@ -4,7 +4,9 @@ import type { paths } from '../../api/client';
 import { useFlags, useServices } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
 import { FlagSwitch } from '../../components/flags/flag-switch';
+import { RefusedButton } from '../../components/forms';
 import { ENVIRONMENTS, FLAG_TYPES, flagHref, isEnvironment, type FlagType } from '../../components/flags/model';
+import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { LoadState } from '../../components/status';
 
 type ListedFlag = paths['/api/flags']['get']['responses'][200]['content']['application/json']['flags'][number];
@@ -50,6 +52,7 @@ export default function FlagsList() {
     return () => clearTimeout(timer);
   }, [searchText]);
   const [tagsText, setTagsText] = useState(filters.tags);
+  const canCreate = useProjectAccess(projectId).can('flags:write');
 
   const services = useServices(projectId);
   const serviceName = new Map(services.data?.services.map((s) => [s.id, s.name]));
@@ -72,9 +75,15 @@ export default function FlagsList() {
     <>
       <div className="fl-page-head">
         <h1>Flags</h1>
-        <Link href={newHref} className="fl-button primary">
-          Create flag
-        </Link>
+        {canCreate ? (
+          <Link href={newHref} className="fl-button primary">
+            Create flag
+          </Link>
+        ) : (
+          <RefusedButton className="primary" reason={NEEDS['flags:create']}>
+            Create flag
+          </RefusedButton>
+        )}
       </div>
       <form className="fl-flag-filters" role="search" aria-label="Filter flags" onSubmit={(e) => e.preventDefault()}>
         <label>

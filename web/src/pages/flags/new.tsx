@@ -5,6 +5,7 @@ import { useServices } from '../../api/resources';
 import { ValueInput } from '../../components/flags/inputs';
 import { ENVIRONMENTS, FLAG_TYPES, defaultFor, flagHref, formatValue, parseTags, parseValue, type Environment, type FlagType } from '../../components/flags/model';
 import { Field, FormError, LabelledControl, SubmitButton, useSubmit } from '../../components/forms';
+import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { LoadState } from '../../components/status';
 import { activation } from '../../telemetry';
 
@@ -19,6 +20,7 @@ export default function NewFlag() {
   const preset = new URLSearchParams(useSearch()).get('serviceId') ?? '';
   const [, navigate] = useLocation();
   const services = useServices(projectId);
+  const canCreate = useProjectAccess(projectId).can('flags:write');
   const [type, setType] = useState<FlagType>('boolean');
   const [defaultText, setDefaultText] = useState(formatValue('boolean', false));
   const [localProblem, setLocalProblem] = useState<string | undefined>();
@@ -60,7 +62,9 @@ export default function NewFlag() {
         <Link href={`/projects/${encodeURIComponent(projectId)}/flags`}>Back to flags</Link>
       </p>
       <LoadState loading={services.loading} error={services.error}>
-        {serviceList.length === 0 ? (
+        {!canCreate ? (
+          <p>{NEEDS['flags:create']}</p>
+        ) : serviceList.length === 0 ? (
           <p>
             Flags belong to a service: <Link href={`/projects/${encodeURIComponent(projectId)}`}>create a service</Link> first.
           </p>
