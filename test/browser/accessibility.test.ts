@@ -243,4 +243,27 @@ describe('signed-in pages', () => {
     await check(signedIn, 'flag history, a diff open');
     await screenshot(signedIn, 'a11y-history-diff');
   });
+
+  it("a viewer's read-only controls, and a page that could not load", async () => {
+    const viewer = await h.app.signup({ verified: true, name: 'Axe Viewer' });
+    expect((await owner.request('POST', `/api/projects/${projectId}/members`, { userId: viewer.id, role: 'viewer' })).status).toBe(201);
+    const page = await axePage(h);
+    const [name, value] = viewer.cookie.split(/=(.*)/s);
+    await page.context().addCookies([{ name, value, url: h.base }]);
+    for (const [screen, path] of [
+      ['project home, viewer', `/projects/${projectId}`],
+      ['flags list, viewer', `/projects/${projectId}/flags?${flagQuery()}`],
+      ['flag detail, viewer', `/projects/${projectId}/flags/${flagKey}?${flagQuery()}`],
+    ]) {
+      await page.goto(path);
+      await settle(page);
+      await check(page, screen);
+    }
+    // The audit page's file fails to arrive (web/src/page-boundary.tsx).
+    await page.route(/\/assets\/audit-[\w-]+\.js$/, (route) => route.abort('connectionfailed'));
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Audit' }).click();
+    await page.getByRole('heading', { level: 1, name: 'This page could not load' }).waitFor();
+    await check(page, 'a page that could not load');
+    await page.context().close();
+  });
 });
