@@ -1,10 +1,12 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
-import type { TestUser } from '../support/harness';
+import { eventually, type TestUser } from '../support/harness';
 import { screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
  * Details of the console that only a real browser shows: where focus is drawn, how flag keys
- * lay out in a table.
+ * lay out in a table, whether a webhook's endpoint takes its deliveries.
  */
 
 // page.evaluate bodies run in the browser; the tests' tsconfig has no DOM lib.
@@ -16,9 +18,18 @@ let page: Page;
 let owner: TestUser;
 let projectId: string;
 let serviceId: string;
+/** A local webhook endpoint (the test profile allows 127.0.0.1 targets): /broken answers 500, the rest 200. */
+let receiver: http.Server;
+let receiverUrl: string;
 const LONG_KEY = 'checkout-new-payment-flow-v2';
 
 beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(req.url === '/broken' ? 500 : 200).end());
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   h = await startConsole();
   owner = await h.app.signup({ verified: true, name: 'Detail Owner' });
   projectId = (await owner.request('POST', '/api/projects', { name: 'Detail Shop' })).body.id;
@@ -38,6 +49,7 @@ beforeAll(async () => {
 afterAll(async () => {
   const problems = h?.pageProblems ?? [];
   await h?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
   // No uncaught error and no Content-Security-Policy violation on any page the tests opened.
   expect(problems).toEqual([]);
 });
@@ -78,5 +90,31 @@ describe('console details in a real browser', () => {
     const lines = await key.locator('code').evaluate((code) => (code as unknown as { getClientRects(): { length: number } }).getClientRects().length);
     expect(lines).toBe(1);
     await screenshot(page, 'details-long-flag-key');
+  });
+
+  it("says a webhook whose endpoint fails every delivery is failing, not just active", async () => {
+    for (const path of ['/broken', '/fine']) {
+      expect((await owner.request('POST', '/api/webhooks', { projectId, url: `${receiverUrl}${path}` })).status).toBe(201);
+    }
+    for (const enabled of [true, false]) {
+      const toggled = await owner.request('POST', `/api/flags/${LONG_KEY}/toggle?serviceId=${serviceId}&environment=development`, { enabled });
+      expect(toggled.status).toBe(200);
+    }
+    await page.goto(`/projects/${projectId}/settings/webhooks`);
+    await heading('Webhooks').waitFor();
+    const broken = page.getByRole('row', { name: new RegExp(`${receiverUrl}/broken`) });
+    const fine = page.getByRole('row', { name: new RegExp(`${receiverUrl}/fine`) });
+    // Deliveries go out through a workflow: the page is reloaded until both were tried.
+    await eventually(async () => {
+      await page.reload();
+      await broken.waitFor();
+      return (await broken.getByRole('cell', { name: 'Failing: last 2 deliveries failed (HTTP 500)' }).count()) === 1 && (await fine.getByRole('cell', { name: 'Healthy' }).count()) === 1;
+    }, 30_000, 500);
+    await broken.getByRole('cell', { name: 'Active', exact: true }).waitFor();
+    await screenshot(page, 'details-webhook-health');
+
+    await broken.getByRole('link', { name: `Deliveries and settings of ${receiverUrl}/broken` }).click();
+    await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+    await page.getByText('Health: Failing: last 2 deliveries failed (HTTP 500)').waitFor();
   });
 });

@@ -101,10 +101,13 @@ export const useWebhooks = (projectId: string) =>
 
 export const useWebhook = (webhookId: string) => useResource(['webhooks', webhookId], () => call(api.GET('/api/webhooks/{id}', { params: { path: { id: webhookId } } })));
 
-/** A webhook's delivery log, newest first, a page at a time (`fetchNextPage` for older ones). */
+/**
+ * A webhook's delivery log, newest first, a page at a time (`fetchNextPage` for older ones).
+ * Keyed by the page size: the webhooks list reads a few for each endpoint's health, the log more.
+ */
 export const useWebhookDeliveries = (webhookId: string, limit: number) =>
   useInfiniteQuery({
-    queryKey: ['webhooks', webhookId, 'deliveries'],
+    queryKey: ['webhooks', webhookId, 'deliveries', limit],
     queryFn: ({ pageParam }) =>
       call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit, ...(pageParam ? { cursor: pageParam } : {}) } } })),
     initialPageParam: '',
