@@ -6,7 +6,7 @@ import { screenshot, startConsole, type ConsoleHarness } from './support';
 
 /**
  * Details of the console that only a real browser shows: where focus is drawn, how flag keys
- * lay out in a table, whether a webhook's endpoint takes its deliveries.
+ * lay out in a table, whether a webhook's endpoint takes its deliveries, a flag's way to its triggers.
  */
 
 // page.evaluate bodies run in the browser; the tests' tsconfig has no DOM lib.
@@ -43,6 +43,8 @@ beforeAll(async () => {
     tags: ['checkout', 'payments', 'experiment'],
   });
   expect(flag.status).toBe(201);
+  // Listed before the long key whichever way the flags are ordered (by key, or newest first).
+  expect((await owner.request('POST', '/api/flags', { key: 'a-banner', serviceId, name: 'A banner', type: 'boolean', defaultValue: false })).status).toBe(201);
   page = await h.newPage();
 }, 60_000);
 
@@ -116,5 +118,25 @@ describe('console details in a real browser', () => {
     await broken.getByRole('link', { name: `Deliveries and settings of ${receiverUrl}/broken` }).click();
     await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
     await page.getByText('Health: Failing: last 2 deliveries failed (HTTP 500)').waitFor();
+  });
+
+  it("links a flag's page to that flag's triggers", async () => {
+    const trigger = await owner.request('POST', `/api/flags/${LONG_KEY}/triggers`, { serviceId, environment: 'production', action: 'disable', name: 'Payments kill switch' });
+    expect(trigger.status).toBe(201);
+    await page.goto(`/projects/${projectId}/flags/${LONG_KEY}?serviceId=${serviceId}&environment=production`);
+    await page.getByRole('navigation', { name: 'More about this flag' }).getByRole('link', { name: 'Triggers' }).click();
+    await heading('Triggers').waitFor();
+    await page.getByRole('heading', { name: `Triggers of ${LONG_KEY}` }).waitFor();
+    expect(await page.getByRole('combobox', { name: 'Flag' }).inputValue()).toBe(LONG_KEY);
+    await page.getByRole('row', { name: /Payments kill switch/ }).getByRole('cell', { name: 'disable', exact: true }).waitFor();
+    // The choice is in the address: a reload keeps it.
+    await page.reload();
+    await page.getByRole('heading', { name: `Triggers of ${LONG_KEY}` }).waitFor();
+    await screenshot(page, 'details-flag-triggers');
+
+    // Another flag picked in the page shows its own (none).
+    await page.getByRole('combobox', { name: 'Flag' }).selectOption('a-banner');
+    await page.getByRole('heading', { name: 'Triggers of a-banner' }).waitFor();
+    await page.getByText('No triggers for this flag.').waitFor();
   });
 });

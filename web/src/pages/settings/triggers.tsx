@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { useParams } from 'wouter';
+import { useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
 import { ENVIRONMENTS, type Environment } from '../../api/environments';
 import { useFlagTriggers, useFlags, useServices } from '../../api/resources';
@@ -28,13 +28,20 @@ export default function Triggers() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);
   const services = useServices(projectId);
-  const [serviceId, setServiceId] = useState('');
+  // The service and flag live in the address, so a flag's page links to its triggers.
+  const address = new URLSearchParams(useSearch());
+  const [location, navigate] = useLocation();
+  const serviceId = address.get('serviceId') ?? '';
+  const flagKey = address.get('flag') ?? '';
+  const choose = (chosen: { serviceId: string; flag: string }) =>
+    navigate(`${location}?${new URLSearchParams(Object.entries(chosen).filter(([, value]) => value))}`, { replace: true });
   const [search, setSearch] = useState('');
-  const [flagKey, setFlagKey] = useState('');
   const service = serviceId || services.data?.services[0]?.id || '';
   const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
   const flags = useFlags({ projectId, serviceId: service, limit: FLAG_CHOICES, ...(searched ? { search: searched } : {}) }, { enabled: !!service });
-  const keys = (flags.data?.flags ?? []).map((f) => f.key).filter((k): k is string => !!k);
+  const listed = (flags.data?.flags ?? []).map((f) => f.key).filter((k): k is string => !!k);
+  // The flag the address names is offered even when it is not among the first FLAG_CHOICES.
+  const keys = flagKey && !searched && flags.data && !listed.includes(flagKey) ? [flagKey, ...listed] : listed;
   const flag = keys.includes(flagKey) ? flagKey : (keys[0] ?? '');
 
   return (
@@ -50,10 +57,7 @@ export default function Triggers() {
               label="Service"
               name="serviceId"
               value={service}
-              onChange={(e) => {
-                setServiceId(e.target.value);
-                setFlagKey('');
-              }}
+              onChange={(e) => choose({ serviceId: e.target.value, flag: '' })}
             >
               {services.data.services.map((s) => (
                 <option key={s.id} value={s.id}>
@@ -62,7 +66,7 @@ export default function Triggers() {
               ))}
             </SelectField>
             <Field label="Find a flag" name="search" type="search" value={search} maxLength={200} onChange={(e) => setSearch(e.target.value)} />
-            <SelectField label="Flag" name="flagKey" value={flag} disabled={!keys.length} onChange={(e) => setFlagKey(e.target.value)}>
+            <SelectField label="Flag" name="flagKey" value={flag} disabled={!keys.length} onChange={(e) => choose({ serviceId: service, flag: e.target.value })}>
               {keys.length ? (
                 keys.map((k) => (
                   <option key={k} value={k}>
