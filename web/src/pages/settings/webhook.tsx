@@ -109,9 +109,12 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
         </button>
       </p>
       <LoadState loading={log.isLoading} error={moreError ? undefined : (log.error ?? undefined)}>
-        <p>
-          Health: <HealthText health={webhookHealth(deliveries)} />
-        </p>
+        {/* With no deliveries the table's own sentence says so. */}
+        {deliveries.length > 0 && (
+          <p>
+            Health: <HealthText health={webhookHealth(deliveries)} />
+          </p>
+        )}
         <DataTable
           caption="Deliveries, newest first"
           rows={deliveries}
