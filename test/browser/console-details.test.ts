@@ -120,23 +120,32 @@ describe('console details in a real browser', () => {
     await page.getByText('Health: Failing: last 2 deliveries failed (HTTP 500)').waitFor();
   });
 
-  it("links a flag's page to that flag's triggers", async () => {
-    const trigger = await owner.request('POST', `/api/flags/${LONG_KEY}/triggers`, { serviceId, environment: 'production', action: 'disable', name: 'Payments kill switch' });
-    expect(trigger.status).toBe(201);
+  it("links a flag's page to that flag's triggers, and lists the service's triggers across its flags", async () => {
+    for (const [key, name] of [[LONG_KEY, 'Payments kill switch'], ['a-banner', 'Banner off']]) {
+      expect((await owner.request('POST', `/api/flags/${key}/triggers`, { serviceId, environment: 'production', action: 'disable', name })).status).toBe(201);
+    }
     await page.goto(`/projects/${projectId}/flags/${LONG_KEY}?serviceId=${serviceId}&environment=production`);
     await page.getByRole('navigation', { name: 'More about this flag' }).getByRole('link', { name: 'Triggers' }).click();
     await heading('Triggers').waitFor();
     await page.getByRole('heading', { name: `Triggers of ${LONG_KEY}` }).waitFor();
     expect(await page.getByRole('combobox', { name: 'Flag' }).inputValue()).toBe(LONG_KEY);
-    await page.getByRole('row', { name: /Payments kill switch/ }).getByRole('cell', { name: 'disable', exact: true }).waitFor();
+    const ofFlag = page.getByRole('table', { name: /^Active triggers of this flag/ });
+    await ofFlag.getByRole('row', { name: /Payments kill switch/ }).getByRole('cell', { name: 'disable', exact: true }).waitFor();
+    expect(await ofFlag.getByRole('row', { name: /Banner off/ }).count()).toBe(0);
+    // Every flag's triggers, by flag key, above the chosen flag's.
+    const all = page.getByRole('table', { name: /^Active triggers of every flag/ });
+    await page.getByRole('heading', { name: 'All triggers of Storefront' }).waitFor();
+    await all.getByRole('row', { name: /Payments kill switch/ }).getByRole('link', { name: LONG_KEY }).waitFor();
+    expect(await all.getByRole('row').allInnerTexts()).toEqual([expect.stringMatching(/^Flag/), expect.stringMatching(/^a-banner\s+Banner off/), expect.stringMatching(new RegExp(`^${LONG_KEY}\\s+Payments kill switch`))]);
     // The choice is in the address: a reload keeps it.
     await page.reload();
     await page.getByRole('heading', { name: `Triggers of ${LONG_KEY}` }).waitFor();
     await screenshot(page, 'details-flag-triggers');
 
-    // Another flag picked in the page shows its own (none).
-    await page.getByRole('combobox', { name: 'Flag' }).selectOption('a-banner');
+    // A flag in the overview opens its own triggers.
+    await all.getByRole('link', { name: 'a-banner' }).click();
     await page.getByRole('heading', { name: 'Triggers of a-banner' }).waitFor();
-    await page.getByText('No triggers for this flag.').waitFor();
+    expect(await page.getByRole('combobox', { name: 'Flag' }).inputValue()).toBe('a-banner');
+    await ofFlag.getByRole('row', { name: /Banner off/ }).waitFor();
   });
 });

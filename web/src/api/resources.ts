@@ -169,6 +169,10 @@ export const useFlagWatch = (key: string, serviceId: string, environment: Enviro
     call(api.GET('/api/flags/{key}/watch', { params: { path: { key }, query: { serviceId, environment } } })),
   );
 
+/** The active triggers of every flag of a service, the first 100 by flag key (the triggers page's overview). */
+export const useServiceTriggers = (serviceId: string) =>
+  useResource(['services', serviceId, 'triggers'], () => call(api.GET('/api/triggers', { params: { query: { serviceId, limit: 100 } } })), { enabled: !!serviceId });
+
 export const useFlagTriggers = (key: string, serviceId: string) =>
   useResource(['flags', key, serviceId, 'triggers'], () => call(api.GET('/api/flags/{key}/triggers', { params: { path: { key }, query: { serviceId } } })));
 
