@@ -216,9 +216,11 @@ describe('project and account settings in the console', () => {
     const dialog = page.getByRole('dialog', { name: 'Trigger "On-call kill switch" created' });
     expect(await dialog.getByLabel('Trigger URL').inputValue()).toMatch(/\/api\/triggers\/[^/]+$/);
     await dialog.getByRole('button', { name: 'I have copied it' }).click();
-    const row = page.getByRole('row', { name: /On-call kill switch/ });
+    const row = page.getByRole('table', { name: /^Active triggers of this flag/ }).getByRole('row', { name: /On-call kill switch/ });
     await row.getByRole('cell', { name: 'disable', exact: true }).waitFor();
     await row.getByRole('cell', { name: 'production' }).waitFor();
+    // The service's overview lists it too, under its flag.
+    await page.getByRole('table', { name: /^Active triggers of every flag/ }).getByRole('row', { name: /new-cart On-call kill switch/ }).waitFor();
   });
 
   it("hides what a viewer's role cannot do and says why; the owner changes their role and removes them", async () => {

@@ -180,6 +180,7 @@ describe('who may manage triggers', () => {
     for (const call of [
       (o: Record<string, unknown>) => app.request('POST', `/api/flags/${key}/triggers`, { ...o, body: createBody() }),
       (o: Record<string, unknown>) => app.request('GET', `/api/flags/${key}/triggers${qs({ serviceId: p.serviceId })}`, o),
+      (o: Record<string, unknown>) => app.request('GET', `/api/triggers${qs({ serviceId: p.serviceId })}`, o),
       (o: Record<string, unknown>) => app.request('DELETE', `/api/flags/${key}/triggers/${triggerId}${qs({ serviceId: p.serviceId })}`, o),
     ]) {
       expect((await call({ cookie: other.owner.cookie, csrf: other.owner.csrf })).status).toBe(404);
@@ -194,9 +195,38 @@ describe('who may manage triggers', () => {
   it('refuses anonymous management with 401 and a cookie session without CSRF with 403', async () => {
     expect((await app.request('POST', `/api/flags/${key}/triggers`, { body: createBody() })).status).toBe(401);
     expect((await app.request('GET', `/api/flags/${key}/triggers${qs({ serviceId: p.serviceId })}`)).status).toBe(401);
+    expect((await app.request('GET', `/api/triggers${qs({ serviceId: p.serviceId })}`)).status).toBe(401);
     expect((await app.request('DELETE', `/api/flags/${key}/triggers/${triggerId}${qs({ serviceId: p.serviceId })}`)).status).toBe(401);
     const noCsrf = await app.request('POST', `/api/flags/${key}/triggers`, { cookie: p.owner.cookie, body: createBody() });
     expect(noCsrf.status).toBe(403);
+  });
+});
+
+describe("listing a service's triggers across its flags", () => {
+  it('lists the active triggers of every flag, by flag key, never their tokens; viewers may; limit pages', async () => {
+    // The other project's service has no triggers from the tests above.
+    const [first, second] = [newKey('b-listed'), newKey('a-listed')];
+    await createFlag(other.owner, other.serviceId, first);
+    await createFlag(other.owner, other.serviceId, second);
+    const made: Record<string, string> = {};
+    for (const [key, name] of [[first, 'first'], [second, 'second'], [second, 'revoked']]) {
+      const res = await other.owner.request('POST', `/api/flags/${key}/triggers`, { serviceId: other.serviceId, environment: 'production', action: 'disable', name });
+      expectStatus(res, 201, 'create trigger');
+      made[name] = res.body.id;
+    }
+    expectStatus(await other.owner.request('DELETE', `/api/flags/${second}/triggers/${made.revoked}${qs({ serviceId: other.serviceId })}`), 204, 'revoke');
+
+    const listed = await other.viewer.request('GET', `/api/triggers${qs({ serviceId: other.serviceId })}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.hasMore).toBe(false);
+    expect(listed.body.triggers.map((t: { flagKey: string; name: string }) => [t.flagKey, t.name])).toEqual([
+      [second, 'second'],
+      [first, 'first'],
+    ]);
+    expect(JSON.stringify(listed.body)).not.toMatch(/token|\/api\/triggers\//);
+
+    const page = await other.owner.request('GET', `/api/triggers${qs({ serviceId: other.serviceId, limit: '1' })}`);
+    expect(page.body).toMatchObject({ hasMore: true, triggers: [{ flagKey: second, name: 'second' }] });
   });
 });
 

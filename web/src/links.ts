@@ -11,3 +11,9 @@ export function flagReleaseHref(projectId: string, flagKey: string, serviceId: s
   const query = new URLSearchParams({ serviceId, environment });
   return `/projects/${encodeURIComponent(projectId)}/releases/flags/${encodeURIComponent(flagKey)}?${query.toString()}`;
 }
+
+/** The triggers page showing the flag's trigger URLs (the flag's triggers are kept under project settings). */
+export function flagTriggersHref(projectId: string, flagKey: string, serviceId: string): string {
+  const query = new URLSearchParams({ serviceId, flag: flagKey });
+  return `/projects/${encodeURIComponent(projectId)}/settings/triggers?${query.toString()}`;
+}

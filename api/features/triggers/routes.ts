@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../../http/route';
 import { EnvironmentSchema } from '../../domain/environments';
-import { callerOf, FlagKeyParams, idSchema, nameSchema } from '../projects/common';
+import { callerOf, FlagKeyParams, idSchema, limitSchema, nameSchema } from '../projects/common';
 import type { TriggerService } from './service';
 import { TRIGGER_ACTIONS } from './types';
 
@@ -66,6 +66,19 @@ export function triggerRoutes(deps: { triggers: TriggerService }): AnyRoute[] {
       response: z.object({ triggers: z.array(TriggerSchema) }),
       async handler({ params, query }) {
         return { triggers: await triggers.list(query.serviceId, params.key, query.environment) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/triggers',
+      summary: "A service's active triggers across its flags, by flag key (never their tokens)",
+      tags: ['triggers'],
+      auth: 'authenticated',
+      access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
+      query: z.object({ serviceId: idSchema, limit: limitSchema }),
+      response: z.object({ triggers: z.array(TriggerSchema), hasMore: z.boolean().describe('More than `limit` are active') }),
+      async handler({ query }) {
+        return triggers.listInService(query.serviceId, query.limit);
       },
     }),
     defineRoute({

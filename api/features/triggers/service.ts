@@ -82,6 +82,12 @@ export class TriggerService {
     return this.deps.store.listActive(this.deps.sql, serviceId, flagKey, environment);
   }
 
+  /** The active triggers of all a service's flags, at most `limit` (one more is read to tell whether there are more). */
+  async listInService(serviceId: string, limit: number): Promise<{ triggers: TriggerRecord[]; hasMore: boolean }> {
+    const found = await this.deps.store.listActiveInService(this.deps.sql, serviceId, limit + 1);
+    return { triggers: found.slice(0, limit), hasMore: found.length > limit };
+  }
+
   /** Revokes at once: the URL answers 404 from now on. The record stays for the audit trail. */
   async revoke(caller: Caller, projectId: string, serviceId: string, flagKey: string, triggerId: string): Promise<void> {
     await this.deps.sql.begin(async (tx) => {

@@ -72,6 +72,16 @@ export class TriggerStore {
     return rows.map(toTrigger);
   }
 
+  /** Active triggers of every flag of a service, by flag key (the flag index leads with service_id). */
+  async listActiveInService(db: Queryable, serviceId: string, limit: number): Promise<TriggerRecord[]> {
+    const rows = await db<TriggerRow[]>`
+      SELECT * FROM flag_triggers
+      WHERE service_id = ${serviceId} AND revoked_at IS NULL
+      ORDER BY flag_key, created_at, id
+      LIMIT ${limit}`;
+    return rows.map(toTrigger);
+  }
+
   /** With forUpdate, the row stays locked until the transaction ends. */
   findById(tx: TransactionSql, id: string, opts: { forUpdate: true }): Promise<TriggerRecord | null>;
   findById(db: Queryable, id: string): Promise<TriggerRecord | null>;

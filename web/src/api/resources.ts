@@ -101,10 +101,13 @@ export const useWebhooks = (projectId: string) =>
 
 export const useWebhook = (webhookId: string) => useResource(['webhooks', webhookId], () => call(api.GET('/api/webhooks/{id}', { params: { path: { id: webhookId } } })));
 
-/** A webhook's delivery log, newest first, a page at a time (`fetchNextPage` for older ones). */
+/**
+ * A webhook's delivery log, newest first, a page at a time (`fetchNextPage` for older ones).
+ * Keyed by the page size: the webhooks list reads a few for each endpoint's health, the log more.
+ */
 export const useWebhookDeliveries = (webhookId: string, limit: number) =>
   useInfiniteQuery({
-    queryKey: ['webhooks', webhookId, 'deliveries'],
+    queryKey: ['webhooks', webhookId, 'deliveries', limit],
     queryFn: ({ pageParam }) =>
       call(api.GET('/api/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit, ...(pageParam ? { cursor: pageParam } : {}) } } })),
     initialPageParam: '',
@@ -165,6 +168,10 @@ export const useFlagWatch = (key: string, serviceId: string, environment: Enviro
   useResource(['flags', key, serviceId, environment, 'watch'], () =>
     call(api.GET('/api/flags/{key}/watch', { params: { path: { key }, query: { serviceId, environment } } })),
   );
+
+/** The active triggers of every flag of a service, the first 100 by flag key (the triggers page's overview). */
+export const useServiceTriggers = (serviceId: string) =>
+  useResource(['services', serviceId, 'triggers'], () => call(api.GET('/api/triggers', { params: { query: { serviceId, limit: 100 } } })), { enabled: !!serviceId });
 
 export const useFlagTriggers = (key: string, serviceId: string) =>
   useResource(['flags', key, serviceId, 'triggers'], () => call(api.GET('/api/flags/{key}/triggers', { params: { path: { key }, query: { serviceId } } })));

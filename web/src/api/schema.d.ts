@@ -1874,6 +1874,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service's active triggers across its flags, by flag key (never their tokens) */
+        get: operations["getTriggers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/triggers/{token}": {
         parameters: {
             query?: never;
@@ -35343,6 +35360,224 @@ export interface operations {
                         slug: string;
                         tags: string[];
                         updatedAt: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getTriggers: {
+        parameters: {
+            query: {
+                limit?: number;
+                serviceId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description More than `limit` are active */
+                        hasMore: boolean;
+                        triggers: {
+                            /** @enum {string} */
+                            action: "enable" | "disable" | "toggle";
+                            createdAt: string;
+                            createdBy: string | null;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            executionCount: number;
+                            flagKey: string;
+                            id: string;
+                            lastExecutedAt: string | null;
+                            name: string;
+                            projectId: string;
+                            revokedAt: string | null;
+                            serviceId: string;
+                        }[];
                     };
                 };
             };

@@ -11,7 +11,7 @@ import { RefusedButton, SelectField, useAction } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { LoadState } from '../../components/status';
 import { useTitle } from '../../page-title';
-import { flagReleaseHref } from '../../links';
+import { flagReleaseHref, flagTriggersHref } from '../../links';
 import { activation, flagViewed } from '../../telemetry';
 
 /**
@@ -103,6 +103,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
               <Link href={href(environment, '/explain')}>Explain a context</Link>
               <Link href={href(environment, '/metrics')}>Metrics</Link>
               <Link href={flagReleaseHref(projectId, flagKey, serviceId, environment)}>Release safety</Link>
+              <Link href={flagTriggersHref(projectId, flagKey, serviceId)}>Triggers</Link>
             </nav>
             <p className="muted">
               Version {flag.version} · type {flag.type} · updated <time dateTime={flag.updatedAt}>{new Date(flag.updatedAt).toLocaleString()}</time>

@@ -161,7 +161,9 @@ export default function FlagsList() {
               header: 'Key',
               cell: (flag) => (
                 <Link href={flagHref(projectId, flag.key!, flag.serviceId!, filters.environment)}>
-                  <code>{flag.key}</code>
+                  <code className="fl-key" title={flag.key}>
+                    {flag.key}
+                  </code>
                 </Link>
               ),
             },

@@ -1,8 +1,8 @@
 import { useState } from 'react';
-import { useParams } from 'wouter';
+import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
 import { ENVIRONMENTS, type Environment } from '../../api/environments';
-import { useFlagTriggers, useFlags, useServices } from '../../api/resources';
+import { useFlagTriggers, useFlags, useServiceTriggers, useServices } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
 import { Field, FormError, SelectField, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
@@ -12,6 +12,7 @@ import { SecretDialog, type SecretsShown } from '../../components/settings/secre
 import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { LoadState } from '../../components/status';
 import { useDebounced } from '../../components/use-debounced';
+import { flagTriggersHref } from '../../links';
 
 const ACTIONS = ['disable', 'enable', 'toggle'] as const;
 /** Flags offered per service; a service with more is narrowed by typing part of the key. */
@@ -22,20 +23,29 @@ const SEARCH_DELAY_MS = 300;
 /**
  * Trigger URLs (docs/api-reference.md#triggers): anyone holding one enables, disables or toggles
  * one flag in one environment, so incident tooling can act without credentials. A trigger belongs
- * to a flag of a service: pick them, then list, create (the URL is shown once) and revoke.
+ * to a flag of a service: the service's triggers are listed across its flags; pick a flag to
+ * create one (the URL is shown once) or revoke one.
  */
 export default function Triggers() {
   const { projectId } = useParams<{ projectId: string }>();
   const access = useProjectAccess(projectId);
   const services = useServices(projectId);
-  const [serviceId, setServiceId] = useState('');
+  // The service and flag live in the address, so a flag's page links to its triggers.
+  const address = new URLSearchParams(useSearch());
+  const [location, navigate] = useLocation();
+  const serviceId = address.get('serviceId') ?? '';
+  const flagKey = address.get('flag') ?? '';
+  const choose = (chosen: { serviceId: string; flag: string }) =>
+    navigate(`${location}?${new URLSearchParams(Object.entries(chosen).filter(([, value]) => value))}`, { replace: true });
   const [search, setSearch] = useState('');
-  const [flagKey, setFlagKey] = useState('');
   const service = serviceId || services.data?.services[0]?.id || '';
   const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
   const flags = useFlags({ projectId, serviceId: service, limit: FLAG_CHOICES, ...(searched ? { search: searched } : {}) }, { enabled: !!service });
-  const keys = (flags.data?.flags ?? []).map((f) => f.key).filter((k): k is string => !!k);
+  const listed = (flags.data?.flags ?? []).map((f) => f.key).filter((k): k is string => !!k);
+  // The flag the address names is offered even when it is not among the first FLAG_CHOICES.
+  const keys = flagKey && !searched && flags.data && !listed.includes(flagKey) ? [flagKey, ...listed] : listed;
   const flag = keys.includes(flagKey) ? flagKey : (keys[0] ?? '');
+  const serviceTriggers = useServiceTriggers(service);
 
   return (
     <SettingsPage
@@ -50,10 +60,7 @@ export default function Triggers() {
               label="Service"
               name="serviceId"
               value={service}
-              onChange={(e) => {
-                setServiceId(e.target.value);
-                setFlagKey('');
-              }}
+              onChange={(e) => choose({ serviceId: e.target.value, flag: '' })}
             >
               {services.data.services.map((s) => (
                 <option key={s.id} value={s.id}>
@@ -62,7 +69,7 @@ export default function Triggers() {
               ))}
             </SelectField>
             <Field label="Find a flag" name="search" type="search" value={search} maxLength={200} onChange={(e) => setSearch(e.target.value)} />
-            <SelectField label="Flag" name="flagKey" value={flag} disabled={!keys.length} onChange={(e) => setFlagKey(e.target.value)}>
+            <SelectField label="Flag" name="flagKey" value={flag} disabled={!keys.length} onChange={(e) => choose({ serviceId: service, flag: e.target.value })}>
               {keys.length ? (
                 keys.map((k) => (
                   <option key={k} value={k}>
@@ -83,12 +90,45 @@ export default function Triggers() {
           {flags.error.message}
         </p>
       )}
-      {service && flag && <FlagTriggers key={`${service}/${flag}`} serviceId={service} flagKey={flag} canWrite={access.can('flags:write')} />}
+      {service && (
+        <section aria-labelledby="service-triggers-heading">
+          <h2 id="service-triggers-heading">All triggers of {services.data?.services.find((s) => s.id === service)?.name ?? 'this service'}</h2>
+          <LoadState loading={serviceTriggers.loading} error={serviceTriggers.error}>
+            <DataTable
+              caption="Active triggers of every flag of this service, by flag"
+              rows={serviceTriggers.data?.triggers ?? []}
+              rowKey={(t) => t.id}
+              empty="No flag of this service has a trigger."
+              columns={[
+                {
+                  header: 'Flag',
+                  cell: (t) => (
+                    <Link href={flagTriggersHref(projectId, t.flagKey, service)}>
+                      <code className="fl-key" title={t.flagKey}>
+                        {t.flagKey}
+                      </code>
+                    </Link>
+                  ),
+                },
+                { header: 'Name', cell: (t) => t.name },
+                { header: 'Action', cell: (t) => t.action },
+                { header: 'Environment', cell: (t) => t.environment },
+                { header: 'Runs', cell: (t) => t.executionCount },
+                { header: 'Last run', cell: (t) => when(t.lastExecutedAt) },
+              ]}
+            />
+            {serviceTriggers.data?.hasMore && <p className="muted">Only the first 100 are listed: pick a flag to see all of its triggers.</p>}
+          </LoadState>
+        </section>
+      )}
+      {service && flag && (
+        <FlagTriggers key={`${service}/${flag}`} serviceId={service} flagKey={flag} canWrite={access.can('flags:write')} onChanged={serviceTriggers.reload} />
+      )}
     </SettingsPage>
   );
 }
 
-function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; flagKey: string; canWrite: boolean }) {
+function FlagTriggers({ serviceId, flagKey, canWrite, onChanged }: { serviceId: string; flagKey: string; canWrite: boolean; onChanged: () => Promise<void> }) {
   const triggers = useFlagTriggers(flagKey, serviceId);
   const [shown, setShown] = useState<SecretsShown | undefined>();
   const [notice, setNotice] = useState('');
@@ -112,7 +152,7 @@ function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; fla
       secrets: [{ label: 'Trigger URL', value: created.url }],
       note: `POST to it to ${created.action} ${flagKey} in ${created.environment}; the URL is the credential.`,
     });
-    await triggers.reload();
+    await Promise.all([triggers.reload(), onChanged()]);
   });
 
   async function revoke(id: string, name: string) {
@@ -121,7 +161,7 @@ function FlagTriggers({ serviceId, flagKey, canWrite }: { serviceId: string; fla
     );
     if (ok) {
       setNotice(`Trigger "${name}" was revoked; its URL answers 404 from now on.`);
-      await triggers.reload();
+      await Promise.all([triggers.reload(), onChanged()]);
     }
   }
 

@@ -8,6 +8,7 @@ import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { when } from '../../components/settings/format';
 import { SettingsPage } from '../../components/settings/settings-page';
 import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
+import { HealthText, webhookHealth } from '../../components/settings/webhook-health';
 import { LoadState } from '../../components/status';
 
 type DeliveryPage = paths['/api/webhooks/{id}/deliveries']['get']['responses'][200]['content']['application/json'];
@@ -108,6 +109,12 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
         </button>
       </p>
       <LoadState loading={log.isLoading} error={moreError ? undefined : (log.error ?? undefined)}>
+        {/* With no deliveries the table's own sentence says so. */}
+        {deliveries.length > 0 && (
+          <p>
+            Health: <HealthText health={webhookHealth(deliveries)} />
+          </p>
+        )}
         <DataTable
           caption="Deliveries, newest first"
           rows={deliveries}

@@ -9,11 +9,12 @@ import { ConfirmButton } from '../../components/settings/confirm';
 import { SecretDialog, type SecretsShown } from '../../components/settings/secret-once';
 import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
 import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
+import { WebhookHealth } from '../../components/settings/webhook-health';
 import { LoadState } from '../../components/status';
 
 /**
  * A project's webhooks (docs/api-reference.md#webhooks): create, pause or resume, delete; each
- * links to its settings and delivery log.
+ * shows its health from its newest deliveries and links to its settings and delivery log.
  */
 export default function Webhooks() {
   const { projectId } = useParams<{ projectId: string }>();
@@ -81,6 +82,7 @@ function WebhookList({ projectId }: { projectId: string }) {
               { header: 'URL', className: 'st-break', cell: (w) => <Link href={webhookHref(w.id)}>{w.url}</Link> },
               { header: 'Events', cell: (w) => w.events.join(', ') },
               { header: 'State', cell: (w) => (w.active ? 'Active' : 'Paused') },
+              { header: 'Health', cell: (w) => <WebhookHealth webhookId={w.id} /> },
               {
                 header: 'Actions',
                 hideHeader: true,
