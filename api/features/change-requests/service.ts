@@ -263,6 +263,7 @@ export class ChangeRequestService {
    */
   private async applyNow(actor: AuditActor, request: StoredChangeRequest, policy: ProjectPolicy, check: (current: StoredChangeRequest) => void): Promise<StoredChangeRequest> {
     const planned = toPlanned(request.changes);
+    // Changes that no longer plan (a flag gone) keep the impact measured last; the apply reports the conflict.
     const impact = await this.impactOf(await this.deps.flags.plan(planned).catch(() => null));
     let applied: StoredChangeRequest | undefined;
     const result = await this.deps.flags.applyChangeSet(actor, planned, {
@@ -358,8 +359,12 @@ export class ChangeRequestService {
     for (const o of outcomes) {
       const ref = { serviceId: o.ref.serviceId, environment: o.ref.environment, flagKey: o.ref.key };
       const after = o.after && o.current ? { enabled: o.after.enabled, defaultValue: o.after.defaultValue, variants: o.after.variants, targeting: o.after.targeting } : null;
-      const { changed, evaluated } = await impact(ref, after, cohort).catch(() => ({ changed: 0, evaluated: 0 }));
-      measured.push({ ...ref, changed, evaluated });
+      // A change whose replay failed (the warehouse away) has no entry rather than a made-up zero.
+      const counted = await impact(ref, after, cohort).catch((error: unknown) => {
+        this.deps.logger.warn({ err: error, ...ref }, 'could not measure the impact of a change');
+        return null;
+      });
+      if (counted) measured.push({ ...ref, ...counted });
     }
     return measured;
   }
@@ -437,11 +442,10 @@ export class ChangeRequestService {
   }
 
   private async conflictsOf(changes: StoredFlagChange[]): Promise<Conflict[]> {
-    const current = await this.deps.flags.plan(toPlanned(changes).map((c) => ({ ...c, action: 'delete' as const, body: {} })));
-    return current.flatMap((o, i) => {
-      const currentVersion = o.current?.version ?? null;
-      return currentVersion === changes[i].baseVersion ? [] : [{ serviceId: o.ref.serviceId, environment: o.ref.environment, flagKey: o.ref.key, baseVersion: changes[i].baseVersion, currentVersion }];
-    });
+    const versions = await this.deps.flags.versionsOf(toPlanned(changes).map((c) => c.ref));
+    return changes.flatMap((c, i) =>
+      versions[i] === c.baseVersion ? [] : [{ serviceId: c.serviceId, environment: c.environment, flagKey: c.flagKey, baseVersion: c.baseVersion, currentVersion: versions[i] }],
+    );
   }
 }
 

@@ -231,6 +231,12 @@ export class FlagService {
     return changes.map((change, i) => planOne(change, current.get(refKey(change.ref)) ?? null, i));
   }
 
+  /** The current version of each referenced flag (null: absent), in the order given. */
+  async versionsOf(refs: readonly FlagRef[]): Promise<(number | null)[]> {
+    const current = await this.currentOf(this.deps.sql, refs.map((ref) => ({ ref })), false);
+    return refs.map((ref) => current.get(refKey(ref))?.version ?? null);
+  }
+
   /**
    * Applies a change set atomically with the `change-request` permit (docs/change-requests.md#apply):
    * the flags are locked, and when any flag's version moved past its change's base version (or a
@@ -270,7 +276,7 @@ export class FlagService {
   }
 
   /** The flags the changes name, by ref; locked in a stable order when `lock` (two change sets cannot deadlock). */
-  private async currentOf(db: Queryable, changes: readonly PlannedChange[], lock: boolean): Promise<Map<string, FlagRecord>> {
+  private async currentOf(db: Queryable, changes: readonly Pick<PlannedChange, 'ref'>[], lock: boolean): Promise<Map<string, FlagRecord>> {
     const groups = new Map<string, { serviceId: string; environment: Environment; keys: string[] }>();
     for (const { ref } of changes) {
       const id = `${ref.serviceId}\u0000${ref.environment}`;
