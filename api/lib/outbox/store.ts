@@ -49,6 +49,8 @@ export async function enqueueFlagEvents(tx: TransactionSql, events: FlagChangeEv
     pending AS (
       INSERT INTO flag_outbox_pending (consumer, seq, service_id, environment, flag_key)
       SELECT c.name, i.seq, i.service_id, i.environment, i.flag_key FROM inserted i CROSS JOIN outbox_consumers c
+      -- The alert-channel consumer takes change request events only: no pending row for every flag change.
+      WHERE c.name <> ${CHANGE_REQUEST_ALERTS_CONSUMER}
       RETURNING 1
     )
     SELECT pg_notify(${OUTBOX_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM pending)`;
