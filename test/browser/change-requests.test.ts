@@ -165,7 +165,10 @@ describe('change requests', () => {
     await heading(page, 'Serve the new checkout by default').waitFor();
     const change = page.getByRole('region', { name: `Update ${flagKey} in production` });
     const diff = change.getByRole('table', { name: `Update ${flagKey} in production, compared with version 1` });
-    expect(await diff.getByRole('row', { name: /^defaultValue / }).getByRole('cell').allTextContents()).toEqual(['~ Changed', 'false', 'true']);
+    // The diff renders once the base version is read: wait for its row before reading its cells.
+    const defaultRow = diff.getByRole('row', { name: /^defaultValue / });
+    await defaultRow.waitFor();
+    expect(await defaultRow.getByRole('cell').allTextContents()).toEqual(['~ Changed', 'false', 'true']);
     await change.getByText(/^Impact: /).waitFor();
     await page.getByText('0 of 1 required approval.').waitFor();
     await screenshot(page, 'change-request-detail');
@@ -221,7 +224,9 @@ describe('change requests', () => {
     await approverPage.goto(rejectedHref);
     await heading(approverPage, `Enable ${darkKey} in production`).waitFor();
     const diff = approverPage.getByRole('table', { name: `Enable ${darkKey} in production, compared with version 1` });
-    expect(await diff.getByRole('row', { name: /^enabled / }).getByRole('cell').allTextContents()).toEqual(['~ Changed', 'false', 'true']);
+    const enabledRow = diff.getByRole('row', { name: /^enabled / });
+    await enabledRow.waitFor();
+    expect(await enabledRow.getByRole('cell').allTextContents()).toEqual(['~ Changed', 'false', 'true']);
     // A rejection needs its reason.
     const reject = approverPage.getByRole('button', { name: 'Reject' });
     expect(await reject.isDisabled()).toBe(true);
