@@ -157,6 +157,7 @@ describe('change requests', () => {
     await heading(page, 'Change requests').waitFor();
     expect(await page.getByLabel('Status').inputValue()).toBe('pending');
     const row = page.getByRole('row', { name: /Serve the new checkout by default/ });
+    await row.waitFor();
     const { createdByName } = (await owner.request('GET', `/api${requestHref}`)).body;
     expect(await row.getByRole('cell').allTextContents()).toEqual(['Serve the new checkout by default', createdByName, 'production', 'Pending', 'Not scheduled']);
     await screenshot(page, 'change-requests-inbox');
