@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClusterSchema, clusterClientSettings } from './cluster';
 
 export type { ClickHouseClient };
 
@@ -7,6 +8,8 @@ export interface Analytics {
   client: ClickHouseClient;
   backend: 'clickhouse' | 'chdb';
   database: string;
+  /** The ClickHouse cluster the schema is placed on (CLICKHOUSE_CLUSTER, docs/clickhouse-cluster.md); one node when absent. */
+  cluster?: string;
   close(): Promise<void>;
 }
 
@@ -20,6 +23,8 @@ export async function openAnalytics(opts: {
   url?: string;
   database: string;
   chdbPath: string;
+  /** A cluster named in the server's remote_servers: the schema goes on every node (analytics/cluster.ts). */
+  cluster?: string;
   /** False in processes that only write (ownsAnalyticsSchema); scripts and tests own what they open. */
   ownsSchema?: boolean;
 }): Promise<Analytics> {
@@ -27,16 +32,18 @@ export async function openAnalytics(opts: {
     // On a server the database is schema too: only its owner creates it.
     if (opts.ownsSchema ?? true) {
       const bootstrap = createClient({ url: opts.url });
-      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
+      const create = opts.cluster ? new ClusterSchema(opts.cluster).createDatabase(opts.database) : `CREATE DATABASE IF NOT EXISTS ${opts.database}`;
+      await bootstrap.command({ query: create });
       await bootstrap.close();
     }
     const client = createClient({
       url: opts.url,
       database: opts.database,
-      clickhouse_settings: { date_time_input_format: 'best_effort' },
+      clickhouse_settings: { date_time_input_format: 'best_effort', ...(opts.cluster ? clusterClientSettings : {}) },
     });
-    return { client, backend: 'clickhouse', database: opts.database, close: () => client.close() };
+    return { client, backend: 'clickhouse', database: opts.database, cluster: opts.cluster, close: () => client.close() };
   }
+  if (opts.cluster) throw new Error('A ClickHouse cluster needs CLICKHOUSE_URL: chDB is one node in this process');
   const [{ Session }, { createChdbConnection }] = await Promise.all([import('chdb'), import('chdb/connection')]);
   fs.mkdirSync(opts.chdbPath, { recursive: true });
   // The engine starts with the first session at its path, with that session's arguments, and the

@@ -94,6 +94,8 @@ const envSchema = z.object({
   /** chDB data directory (default DATA_DIR/chdb); chDB allows one per process, shared by its sessions. */
   CHDB_PATH: z.string().optional(),
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).default('flags'),
+  /** A cluster of the server's remote_servers: replicated, sharded schema (docs/clickhouse-cluster.md). */
+  CLICKHOUSE_CLUSTER: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a cluster name from remote_servers').optional(),
   TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('flags'),
@@ -342,6 +344,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   const flagdPorts = parsed.FLAGD_ENABLED ? [parsed.FLAGD_PORT, parsed.FLAGD_SYNC_PORT] : [];
   const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT, parsed.MANAGEMENT_PORT, ...flagdPorts].filter((p) => p !== 0);
   if (new Set(ports).size !== ports.length) problems.push(`${LISTENER_PORT_VARIABLES.join(', ')}: must differ`);
+  if (parsed.CLICKHOUSE_CLUSTER && !parsed.CLICKHOUSE_URL) problems.push('CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL (chDB is a single node)');
   if (Boolean(parsed.FLAGD_TLS_CERT) !== Boolean(parsed.FLAGD_TLS_KEY)) problems.push('FLAGD_TLS_CERT, FLAGD_TLS_KEY: set both or neither');
   if (problems.length) throw new ConfigError(problems);
 

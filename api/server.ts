@@ -160,7 +160,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
 
     // Only the schema's owners run analytics DDL; data-plane and ingest processes only write.
     const ownsSchema = ownsAnalyticsSchema(config.ROLES, config.CLICKHOUSE_URL);
-    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb'), ownsSchema });
+    const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb'), cluster: config.CLICKHOUSE_CLUSTER, ownsSchema });
     onShutdown(() => analytics.close());
     if (ownsSchema) {
       const analyticsApplied = await migrateAnalytics(analytics);

@@ -16,7 +16,7 @@ async function main() {
   } finally {
     await db.close();
   }
-  const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb') });
+  const analytics = await openAnalytics({ url: config.CLICKHOUSE_URL, database: config.CLICKHOUSE_DATABASE, chdbPath: config.CHDB_PATH ?? path.join(config.dataDir, 'chdb'), cluster: config.CLICKHOUSE_CLUSTER });
   try {
     logger.info({ applied: await migrateAnalytics(analytics) }, 'analytics migrations');
     const retention = { raw: config.ANALYTICS_RETENTION_DAYS, rollup: config.ANALYTICS_ROLLUP_RETENTION_DAYS };

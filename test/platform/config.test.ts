@@ -35,6 +35,12 @@ describe('configuration', () => {
     expect(config.DATABASE_URL).toBeUndefined();
   });
 
+  it('places the analytics schema on a cluster only over a ClickHouse server', () => {
+    expect(() => parseConfig({ CLICKHOUSE_CLUSTER: 'analytics' })).toThrow(/CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL/);
+    expect(() => parseConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CLUSTER: 'a-b' })).toThrow(/CLICKHOUSE_CLUSTER/);
+    expect(parseConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CLUSTER: 'analytics' }).CLICKHOUSE_CLUSTER).toBe('analytics');
+  });
+
   it('refuses clashing listener ports', () => {
     expect(() => parseConfig({ PORT: '4000', DATA_PORT: '4000' })).toThrow(/must differ/);
   });
