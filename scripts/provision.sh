@@ -39,6 +39,7 @@ python_tool_pin() {
     openfeature-sdk) echo 0.10.0 ;;
     openfeature-flagd-core) echo 1.0.0 ;;
     openfeature-provider-flagd) echo 0.5.2 ;;
+    kubernetes-validate) echo 1.37.0 ;;
     *) provision_log "no pinned version for $1"; return 1 ;;
   esac
 }
@@ -83,4 +84,21 @@ python_tool() {
     fi
   ) 9>"$PYTHON_TOOLS_VENV.lock" || return 1
   printf '%s\n' "$PYTHON_TOOLS_VENV/bin/$2"
+}
+
+# Helm, built from its Go module at a pinned version (the Go module proxy is the registry it comes
+# from), into the user's cache beside the venv. Prints the binary's path. The first build takes a
+# few minutes; a lock keeps concurrent callers from building at once.
+HELM_VERSION=v3.22.0
+helm_tool() {
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/flagship/helm-$HELM_VERSION"
+  mkdir -p "$(dirname "$dir")"
+  (
+    flock 9
+    [ -x "$dir/helm" ] && exit 0
+    need_command go golang-go
+    provision_log "building helm $HELM_VERSION (go install)"
+    GOBIN="$dir" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+  ) 9>"$dir.lock" || return 1
+  printf '%s\n' "$dir/helm"
 }

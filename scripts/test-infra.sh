@@ -30,6 +30,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/provision.sh"
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
 install_missing() {
+  # Helm compiles for minutes on a fresh machine: in the background while the rest installs.
+  local helm_out helm_pid
+  HELM_PATH=''
+  helm_out="$(mktemp)"
+  helm_tool >"$helm_out" &
+  helm_pid=$!
   [ -n "$(pg_bin)" ] || { log "installing postgresql"; apt_install postgresql; }
   need_command redis-server redis-server
   need_command prometheus prometheus
@@ -46,6 +52,11 @@ install_missing() {
   python_tool openfeature-flagd-core python >/dev/null
   python_tool openfeature-provider-flagd python >/dev/null
   FLAGD_SCHEMAS_DIR="$(flagd_schemas)"
+  # The Helm chart's checks (test/deploy): helm lint, and the rendered manifests validated against
+  # the Kubernetes API schemas that kubernetes-validate bundles (no cluster, no network).
+  KUBERNETES_VALIDATE_PATH="$(python_tool kubernetes-validate kubernetes-validate)"
+  wait "$helm_pid" && HELM_PATH="$(cat "$helm_out")"
+  rm -f "$helm_out"
 }
 
 # flagd's published JSON schemas (flags.json, targeting.json), which the translation's documents
@@ -134,7 +145,7 @@ up() {
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
   export PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT" PROMETHEUS_EXPORTER_PORTS
   # The embedded profile (smoke run) starts this CLI; the workflow tests start the test server.
-  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR
+  export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR HELM_PATH KUBERNETES_VALIDATE_PATH
   log "ready: $DATABASE_URL $REDIS_URL temporal@$TEMPORAL_ADDRESS"
 }
 
@@ -151,7 +162,7 @@ case "${1:-up}" in
   up) up ;;
   env)
     up
-    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR PROMETHEUS_URL PROMETHEUS_EXPORTER_PORTS; do
+    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR HELM_PATH KUBERNETES_VALIDATE_PATH PROMETHEUS_URL PROMETHEUS_EXPORTER_PORTS; do
       printf 'export %s=%q\n' "$var" "${!var}"
     done
     ;;
