@@ -2,13 +2,14 @@
  * A small ClickHouse HTTP interface on loopback, backed by chDB (the real ClickHouse engine,
  * in this process).
  *
- * WHY IT EXISTS: only so `npm run bench:memory` (bench/memory.ts) can measure the data-plane
- * process on the production profile with its analytics on ANOTHER process (CLICKHOUSE_URL), as
- * in production, where ClickHouse is a server elsewhere. This machine has no ClickHouse server
- * and cannot download one; without CLICKHOUSE_URL the app would load chDB into the measured
- * process itself (the embedded profile), which maps a few hundred MB and would make the
- * data-plane figure meaningless. It is NOT used by the tests or the app, and it is not a
- * ClickHouse server: no users, no sessions, one query at a time.
+ * WHY IT EXISTS: so the app can run on the production profile with its analytics on ANOTHER
+ * process (CLICKHOUSE_URL), as in production, where ClickHouse is a server elsewhere. This
+ * machine has no ClickHouse server and cannot download one; without CLICKHOUSE_URL the app would
+ * load chDB into its own process (the embedded profile), which maps a few hundred MB and would make
+ * a data-plane memory figure meaningless, and several processes could not share one store. Used by
+ * the benches (bench/memory.ts, bench:peers, bench:faults) and the multi-instance test
+ * (test/platform/multi-instance.test.ts); never by the app. It is not a ClickHouse server: no
+ * users, no sessions, one query at a time.
  *
  * Run: `node --import tsx bench/memory-clickhouse.ts` (CH_SHIM_PORT, default 0 = any free port;
  * CH_SHIM_PATH, the chDB data directory, default a temporary one removed at exit). Under a parent

@@ -4,7 +4,8 @@
  * profile's backends (productionBackends).
  *
  * The app runs exactly as `npm start` and the Docker image run it: `node dist/api/main.js`
- * (built code, no tsx), with ROLES and the backends in its environment. The only addition is a
+ * (built code, no tsx), with ROLES and the backends in its environment. The multi-instance test
+ * (test/platform/multi-instance.test.ts) starts its processes through them too. The only addition is a
  * few lines evaluated before main.js (`node --expose-gc -e ...`) that answer `memory` requests
  * over the IPC channel (optionally after a full GC) and shut the app down (SIGTERM path) when
  * the parent goes away. Each child leads its own process group, so whatever it starts (the
@@ -240,7 +241,9 @@ export class Child {
       } catch {
         // already gone
       }
-      const killed = await Promise.race([this.exited.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs))]);
+      let timer: NodeJS.Timeout | undefined;
+      const killed = await Promise.race([this.exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+      clearTimeout(timer);
       if (killed) console.error(`${this.name} did not stop within ${graceMs / 1000} s; killing it`);
     }
     this.killGroup();
@@ -392,7 +395,7 @@ export function productionEnv(b: ProductionBackends, roles: string, dataDir: str
 }
 
 /** The URL the app logged for one listener (`{"listener":"data","url":...,"msg":"listening"}`). */
-export async function listenerUrl(child: Child, listener: 'control' | 'data' | 'ingest' | 'flagd-sync', timeoutMs: number): Promise<string> {
+export async function listenerUrl(child: Child, listener: 'control' | 'data' | 'ingest' | 'flagd-sync' | 'management', timeoutMs: number): Promise<string> {
   const line = await child.waitForLine(
     (l) => l.includes('"msg":"listening"') && l.includes(`"listener":"${listener}"`),
     timeoutMs,
