@@ -79,6 +79,11 @@ const envSchema = z.object({
   DATABASE_URL: optionalUrl(['postgres:', 'postgresql:']),
   DATABASE_POOL_SIZE: positiveInt.default(10),
   /**
+   * A streaming replica of DATABASE_URL for the read routes that allow it (flag lists, history,
+   * audit search, export), each caller still reading their own writes (docs/operations.md#read-replica).
+   */
+  DATABASE_READ_URL: optionalUrl(['postgres:', 'postgresql:']),
+  /**
    * Deadlines (docs/operations.md#faults-and-recovery): a request still unanswered after
    * REQUEST_DEADLINE_MS is answered 503 with Retry-After and commits nothing afterwards;
    * BACKEND_TIMEOUT_MS bounds one Postgres connection attempt, one Redis command and one Temporal
@@ -344,6 +349,7 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
   const flagdPorts = parsed.FLAGD_ENABLED ? [parsed.FLAGD_PORT, parsed.FLAGD_SYNC_PORT] : [];
   const ports = [parsed.PORT, parsed.DATA_PORT, parsed.INGEST_PORT, parsed.MANAGEMENT_PORT, ...flagdPorts].filter((p) => p !== 0);
   if (new Set(ports).size !== ports.length) problems.push(`${LISTENER_PORT_VARIABLES.join(', ')}: must differ`);
+  if (parsed.DATABASE_READ_URL && !parsed.DATABASE_URL) problems.push('DATABASE_READ_URL: needs DATABASE_URL (the embedded PGlite has no replica)');
   if (parsed.CLICKHOUSE_CLUSTER && !parsed.CLICKHOUSE_URL) problems.push('CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL (chDB is a single node)');
   if (Boolean(parsed.FLAGD_TLS_CERT) !== Boolean(parsed.FLAGD_TLS_KEY)) problems.push('FLAGD_TLS_CERT, FLAGD_TLS_KEY: set both or neither');
   if (problems.length) throw new ConfigError(problems);

@@ -67,7 +67,8 @@ import { createCache, type Cache } from './infra/cache';
 import { createLogger, type Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { projectPath } from './infra/paths';
-import { openDatabase, type Database } from './infra/postgres';
+import { openDatabase, type Database, type Sql } from './infra/postgres';
+import { ReadRouting } from './infra/read-replica';
 import { detachedTemporal, openTemporal, type Temporal } from './infra/temporal';
 import type { Tracing } from './infra/tracing';
 
@@ -115,6 +116,8 @@ export interface Platform {
   metrics: Metrics;
   /** What /readyz answers (docs/operations.md#readiness). */
   readiness: Readiness;
+  /** The read replica's routing (DATABASE_READ_URL, docs/operations.md#read-replica), used by the control plane's routes. */
+  reads?: ReadRouting;
   /** Every analytics table's batched writer (its `flush` writes what producers recorded, e.g. before a test reads). */
   analyticsWriter: AnalyticsWriter;
   /** Evaluation data plane (snapshots, streams, evaluation events); absent on worker/ingest-only processes. */
@@ -157,6 +160,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
 
     const cache = createCache(config.REDIS_URL, config.REDIS_KEY_PREFIX, config.BACKEND_TIMEOUT_MS);
     onShutdown(() => cache.close());
+    const reads = config.DATABASE_READ_URL && config.ROLES.includes('control') ? await openReadReplica(config, { primary: db.sql, cache, logger, instanceId, onShutdown }) : undefined;
 
     // Only the schema's owners run analytics DDL; data-plane and ingest processes only write.
     const ownsSchema = ownsAnalyticsSchema(config.ROLES, config.CLICKHOUSE_URL);
@@ -344,6 +348,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       outbound,
       metrics,
       readiness,
+      reads,
       routes: { control, data, ingest },
       evaluation,
       flagd,
@@ -414,6 +419,7 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
         site: name === 'control' ? platform.consoleSite : undefined,
         metrics: platform.metrics.http,
         deadlineMs: config.REQUEST_DEADLINE_MS,
+        reads: name === 'control' ? platform.reads : undefined,
       });
       const front = platform.front[name];
       const listener: http.RequestListener = front ? (req, res) => void (front(req, res) || app(req, res)) : app;
@@ -513,4 +519,27 @@ function drain(server: http.Server, graceMs: number): Promise<void> {
     });
     server.closeIdleConnections();
   });
+}
+
+/** The read replica's pool and routing (docs/operations.md#read-replica); watched while the process runs. */
+async function openReadReplica(
+  config: Config,
+  deps: { primary: Sql; cache: Cache; logger: Logger; instanceId: string; onShutdown: (hook: ShutdownHook) => void },
+): Promise<ReadRouting> {
+  const replica = await openDatabase({
+    url: config.DATABASE_READ_URL,
+    poolSize: config.DATABASE_POOL_SIZE,
+    replyTimeoutMs: config.DATABASE_REPLY_TIMEOUT_MS,
+    connectTimeoutMs: config.BACKEND_TIMEOUT_MS,
+    dataDir: config.dataDir,
+    applicationName: `flags ${deps.instanceId} reads`,
+    logger: deps.logger,
+  });
+  const reads = new ReadRouting({ primary: deps.primary, replica: replica.sql, cache: deps.cache, logger: deps.logger });
+  reads.watch();
+  deps.onShutdown(async () => {
+    reads.stop();
+    await replica.close();
+  });
+  return reads;
 }

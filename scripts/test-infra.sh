@@ -16,6 +16,8 @@ set -euo pipefail
 
 INFRA_DIR="${TEST_INFRA_DIR:-/tmp/flags-test-infra}"
 PG_PORT="${TEST_PG_PORT:-55432}"
+# A streaming replica of it, for the read-replica tests (DATABASE_READ_URL, docs/operations.md#read-replica).
+PG_REPLICA_PORT="${TEST_PG_REPLICA_PORT:-55433}"
 REDIS_PORT="${TEST_REDIS_PORT:-56379}"
 TEMPORAL_PORT="${TEST_TEMPORAL_PORT:-57233}"
 PROMETHEUS_PORT="${TEST_PROMETHEUS_PORT:-59090}"
@@ -93,6 +95,22 @@ start_postgres() {
   wait_port "$PG_PORT" postgres
 }
 
+# A hot standby of the test Postgres, made with pg_basebackup once and streaming from it since.
+start_postgres_replica() {
+  port_open "$PG_REPLICA_PORT" && return 0
+  local bin; bin="$(pg_bin)"
+  if [ ! -s "$INFRA_DIR/pg-replica/PG_VERSION" ]; then
+    rm -rf "$INFRA_DIR/pg-replica"
+    install -d -o postgres -g postgres -m 700 "$INFRA_DIR/pg-replica"
+    log "making a replica of postgres (pg_basebackup)"
+    runuser -u postgres -- "$bin/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -D "$INFRA_DIR/pg-replica" -R -X stream >/dev/null
+  fi
+  log "starting the postgres replica on $PG_REPLICA_PORT"
+  runuser -u postgres -- "$bin/pg_ctl" -D "$INFRA_DIR/pg-replica" -l "$INFRA_DIR/pg-replica/server.log" -w \
+    -o "-p $PG_REPLICA_PORT -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=400 -c hot_standby=on" start >/dev/null
+  wait_port "$PG_REPLICA_PORT" "postgres replica"
+}
+
 start_redis() {
   port_open "$REDIS_PORT" && return 0
   mkdir -p "$INFRA_DIR"
@@ -137,10 +155,12 @@ YAML
 up() {
   install_missing
   start_postgres
+  start_postgres_replica
   start_redis
   start_temporal
   start_prometheus
   export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+  export TEST_DATABASE_REPLICA_URL="postgres://postgres@127.0.0.1:$PG_REPLICA_PORT/postgres"
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
   export PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT" PROMETHEUS_EXPORTER_PORTS
@@ -151,6 +171,7 @@ up() {
 
 down() {
   local bin; bin="$(pg_bin)"
+  [ -n "$bin" ] && [ -s "$INFRA_DIR/pg-replica/postmaster.pid" ] && runuser -u postgres -- "$bin/pg_ctl" -D "$INFRA_DIR/pg-replica" -m fast stop >/dev/null || true
   [ -n "$bin" ] && [ -s "$INFRA_DIR/pg/postmaster.pid" ] && runuser -u postgres -- "$bin/pg_ctl" -D "$INFRA_DIR/pg" -m fast stop >/dev/null || true
   [ -s "$INFRA_DIR/redis.pid" ] && kill "$(cat "$INFRA_DIR/redis.pid")" 2>/dev/null || true
   [ -s "$INFRA_DIR/temporal.pid" ] && kill "$(cat "$INFRA_DIR/temporal.pid")" 2>/dev/null || true
@@ -162,7 +183,7 @@ case "${1:-up}" in
   up) up ;;
   env)
     up
-    for var in DATABASE_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR HELM_PATH KUBERNETES_VALIDATE_PATH PROMETHEUS_URL PROMETHEUS_EXPORTER_PORTS; do
+    for var in DATABASE_URL TEST_DATABASE_REPLICA_URL REDIS_URL TEMPORAL_ADDRESS TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH SCHEMATHESIS_PATH FLAGD_PYTHON_PATH FLAGD_SCHEMAS_DIR HELM_PATH KUBERNETES_VALIDATE_PATH PROMETHEUS_URL PROMETHEUS_EXPORTER_PORTS; do
       printf 'export %s=%q\n' "$var" "${!var}"
     done
     ;;

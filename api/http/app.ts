@@ -10,7 +10,7 @@ import { HttpError, retryLater } from './errors';
 import type { OpenApiCatalog } from './openapi';
 import { PER_IP, PER_TOKEN, type RateLimiter } from './rate-limit';
 import { requestIdOf } from './request-id';
-import { mountRoutes, type AnyRoute, type RequestContext } from './route';
+import { mountRoutes, type AnyRoute, type RequestContext, type RouteDeps } from './route';
 
 /** Paths whose segment is itself a credential (trigger URLs, invitation links): logged without it. */
 const CAPABILITY_PATH = /^(\/api\/(?:triggers|invitations)\/)[^/]+/;
@@ -33,6 +33,8 @@ export interface HttpAppOptions {
   metrics: HttpMetrics;
   /** A request still unanswered after this long is answered 503 (docs/operations.md#faults-and-recovery). */
   deadlineMs: number;
+  /** Read replica routing (DATABASE_READ_URL, docs/operations.md#read-replica), for the control plane's routes. */
+  reads?: RouteDeps['reads'];
 }
 
 /** How long the deadline's 503 waits for a COMMIT already sent (one round trip on a live server). */
@@ -85,6 +87,7 @@ export function createHttpApp(opts: HttpAppOptions): express.Express {
     logger: opts.logger,
     openapi: opts.openapi,
     access: opts.access,
+    reads: opts.reads,
     afterAuth: async (ctx: RequestContext<unknown, unknown, unknown>) => {
       const bucket = PER_TOKEN.bucket(ctx.principal);
       if (bucket !== undefined) await opts.rateLimiter.enforce(ctx.res, bucket, opts.perTokenLimit, PER_TOKEN.what);

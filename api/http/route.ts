@@ -4,6 +4,8 @@ import { ZodUnknown, type z, type ZodTypeAny } from 'zod';
 import { enforceCredentialPolicy, type AccessRule, type CredentialPolicy, type ProjectAccess, type ProjectGrant } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import type { Logger } from '../infra/logger';
+import type { Sql } from '../infra/postgres';
+import type { ReadRouting } from '../infra/read-replica';
 import { checkBodyHeaders } from './body';
 import { forbidden, HttpError, malformedJson, payloadTooLarge, requestAborted, validationFailed, type FieldProblem } from './errors';
 
@@ -21,6 +23,11 @@ export interface RequestContext<P, Q, B> {
   principal: Principal;
   /** What the route's `access` rule granted: one project for a single resource, any number for a list. */
   granted: ProjectGrant[];
+  /**
+   * Where a route declaring `reads: 'replica'` reads, chosen for this caller: the read replica, or
+   * the primary until the replica has this caller's writes. Absent without a replica: read the primary.
+   */
+  reader?: Sql;
   ip: string;
   userAgent: string;
   requestId: string;
@@ -77,6 +84,11 @@ export interface RouteDeclaration<P extends ZodTypeAny, Q extends ZodTypeAny, B 
   textPlainJson?: boolean;
   /** Skips the CSRF check for cookie sessions (only for routes that cannot be driven cross-site harmfully). */
   csrfExempt?: boolean;
+  /**
+   * `replica`: a read that may go to the Postgres read replica (DATABASE_READ_URL,
+   * docs/operations.md#read-replica) through `ctx.reader`; each caller still reads their own writes.
+   */
+  reads?: 'replica';
 }
 
 /** A route Express serves: its declaration and its handler. */
@@ -117,6 +129,8 @@ export interface RouteDeps {
   access?: Pick<ProjectAccess, 'check'>;
   /** Called after authentication: per-token rate limits and anything else every route needs. */
   afterAuth?: (ctx: RequestContext<unknown, unknown, unknown>) => Promise<void>;
+  /** The read replica's routing, when DATABASE_READ_URL is set: picks `ctx.reader`, and notes every caller's writes. */
+  reads?: Pick<ReadRouting, 'readerFor' | 'wrote' | 'failedOn' | 'primary'>;
 }
 
 const MUTATING = new Set(['post', 'patch', 'put', 'delete']);
@@ -154,7 +168,20 @@ export function mountRoutes(router: Router, routes: AnyRoute[], deps: RouteDeps)
         await (principal.type === 'anonymous' ? readAnonymousBody : readBody)(req, res);
         Object.assign(ctx, validate(route, req));
         if (route.access && gate) ctx.granted = await gate.check(route.access, principal, ctx);
-        const result = await route.handler(ctx as never);
+        if (route.reads === 'replica' && deps.reads) ctx.reader = await deps.reads.readerFor(principal);
+        let result: unknown;
+        try {
+          result = await route.handler(ctx as never);
+        } catch (error) {
+          // A replica that failed mid-read: the same read again on the primary.
+          if (!(ctx.reader && !(error instanceof HttpError) && deps.reads?.failedOn(ctx.reader, error))) throw error;
+          ctx.reader = deps.reads.primary;
+          result = await route.handler(ctx as never);
+        } finally {
+          // Before the answer leaves: the caller's next read must find this write, even one that failed halfway.
+          // A cache or primary that fails here costs that read-your-writes, not the write's answer.
+          if (deps.reads && MUTATING.has(route.method)) await deps.reads.wrote(principal).catch((error: unknown) => ctx.log.warn({ err: error }, 'read-your-writes position not noted'));
+        }
         if (result === HANDLED) return;
         send(res, result instanceof Reply ? result : new Reply(result === undefined ? 204 : route.status ?? 200, result));
       } catch (error) {

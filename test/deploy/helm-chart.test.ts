@@ -135,8 +135,15 @@ describe('the Helm chart', () => {
     expect(named(manifests, 'Job', 'rel-flagship-migrate').spec.template.spec.containers[0].envFrom[1]).toEqual({ secretRef: { name: 'flags-backends' } });
   }, 60_000);
 
-  it('turns each part off and on from values: flagd ports, autoscaling, cluster mode', async () => {
-    const { manifests } = await render('-f', EXAMPLE_VALUES, '--set', 'flagd.enabled=false', '--set', 'roles.data.autoscaling.enabled=false', '--set', 'backends.clickhouseCluster=analytics');
+  it('turns each part off and on from values: flagd ports, autoscaling, cluster mode, a read replica', async () => {
+    const { manifests } = await render(
+      '-f',
+      EXAMPLE_VALUES,
+      ...['--set', 'flagd.enabled=false', '--set', 'roles.data.autoscaling.enabled=false', '--set', 'backends.clickhouseCluster=analytics'],
+      ...['--set', 'backends.databaseReadUrl=postgres://replica:5432/flags'],
+    );
+    expect(named(manifests, 'Secret', 'rel-flagship-backends').stringData).toMatchObject({ DATABASE_READ_URL: 'postgres://replica:5432/flags' });
+    expect(named(manifests, 'Secret', 'rel-flagship-migration').stringData).toHaveProperty('DATABASE_READ_URL');
     expect(named(manifests, 'Service', 'rel-flagship-data').spec.ports.map((p: { name: string }) => p.name)).toEqual(['http']);
     expect(manifests.filter((m) => m.kind === 'HorizontalPodAutoscaler')).toEqual([]);
     expect(named(manifests, 'Deployment', 'rel-flagship-data').spec.replicas).toBe(2);

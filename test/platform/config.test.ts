@@ -35,6 +35,12 @@ describe('configuration', () => {
     expect(config.DATABASE_URL).toBeUndefined();
   });
 
+  it('reads from a Postgres replica only beside a Postgres primary', () => {
+    expect(() => parseConfig({ DATABASE_READ_URL: 'postgres://replica/x' })).toThrow(/DATABASE_READ_URL: needs DATABASE_URL/);
+    expect(() => parseConfig({ DATABASE_URL: 'postgres://db/x', DATABASE_READ_URL: 'mysql://replica/x' })).toThrow(/DATABASE_READ_URL/);
+    expect(parseConfig({ DATABASE_URL: 'postgres://db/x', DATABASE_READ_URL: 'postgres://replica/x' }).DATABASE_READ_URL).toBe('postgres://replica/x');
+  });
+
   it('places the analytics schema on a cluster only over a ClickHouse server', () => {
     expect(() => parseConfig({ CLICKHOUSE_CLUSTER: 'analytics' })).toThrow(/CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL/);
     expect(() => parseConfig({ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CLUSTER: 'a-b' })).toThrow(/CLICKHOUSE_CLUSTER/);

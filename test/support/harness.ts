@@ -80,7 +80,10 @@ function errorSink() {
  * template), Redis (own key prefix), Temporal (own task queue) and chDB (own data dir).
  */
 /** `databaseAddress` (host:port) reaches the app's database through another address, e.g. a test's TCP proxy. */
-export async function startTestApp(env: Record<string, string> = {}, opts: { logger?: Logger; databaseAddress?: string } = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  opts: { logger?: Logger; databaseAddress?: string; /** Reads through the test Postgres' streaming replica (DATABASE_READ_URL). */ readReplica?: boolean } = {},
+): Promise<TestApp> {
   const infra = requireInfra();
   const suffix = `${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
   // A replica of another app passes that app's DATABASE_URL: nothing to create or drop then.
@@ -92,6 +95,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     await admin.end();
   }
   const databaseUrl = env.DATABASE_URL ?? withDatabase(infra.databaseUrl, dbName);
+  const readUrl = opts.readReplica ? await replicaOf(dbName) : undefined;
   const connectUrl = new URL(databaseUrl);
   if (opts.databaseAddress) connectUrl.host = opts.databaseAddress;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-test-'));
@@ -117,6 +121,7 @@ export async function startTestApp(env: Record<string, string> = {}, opts: { log
     AUTH_RATE_LIMIT_PER_IP: '100000',
     SEND_LIMIT_PER_USER: '1000',
     SEND_LIMIT_PER_RECIPIENT: '1000',
+    ...(readUrl ? { DATABASE_READ_URL: readUrl } : {}),
     ...env,
   });
   const errors = errorSink();
@@ -200,4 +205,20 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+/**
+ * The URL of database `dbName` on the test Postgres' streaming replica (scripts/test-infra.sh),
+ * once the replica has replayed its creation.
+ */
+async function replicaOf(dbName: string): Promise<string> {
+  const replicaUrl = process.env.TEST_DATABASE_REPLICA_URL;
+  if (!replicaUrl) throw new Error('TEST_DATABASE_REPLICA_URL is not set: eval "$(bash scripts/test-infra.sh env)" first');
+  const replica = postgres(replicaUrl, { max: 1, onnotice: () => undefined });
+  try {
+    await eventually(async () => (await replica`SELECT 1 FROM pg_database WHERE datname = ${dbName}`).length > 0, 30_000);
+  } finally {
+    await replica.end();
+  }
+  return withDatabase(replicaUrl, dbName);
 }

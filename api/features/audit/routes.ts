@@ -91,14 +91,15 @@ export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
         limit: limitSchema,
         offset: offsetSchema,
       }),
+      reads: 'replica',
       response: z.object({ logs: z.array(AuditLogSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
-      async handler({ query }) {
+      async handler({ query, reader }) {
         const startDate = query.startDate?.date;
         const endBefore = query.endDate && new Date(query.endDate.date.getTime() + (query.endDate.dateOnly ? DAY_MS : 1));
         if (startDate && endBefore && startDate >= endBefore) {
           throw badRequest('startDate must not be after endDate', [{ path: 'query.startDate', message: 'must not be after endDate' }]);
         }
-        const page = await deps.audit.query(deps.sql, {
+        const page = await deps.audit.query(reader ?? deps.sql, {
           projectId: query.projectId,
           action: query.action,
           resourceType: query.resourceType,

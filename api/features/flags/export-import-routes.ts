@@ -40,9 +40,10 @@ export function flagTransferRoutes(deps: { transfer: FlagTransfer }): AnyRoute[]
       auth: 'authenticated',
       access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
       query: ExportQuery,
+      reads: 'replica',
       response: ExportFileSchema,
-      async handler({ query }) {
-        const file = await transfer.export(query);
+      async handler({ query, reader }) {
+        const file = await transfer.export(query, reader);
         const day = file.exportedAt.slice(0, 10);
         const name = `flags-${query.projectId}${query.serviceId ? `-${query.serviceId}` : ''}${query.environment ? `-${query.environment}` : ''}-${day}.json`;
         return reply(200, file, {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EnvironmentSchema, type Environment } from '../../domain/environments';
 import { badRequest, HttpError, notFound, validationFailed, type FieldProblem } from '../../http/errors';
 import type { Logger } from '../../infra/logger';
-import type { Sql } from '../../infra/postgres';
+import type { Queryable, Sql } from '../../infra/postgres';
 import type { AuditActor } from '../audit/writer';
 import { FieldProblemsSchema, FLAG_CONTENT_FIELDS, FlagCreateSchema, FlagRecordSchema } from './schema';
 import type { FlagService } from './service';
@@ -118,19 +118,23 @@ export function importTarget(query: { projectId?: string }, file: ImportFile): s
 export class FlagTransfer {
   constructor(private readonly deps: FlagTransferDeps) {}
 
-  async export(q: { projectId: string; serviceId?: string; environment?: Environment; includeDisabled: boolean }): Promise<FlagExportFile> {
+  /** `reader`: where to read (the route's replica reader, docs/operations.md#read-replica); the primary by default. */
+  async export(q: { projectId: string; serviceId?: string; environment?: Environment; includeDisabled: boolean }, reader: Queryable = this.deps.sql): Promise<FlagExportFile> {
     if (q.serviceId) {
       const service = await this.deps.flags.findService(q.serviceId);
       if (!service || service.projectId !== q.projectId) throw notFound('Service');
     }
-    const flags = await this.allFlags({
-      projectId: q.projectId,
-      serviceId: q.serviceId,
-      environment: q.environment,
-      enabled: q.includeDisabled ? undefined : true,
-    });
+    const flags = await this.allFlags(
+      {
+        projectId: q.projectId,
+        serviceId: q.serviceId,
+        environment: q.environment,
+        enabled: q.includeDisabled ? undefined : true,
+      },
+      reader,
+    );
     const used = new Set(flags.map((f) => f.serviceId));
-    const services = (await this.servicesOf(q.projectId)).filter((s) => used.has(s.id));
+    const services = (await this.servicesOf(q.projectId, reader)).filter((s) => used.has(s.id));
     return {
       version: EXPORT_FORMAT_VERSION,
       exportedAt: new Date().toISOString(),
@@ -239,11 +243,11 @@ export class FlagTransfer {
     }
   }
 
-  private async allFlags(filter: FlagListFilter): Promise<FlagRecord[]> {
+  private async allFlags(filter: FlagListFilter, reader: Queryable = this.deps.sql): Promise<FlagRecord[]> {
     const out: FlagRecord[] = [];
     let after: ListPosition | undefined;
     for (;;) {
-      const page = await this.deps.flags.list(filter, { limit: EXPORT_PAGE, offset: 0, after });
+      const page = await this.deps.flags.list(filter, { limit: EXPORT_PAGE, offset: 0, after }, reader);
       out.push(...page.flags);
       const last = page.flags.at(-1);
       if (!page.hasAfter || !last) return out;
@@ -251,8 +255,8 @@ export class FlagTransfer {
     }
   }
 
-  private async servicesOf(projectId: string): Promise<ExportedService[]> {
-    return this.deps.sql<ExportedService[]>`SELECT id, name, slug FROM services WHERE project_id = ${projectId} ORDER BY slug`;
+  private async servicesOf(projectId: string, reader: Queryable = this.deps.sql): Promise<ExportedService[]> {
+    return reader<ExportedService[]>`SELECT id, name, slug FROM services WHERE project_id = ${projectId} ORDER BY slug`;
   }
 }
 

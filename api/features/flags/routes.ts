@@ -114,6 +114,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       auth: 'public',
       access: listAccess,
       query: ListQuery,
+      reads: 'replica',
       response: z.object({
         flags: z.array(FlagResponseSchema.partial()),
         total: z.number().int(),
@@ -140,6 +141,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
             type: query.type,
           },
           request,
+          ctx.reader,
         );
         return pageBody({ ...page, flags: await flags.respond(page.flags) }, request, query.fields);
       },
@@ -239,12 +241,14 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       access: { capability: 'flags:read', service: (ctx) => ctx.query.serviceId },
       params: KeyParams,
       query: HistoryQuery,
+      reads: 'replica',
       response: z.object({ versions: z.array(FlagVersionSchema), total: z.number().int(), hasMore: z.boolean() }),
-      async handler({ params, query }) {
+      async handler({ params, query, reader }) {
         const { versions, total } = await flags.history(
           { key: params.key, serviceId: query.serviceId, environment: query.environment },
           query.limit,
           query.offset,
+          reader,
         );
         return { versions, total, hasMore: query.offset + versions.length < total };
       },

@@ -92,8 +92,9 @@ export class FlagService {
     return this.deps.store.findService(this.deps.sql, serviceId);
   }
 
-  list(filter: FlagListFilter, page: { limit: number; offset: number; after?: ListPosition; before?: ListPosition }): Promise<FlagPage> {
-    return this.deps.store.list(this.deps.sql, filter, page);
+  /** `reader`: where to read (a route's replica reader, docs/operations.md#read-replica); the primary by default. */
+  list(filter: FlagListFilter, page: { limit: number; offset: number; after?: ListPosition; before?: ListPosition }, reader: Queryable = this.deps.sql): Promise<FlagPage> {
+    return this.deps.store.list(reader, filter, page);
   }
 
   /** Every flag of the service (in one environment when given), in list order. */
@@ -101,9 +102,9 @@ export class FlagService {
     return this.deps.store.listByService(this.deps.sql, serviceId, environment);
   }
 
-  async history(ref: FlagRef, limit: number, offset: number): Promise<{ versions: FlagVersionRecord[]; total: number }> {
-    const flag = await this.requireFlag(ref);
-    return this.deps.store.listVersions(this.deps.sql, flag.id, limit, offset);
+  async history(ref: FlagRef, limit: number, offset: number, reader: Queryable = this.deps.sql): Promise<{ versions: FlagVersionRecord[]; total: number }> {
+    const flag = await this.requireFlag(ref, reader);
+    return this.deps.store.listVersions(reader, flag.id, limit, offset);
   }
 
   /**
@@ -428,8 +429,8 @@ export class FlagService {
     return results;
   }
 
-  private async requireFlag(ref: FlagRef): Promise<FlagRecord> {
-    const flag = await this.deps.store.find(this.deps.sql, ref);
+  private async requireFlag(ref: FlagRef, reader: Queryable = this.deps.sql): Promise<FlagRecord> {
+    const flag = await this.deps.store.find(reader, ref);
     if (!flag) throw notFound(`Flag "${ref.key}"`);
     return flag;
   }

@@ -112,6 +112,9 @@ DATA_DIR: /tmp/flags-data
 {{/* The chart-managed Secret's data: backend URLs and the signing key. */}}
 {{- define "flagship.secretData" -}}
 DATABASE_URL: {{ .Values.backends.databaseUrl | quote }}
+{{- with .Values.backends.databaseReadUrl }}
+DATABASE_READ_URL: {{ . | quote }}
+{{- end }}
 REDIS_URL: {{ .Values.backends.redisUrl | quote }}
 CLICKHOUSE_URL: {{ .Values.backends.clickhouseUrl | quote }}
 JWT_PRIVATE_KEY: {{ .Values.jwtPrivateKey | quote }}
