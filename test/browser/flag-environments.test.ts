@@ -93,7 +93,7 @@ describe('a flag in every environment', () => {
     await page.getByLabel('Description').fill('Pay in 30 days');
     await page.getByRole('button', { name: 'Simulate and review changes' }).click();
     await page.getByRole('button', { name: 'Save changes' }).click();
-    const saved = page.getByRole('status').filter({ hasText: /Saved in development: version \d+\./ });
+    const saved = page.getByRole('status').filter({ hasText: /Saved: version \d+\. Applies to development only\./ });
     await saved.waitFor();
     await tabs().getByRole('link', { name: /production/ }).click();
     await page.getByText(/Editing the rules of production/).waitFor();

@@ -153,7 +153,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
               onSaved={(record) => {
                 setFlag(record);
                 setGeneration((g) => g + 1);
-                setSaved({ environment: record.environment, message: `Saved in ${record.environment}: version ${record.version}.` });
+                setSaved({ environment: record.environment, message: `Saved: version ${record.version}. Applies to ${record.environment} only.` });
                 void records.reload();
               }}
               onReload={() => {
