@@ -125,6 +125,7 @@ describe('environments in the flags list and the production switch', () => {
     const row = page.getByRole('row').filter({ hasText: 'pay-later' });
     await row.getByRole('link', { name: 'production: on' }).waitFor();
     await row.getByRole('link', { name: 'staging: off' }).waitFor();
+    await page.getByRole('row').filter({ hasText: 'gift-wrap' }).getByRole('link', { name: 'staging: not created' }).waitFor();
     await screenshot(page, 'flag-environments-list-columns');
 
     await page.getByLabel('Environment').selectOption('production');

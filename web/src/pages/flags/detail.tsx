@@ -71,6 +71,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
         </h1>
         {flag && (
           <div className="fl-flag-head-actions">
+            <EnvironmentBadge environment={environment} />
             <FlagSwitch
               projectId={projectId}
               flagKey={flagKey}

@@ -185,7 +185,7 @@ export default function FlagsList() {
             ...ENVIRONMENTS.map((env) => ({
               header: environmentOption(env),
               cell: (flag: ListedFlag) => {
-                const state = env === filters.environment ? flag.enabled : states[env]?.get(`${flag.serviceId}/${flag.key}`);
+                const state = env === filters.environment ? flag.enabled : states[env]?.(`${flag.serviceId}/${flag.key}`);
                 return (
                   <span className={`fl-env-cell fl-env-cell-${env}`}>
                     {env === filters.environment && (
@@ -249,8 +249,8 @@ export default function FlagsList() {
   );
 }
 
-/** undefined: not among the environment's flags read (not created there, or past the page read). */
-const stateWord = (enabled: boolean | undefined) => (enabled === undefined ? 'not found' : enabled ? 'on' : 'off');
+/** null: not created there; undefined: past the page of states read (or not read yet). */
+const stateWord = (enabled: boolean | null | undefined) => (enabled === null ? 'not created' : enabled === undefined ? 'open' : enabled ? 'on' : 'off');
 
 /**
  * The on/off state per flag (service/key) in the environments other than the chosen one, under the
@@ -270,9 +270,13 @@ function useEnvironmentStates(projectId: string, filters: { environment: Environ
   const others = ENVIRONMENTS.filter((env) => env !== filters.environment);
   const first = useFlags(query(others[0]));
   const second = useFlags(query(others[1]));
-  const byEnvironment: Partial<Record<Environment, Map<string, boolean>>> = {};
+  const byEnvironment: Partial<Record<Environment, (serviceAndKey: string) => boolean | null | undefined>> = {};
   [first, second].forEach((answer, i) => {
-    if (answer.data) byEnvironment[others[i]] = new Map(answer.data.flags.map((f) => [`${f.serviceId}/${f.key}`, !!f.enabled]));
+    const page = answer.data;
+    if (!page) return;
+    const enabled = new Map(page.flags.map((f) => [`${f.serviceId}/${f.key}`, !!f.enabled]));
+    // Missing from a complete answer: not created there; from a partial one: unknown.
+    byEnvironment[others[i]] = (serviceAndKey) => enabled.get(serviceAndKey) ?? (page.hasMore ? undefined : null);
   });
   return byEnvironment;
 }
