@@ -197,6 +197,8 @@ describe('change requests', () => {
     await page.goto(flagHref(darkKey));
     const toggle = page.getByRole('switch', { name: 'Enabled in production' });
     await toggle.click();
+    // A production switch asks for confirmation first.
+    await page.getByRole('dialog', { name: /Turn .* on in production/ }).getByRole('button', { name: 'Turn on in production' }).click();
     await page.getByRole('alert').filter({ hasText: /Not enabled: .*need 1 approval/ }).waitFor();
     expect(await toggle.getAttribute('aria-checked')).toBe('false');
     await page.getByRole('button', { name: 'Request approval to enable' }).click();

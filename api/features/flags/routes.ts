@@ -228,7 +228,8 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       response: FlagResponseSchema,
       async handler(ctx) {
         const { params, query, body } = ctx;
-        const [answered] = await flags.respond([await flags.toggle(client(ctx), { key: params.key, ...query }, body?.enabled, body?.version)]);
+        const opts = body?.reason ? { metadata: { reason: body.reason } } : {};
+        const [answered] = await flags.respond([await flags.toggle(client(ctx), { key: params.key, ...query }, body?.enabled, body?.version, opts)]);
         return answered;
       },
     }),

@@ -167,11 +167,12 @@ export const FlagPatchSchema = FlagContentPatchSchema.extend({
     }
   });
 
-/** Toggle input: flips the flag, or sets `enabled` when given. */
+/** Toggle input: flips the flag, or sets `enabled` when given; `reason` goes to the audit entry. */
 export const FlagToggleSchema = z
   .object({
     enabled: z.boolean().optional(),
     version: ExpectedVersionSchema,
+    reason: z.string().trim().max(LIMITS.toggleReason).optional().describe('Why the flag is toggled, stored as the audit entry\'s `metadata.reason`'),
   })
   .strict();
 

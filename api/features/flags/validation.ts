@@ -25,6 +25,8 @@ export const LIMITS = {
   /** `matches` conditions over all rules of a flag: each runs a pattern on every evaluation. */
   matchesPerFlag: MAX_MATCHES_PER_FLAG,
   property: 256,
+  /** Why a toggle was made, kept in its audit entry (docs/api-reference.md#flags). */
+  toggleReason: 500,
 } as const;
 
 const WEIGHT_TOTAL = 100;

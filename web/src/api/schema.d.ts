@@ -15817,6 +15817,8 @@ export interface operations {
             content: {
                 "application/json": {
                     enabled?: boolean;
+                    /** @description Why the flag is toggled, stored as the audit entry's `metadata.reason` */
+                    reason?: string;
                     /** @description Expected current version; a stale one gets 409 */
                     version?: number;
                 };
@@ -27389,6 +27391,8 @@ export interface operations {
                         /** @default {} */
                         body?: {
                             enabled?: boolean;
+                            /** @description Why the flag is toggled, stored as the audit entry's `metadata.reason` */
+                            reason?: string;
                         };
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";
@@ -28051,6 +28055,8 @@ export interface operations {
                         /** @default {} */
                         body?: {
                             enabled?: boolean;
+                            /** @description Why the flag is toggled, stored as the audit entry's `metadata.reason` */
+                            reason?: string;
                         };
                         /** @enum {string} */
                         environment: "development" | "staging" | "production";

@@ -1,10 +1,11 @@
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { api, call } from '../../api/client';
 import type { NewChange } from '../change-requests/model';
 import { ChangeRequestDialog, needsApproval } from '../change-requests/request-dialog';
 import { useAction } from '../forms';
 import { NEEDS, useProjectAccess } from '../settings/access';
 import { activation } from '../../telemetry';
+import { EnvironmentBadge } from './environments';
 import type { Environment, FlagRecord } from './model';
 
 interface FlagSwitchProps {
@@ -25,7 +26,9 @@ interface FlagSwitchProps {
  * A flag's on/off switch: a button with role="switch" (Space and Enter work, focus shows). It
  * flips at once (optimistic) and posts the wanted state to the toggle endpoint; when the server
  * refuses, it flips back and says why beside it. A viewer's switch is disabled, the reason in its
- * tooltip and description, rather than failing with "Forbidden" once pressed.
+ * tooltip and description, rather than failing with "Forbidden" once pressed. In production the press
+ * first asks for confirmation, focused on an optional reason kept in the audit entry
+ * (docs/api-reference.md#flags): Enter or one click confirms, so a kill stays three steps.
  */
 export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled, version, label, onChanged }: FlagSwitchProps) {
   const [shown, setShown] = useState(enabled);
@@ -38,10 +41,32 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
   const refusal = useProjectAccess(projectId).can('flags:write') ? undefined : NEEDS['flags:change'];
   const refusalId = useId();
 
+  const confirmation = useRef<HTMLDialogElement>(null);
+  const reasonInput = useRef<HTMLInputElement>(null);
+  const confirmationTitleId = useId();
+
   // A reload of the flag (another change) is the truth again.
   useEffect(() => setShown(enabled), [enabled]);
 
-  async function toggle() {
+  function press() {
+    if (busy) return;
+    if (environment !== 'production') {
+      void toggle();
+      return;
+    }
+    if (reasonInput.current) reasonInput.current.value = '';
+    confirmation.current?.showModal();
+    reasonInput.current?.focus();
+  }
+
+  function confirm(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const reason = reasonInput.current?.value.trim() ?? '';
+    confirmation.current?.close();
+    void toggle(reason);
+  }
+
+  async function toggle(reason = '') {
     if (busy) return;
     const wanted = !shown;
     setShown(wanted);
@@ -50,7 +75,7 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
       const flag = await call(
         api.POST('/api/flags/{key}/toggle', {
           params: { path: { key: flagKey }, query: { serviceId, environment } },
-          body: { enabled: wanted },
+          body: { enabled: wanted, ...(reason ? { reason } : {}) },
         }),
       );
       setShown(flag.enabled);
@@ -72,7 +97,7 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
         disabled={!!refusal}
         title={refusal}
         aria-describedby={refusal ? refusalId : undefined}
-        onClick={() => void toggle()}
+        onClick={press}
       >
         <span className="fl-switch-track" aria-hidden="true">
           <span className="fl-switch-thumb" />
@@ -100,6 +125,29 @@ export function FlagSwitch({ projectId, flagKey, serviceId, environment, enabled
         </button>
       )}
       <ChangeRequestDialog projectId={projectId} change={requesting} onClose={() => setRequesting(undefined)} />
+      {environment === 'production' && (
+        // Escape or Cancel closes it and changes nothing.
+        <dialog ref={confirmation} className="fl-toggle-dialog" aria-labelledby={confirmationTitleId}>
+          <form onSubmit={confirm}>
+            <h2 id={confirmationTitleId}>
+              Turn {flagKey} {shown ? 'off' : 'on'} in <EnvironmentBadge environment="production" />?
+            </h2>
+            <p>Production serves real users: the change applies at once.</p>
+            <label>
+              <span>Reason (optional, kept in the audit log)</span>
+              <input ref={reasonInput} name="reason" maxLength={500} autoComplete="off" />
+            </label>
+            <div className="actions">
+              <button type="submit" className="primary">
+                Turn {shown ? 'off' : 'on'} in production
+              </button>
+              <button type="button" onClick={() => confirmation.current?.close()}>
+                Cancel
+              </button>
+            </div>
+          </form>
+        </dialog>
+      )}
     </span>
   );
 }

@@ -2,10 +2,12 @@ import { useEffect, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
 import { useFlagEnvironments, useFlags, useService, useServices } from '../../api/resources';
+import { CopyRules } from '../../components/flags/copy-rules';
+import { EnvironmentBadge, matchingRules, rememberEnvironment, rememberedEnvironment, ruleCount, sameServing, servesBeyondDefault } from '../../components/flags/environments';
 import { FlagEditor } from '../../components/flags/flag-editor';
 import { FlagSwitch } from '../../components/flags/flag-switch';
 import { InProcessBadge } from '../../components/flags/in-process-badge';
-import { ENVIRONMENTS, flagHref, isEnvironment, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
+import { ENVIRONMENTS, flagHref, isEnvironment, showValue, type Environment, type FlagRecord, type Operator } from '../../components/flags/model';
 import { WatchButton } from '../../components/flags/watch-button';
 import { RefusedButton, SelectField, useAction } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
@@ -18,14 +20,19 @@ import { activation, flagViewed } from '../../telemetry';
  * One flag: a flag is a record per (service, environment, key), so the page names the service
  * in its address and shows the three environments as tabs, each its own record (created from
  * another environment's copy when missing). The header toggles and watches; the body edits.
+ * Without an environment in the address it opens the one last chosen in the project.
  */
 export default function FlagDetail() {
   const { projectId, flagKey } = useParams<{ projectId: string; flagKey: string }>();
   const query = new URLSearchParams(useSearch());
   const serviceId = query.get('serviceId') ?? '';
-  const environment: Environment = isEnvironment(query.get('environment')) ? (query.get('environment') as Environment) : 'development';
+  const chosen = query.get('environment');
+  const environment: Environment = isEnvironment(chosen) ? chosen : rememberedEnvironment(projectId);
 
   useEffect(() => flagViewed(projectId, flagKey), [projectId, flagKey]);
+  useEffect(() => {
+    if (isEnvironment(chosen)) rememberEnvironment(projectId, chosen);
+  }, [projectId, chosen]);
   useTitle(`${flagKey} · Flag`);
 
   if (!serviceId) return <ChooseService projectId={projectId} flagKey={flagKey} environment={environment} />;
@@ -34,15 +41,18 @@ export default function FlagDetail() {
 
 function FlagInService({ projectId, flagKey, serviceId, environment }: { projectId: string; flagKey: string; serviceId: string; environment: Environment }) {
   const records = useFlagEnvironments(flagKey, serviceId);
+  const createdEverywhere = new URLSearchParams(useSearch()).get('created') === 'all';
   // The record shown; replaced by what a toggle or save answers, so the next write sends the new version.
   const [flag, setFlag] = useState<FlagRecord | null | undefined>();
   const [generation, setGeneration] = useState(0);
-  const [saved, setSaved] = useState<string | undefined>();
+  // What was saved, in which environment: the message belongs to that tab only.
+  const [saved, setSaved] = useState<{ environment: Environment; message: string } | undefined>();
   // Set when the user asked for the latest version: the editor starts again from it once loaded.
   const [resetOnLoad, setResetOnLoad] = useState(false);
   // Each answer (and each environment picked) replaces the record shown.
   const [shownFrom, setShownFrom] = useState<{ records: typeof records.data; environment: Environment }>();
   if (!shownFrom || shownFrom.records !== records.data || shownFrom.environment !== environment) {
+    if (shownFrom && shownFrom.environment !== environment) setSaved(undefined);
     setShownFrom({ records: records.data, environment });
     setFlag(records.data?.[environment]);
     if (resetOnLoad) {
@@ -61,6 +71,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
         </h1>
         {flag && (
           <div className="fl-flag-head-actions">
+            <EnvironmentBadge environment={environment} />
             <FlagSwitch
               projectId={projectId}
               flagKey={flagKey}
@@ -81,20 +92,36 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
       <p className="muted">
         Service {service.data?.name ?? serviceId} · <Link href={`/projects/${encodeURIComponent(projectId)}/flags?serviceId=${encodeURIComponent(serviceId)}&environment=${environment}`}>All flags</Link>
       </p>
+      {createdEverywhere && (
+        <p role="note" className="fl-note">
+          Created in development, staging and production: each environment is its own record with its own rules and on/off state (staging and production
+          start off). Rules saved here apply to {environment} only; copy them to the others from this page.
+        </p>
+      )}
       <nav aria-label="Environments" className="fl-env-tabs">
         <ul>
-          {ENVIRONMENTS.map((env) => (
-            <li key={env}>
-              <Link href={href(env)} aria-current={env === environment ? 'page' : undefined}>
-                {env}
-                <span className="muted fl-env-state">
-                  {records.data ? (records.data[env] ? (records.data[env]!.enabled ? ' · on' : ' · off') : ' · not created') : ''}
-                </span>
-              </Link>
-            </li>
-          ))}
+          {ENVIRONMENTS.map((env) => {
+            const record = records.data?.[env];
+            const shown = records.data?.[environment];
+            return (
+              <li key={env}>
+                <Link href={href(env)} aria-current={env === environment ? 'page' : undefined}>
+                  <EnvironmentBadge environment={env} />
+                  {env === environment && <span className="visually-hidden"> (editing)</span>}
+                  <span className="muted fl-env-state fl-env-summary">
+                    {records.data
+                      ? record
+                        ? `${record.enabled ? 'on' : 'off'} · ${ruleCount(record)}${env === environment || !shown ? '' : sameServing(record, shown) ? ' · same as ' + environment : ' · differs from ' + environment}`
+                        : 'not created'
+                      : ''}
+                  </span>
+                </Link>
+              </li>
+            );
+          })}
         </ul>
       </nav>
+      {records.data && flag && <DefaultOnlyWarnings records={records.data} shown={flag} onCopied={() => void records.reload()} />}
       <LoadState loading={records.loading} error={records.error}>
         {flag ? (
           <>
@@ -109,8 +136,17 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
               Version {flag.version} · type {flag.type} · updated <time dateTime={flag.updatedAt}>{new Date(flag.updatedAt).toLocaleString()}</time>
             </p>
             <InProcessBadge flag={flag} />
+            <p className="fl-editing">
+              Editing the rules of <EnvironmentBadge environment={environment} />: other environments keep their own.
+            </p>
+            <div className="fl-actions">
+              {ENVIRONMENTS.flatMap((env) => {
+                const target = records.data?.[env];
+                return env === environment || !target ? [] : [<CopyRules key={`${env}:${flag.version}>${target.version}`} source={flag} target={target} shownEnvironment={environment} onCopied={() => void records.reload()} />];
+              })}
+            </div>
             <p role="status" className="fl-saved">
-              {saved}
+              {saved?.environment === environment ? saved.message : undefined}
             </p>
             <FlagEditor
               key={`${flag.id}:${generation}`}
@@ -118,7 +154,7 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
               onSaved={(record) => {
                 setFlag(record);
                 setGeneration((g) => g + 1);
-                setSaved(`Saved: version ${record.version}.`);
+                setSaved({ environment: record.environment, message: `Saved: version ${record.version}. Applies to ${record.environment} only.` });
                 void records.reload();
               }}
               onReload={() => {
@@ -139,6 +175,43 @@ function FlagInService({ projectId, flagKey, serviceId, environment }: { project
           )
         )}
       </LoadState>
+    </>
+  );
+}
+
+/**
+ * An environment that is on while nothing in it serves anything but the default value to everyone
+ * (no rule that can match, no weighted variant), though another environment has rules: most often the
+ * rules were saved in development only. Says where the rules are, with the copy right there.
+ */
+function DefaultOnlyWarnings({ records, shown, onCopied }: { records: Record<Environment, FlagRecord | null>; shown: FlagRecord; onCopied: () => void }) {
+  // The shown record may be newer than the loaded ones (a toggle or save answered).
+  const current = (env: Environment) => (env === shown.environment ? shown : records[env]);
+  const withRules = ENVIRONMENTS.map(current).filter((record): record is FlagRecord => !!record && servesBeyondDefault(record));
+  const idle = ENVIRONMENTS.map(current).filter((record): record is FlagRecord => !!record && record.enabled && !servesBeyondDefault(record));
+  if (!withRules.length || !idle.length) return null;
+  return (
+    <>
+      {idle.map((target) => {
+        // Prefer the environment being looked at as the source, else the first with rules.
+        const source = withRules.find((r) => r.environment === shown.environment) ?? withRules[0];
+        return (
+          <div key={target.environment} role="alert" className="fl-env-warning">
+            <p>
+              <EnvironmentBadge environment={target.environment} /> is on but serves the default value {showValue(target.defaultValue)} to everyone (
+              {matchingRules(target).length ? 'its rules cannot serve anything else' : 'it has no rules'}). The rules are in{' '}
+              {withRules.map((r) => `${r.environment} (${ruleCount(r)})`).join(', ')}.
+            </p>
+            <CopyRules
+              key={`${source.environment}:${source.version}>${target.version}`}
+              source={source}
+              target={target}
+              shownEnvironment={shown.environment}
+              onCopied={onCopied}
+            />
+          </div>
+        );
+      })}
     </>
   );
 }

@@ -3,21 +3,27 @@ import { Link, useLocation, useParams, useSearch } from 'wouter';
 import type { paths } from '../../api/client';
 import { useFlags, useServices } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
+import { environmentOption, rememberEnvironment, rememberedEnvironment } from '../../components/flags/environments';
 import { FlagSwitch } from '../../components/flags/flag-switch';
 import { RefusedButton } from '../../components/forms';
-import { ENVIRONMENTS, FLAG_TYPES, flagHref, isEnvironment, type FlagType } from '../../components/flags/model';
+import { ENVIRONMENTS, FLAG_TYPES, flagHref, isEnvironment, type Environment, type FlagType } from '../../components/flags/model';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { LoadState } from '../../components/status';
 
 type ListedFlag = paths['/api/flags']['get']['responses'][200]['content']['application/json']['flags'][number];
 
 const PAGE_SIZE = 25;
+/** The other environments' states are read in one page of the API's largest size (docs/api-reference.md#flags). */
+const STATES_PAGE_SIZE = 100;
 /** Typing in the search box asks the server once the user pauses. */
 const SEARCH_DELAY_MS = 250;
 
 /**
- * A project's flags in one environment: filters (search, tags, enabled, type, service) and
- * offset paging live in the address, so a filtered view can be shared and survives reloads.
+ * A project's flags: filters (search, tags, enabled, type, service) and offset paging live in the
+ * address, so a filtered view can be shared and survives reloads. The rows are the chosen
+ * environment's (the last one chosen in the project when the address names none); every
+ * environment's on/off state is a column whose cells open that environment's flag page, and the
+ * chosen environment's cells switch.
  */
 export default function FlagsList() {
   const { projectId } = useParams<{ projectId: string }>();
@@ -26,7 +32,7 @@ export default function FlagsList() {
   const [location, navigate] = useLocation();
   const filters = {
     serviceId: search.get('serviceId') ?? '',
-    environment: isEnvironment(environmentParam) ? environmentParam : 'development',
+    environment: isEnvironment(environmentParam) ? environmentParam : rememberedEnvironment(projectId),
     search: search.get('search') ?? '',
     tags: search.get('tags') ?? '',
     enabled: search.get('enabled') ?? '',
@@ -53,6 +59,9 @@ export default function FlagsList() {
   }, [searchText]);
   const [tagsText, setTagsText] = useState(filters.tags);
   const canCreate = useProjectAccess(projectId).can('flags:write');
+  useEffect(() => {
+    if (isEnvironment(environmentParam)) rememberEnvironment(projectId, environmentParam);
+  }, [projectId, environmentParam]);
 
   const services = useServices(projectId);
   const serviceName = new Map(services.data?.services.map((s) => [s.id, s.name]));
@@ -69,6 +78,7 @@ export default function FlagsList() {
     fields: 'key,name,type,enabled,tags,updatedAt,serviceId,environment,version',
   });
   const page = flags.data;
+  const states = useEnvironmentStates(projectId, filters);
   const newHref = `/projects/${encodeURIComponent(projectId)}/flags/new${filters.serviceId ? `?serviceId=${encodeURIComponent(filters.serviceId)}` : ''}`;
 
   return (
@@ -101,7 +111,9 @@ export default function FlagsList() {
           <span>Environment</span>
           <select value={filters.environment} onChange={(e) => setFilter({ environment: e.target.value })}>
             {ENVIRONMENTS.map((env) => (
-              <option key={env}>{env}</option>
+              <option key={env} value={env}>
+                {environmentOption(env)}
+              </option>
             ))}
           </select>
         </label>
@@ -146,7 +158,7 @@ export default function FlagsList() {
         <DataTable
           frame="fl-table-scroll"
           className="fl-flags-table"
-          caption={`Flags in ${filters.environment}`}
+          caption={`Flags in ${filters.environment}, with their state in every environment`}
           rows={page?.flags ?? []}
           rowKey={(flag) => `${flag.serviceId}/${flag.key}`}
           empty={
@@ -170,20 +182,30 @@ export default function FlagsList() {
             { header: 'Name', cell: (flag) => flag.name },
             ...(filters.serviceId ? [] : [{ header: 'Service', cell: (flag: ListedFlag) => serviceName.get(flag.serviceId!) ?? flag.serviceId }]),
             { header: 'Type', cell: (flag) => flag.type },
-            {
-              header: 'Enabled',
-              cell: (flag) => (
-                <FlagSwitch
-                  projectId={projectId}
-                  flagKey={flag.key!}
-                  serviceId={flag.serviceId!}
-                  environment={filters.environment}
-                  enabled={!!flag.enabled}
-                  version={flag.version}
-                  label={`Enabled: ${flag.key}`}
-                />
-              ),
-            },
+            ...ENVIRONMENTS.map((env) => ({
+              header: environmentOption(env),
+              cell: (flag: ListedFlag) => {
+                const state = env === filters.environment ? flag.enabled : states[env]?.(`${flag.serviceId}/${flag.key}`);
+                return (
+                  <span className={`fl-env-cell fl-env-cell-${env}`}>
+                    {env === filters.environment && (
+                      <FlagSwitch
+                        projectId={projectId}
+                        flagKey={flag.key!}
+                        serviceId={flag.serviceId!}
+                        environment={env}
+                        enabled={!!flag.enabled}
+                        version={flag.version}
+                        label={`Enabled: ${flag.key}`}
+                      />
+                    )}
+                    <Link href={flagHref(projectId, flag.key!, flag.serviceId!, env)} aria-label={`${env}: ${env === filters.environment ? 'open' : stateWord(state)}`}>
+                      {env === filters.environment ? 'open' : stateWord(state)}
+                    </Link>
+                  </span>
+                );
+              },
+            })),
             {
               header: 'Tags',
               cell: (flag) => (
@@ -225,4 +247,36 @@ export default function FlagsList() {
       </LoadState>
     </>
   );
+}
+
+/** null: not created there; undefined: past the page of states read (or not read yet). */
+const stateWord = (enabled: boolean | null | undefined) => (enabled === null ? 'not created' : enabled === undefined ? 'open' : enabled ? 'on' : 'off');
+
+/**
+ * The on/off state per flag (service/key) in the environments other than the chosen one, under the
+ * same filters except the state filter, which is about the chosen environment.
+ */
+function useEnvironmentStates(projectId: string, filters: { environment: Environment; serviceId: string; search: string; tags: string; type: string }) {
+  const query = (environment: Environment) => ({
+    projectId,
+    environment,
+    limit: STATES_PAGE_SIZE,
+    ...(filters.serviceId ? { serviceId: filters.serviceId } : {}),
+    ...(filters.search ? { search: filters.search } : {}),
+    ...(filters.tags ? { tags: filters.tags } : {}),
+    ...(FLAG_TYPES.includes(filters.type as FlagType) ? { type: filters.type as FlagType } : {}),
+    fields: 'key,serviceId,enabled',
+  });
+  const others = ENVIRONMENTS.filter((env) => env !== filters.environment);
+  const first = useFlags(query(others[0]));
+  const second = useFlags(query(others[1]));
+  const byEnvironment: Partial<Record<Environment, (serviceAndKey: string) => boolean | null | undefined>> = {};
+  [first, second].forEach((answer, i) => {
+    const page = answer.data;
+    if (!page) return;
+    const enabled = new Map(page.flags.map((f) => [`${f.serviceId}/${f.key}`, !!f.enabled]));
+    // Missing from a complete answer: not created there; from a partial one: unknown.
+    byEnvironment[others[i]] = (serviceAndKey) => enabled.get(serviceAndKey) ?? (page.hasMore ? undefined : null);
+  });
+  return byEnvironment;
 }

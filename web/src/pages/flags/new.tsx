@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, call } from '../../api/client';
 import { useServices } from '../../api/resources';
+import { environmentOption } from '../../components/flags/environments';
 import { ValueInput } from '../../components/flags/inputs';
 import { ENVIRONMENTS, FLAG_TYPES, defaultFor, flagHref, formatValue, parseTags, parseValue, type Environment, type FlagType } from '../../components/flags/model';
 import { Field, FormError, LabelledControl, SubmitButton, useSubmit } from '../../components/forms';
@@ -13,7 +14,8 @@ const FIELDS = ['key', 'name', 'description', 'type', 'defaultValue', 'tags', 's
 
 /**
  * Create a flag: without an environment it is created in all three (the API's default), each
- * its own record; the default value input follows the chosen type.
+ * its own record, and the flag page opens on development saying so; the default value input follows
+ * the chosen type.
  */
 export default function NewFlag() {
   const { projectId } = useParams<{ projectId: string }>();
@@ -51,7 +53,8 @@ export default function NewFlag() {
       }),
     );
     activation(projectId, 'flag_created');
-    navigate(flagHref(projectId, flag.key, flag.serviceId, flag.environment));
+    // Created everywhere: the flag page says so, and that rules saved there apply to that environment only.
+    navigate(flagHref(projectId, flag.key, flag.serviceId, flag.environment, '', environment ? {} : { created: 'all' }));
   });
 
   const serviceList = services.data?.services ?? [];
@@ -87,7 +90,7 @@ export default function NewFlag() {
                   <option value="">All environments</option>
                   {ENVIRONMENTS.map((env) => (
                     <option key={env} value={env}>
-                      Only {env}
+                      Only {environmentOption(env)}
                     </option>
                   ))}
                 </select>
