@@ -1,7 +1,7 @@
 import { resolveActors } from '../../api/features/audit/actors';
 import type { Queryable } from '../../api/infra/postgres';
 import { startTestApp, type TestApp } from '../support/harness';
-import { createFlag, createProject, expectStatus, opaqueToken, qs, type Project } from '../webhooks/support';
+import { createFlag, createProject, expectStatus, opaqueToken, personalToken, qs, type Project } from '../webhooks/support';
 
 let app: TestApp;
 let p: Project;
@@ -55,6 +55,16 @@ describe('actorDisplay on audit entries', () => {
     expect(after.logs.length).toBeGreaterThan(0);
     expect(after.logs.every((l) => l.actor === `token:${deploy.id}`)).toBe(true);
     expect(after.logs[0].actorDisplay).toEqual({ kind: 'token', id: deploy.id, name: 'API token “deploy-bot” (revoked)', status: 'revoked' });
+  });
+
+  it("names a personal token's changes by its owner and the token's name", async () => {
+    const key = newKey('personal');
+    await createFlag(p.owner, p.serviceId, key);
+    const pat = await personalToken(p.member, 'write');
+    expectStatus(await app.request('POST', `/api/flags/${key}/toggle${qs({ serviceId: p.serviceId, environment: 'production' })}`, { token: pat }), 200, 'toggle by personal token');
+    const { logs } = await auditOf({ action: 'flag.toggle', userId: p.member.id });
+    const [member] = await app.platform.db.sql<{ name: string }[]>`SELECT name FROM users WHERE id = ${p.member.id}`;
+    expect(logs[0].actorDisplay).toEqual({ kind: 'personal_token', id: expect.any(String), name: `${member.name} via personal token “pat-write”`, email: p.member.email });
   });
 
   it('names canaries by flag and environment, system actors by a phrase, and gone records as deleted', async () => {

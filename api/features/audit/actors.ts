@@ -52,7 +52,7 @@ const actorKey = (actor: string, userId: string | null) => `${actor}\u0000${user
 interface Lookups {
   users: Map<string, { name: string; email: string }>;
   tokens: Map<string, { name: string; revoked: boolean }>;
-  personalTokens: Map<string, { name: string; revoked: boolean }>;
+  personalTokens: Map<string, { name: string; revoked: boolean; userId: string }>;
   connectors: Map<string, { client: string; revoked: boolean }>;
   canaries: Map<string, { flagKey: string; environment: string }>;
   experiments: Map<string, { name: string }>;
@@ -67,7 +67,9 @@ function display(parsed: ParsedActor, userId: string | null, found: Lookups): Ac
     case 'user':
       return person ? { kind, id: ref, ...person } : { kind, id: ref, name: label, ...(ref ? { status: 'deleted' } : {}) };
     case 'personal_token': {
-      const token = found.personalTokens.get(ref!);
+      // Only the acting user's own token names them (the recorded text could claim any id).
+      const owned = found.personalTokens.get(ref!);
+      const token = owned?.userId === userId ? owned : undefined;
       const who = person?.name ?? label;
       if (!token) return { kind, id: ref, name: `${who} (deleted personal token)`, email: person?.email, status: 'deleted' };
       return { kind, id: ref, name: `${who} via personal token “${token.name}”${token.revoked ? ' (revoked)' : ''}`, email: person?.email, ...(token.revoked ? { status: 'revoked' } : {}) };
@@ -114,7 +116,7 @@ export async function resolveActors(db: Queryable, rows: readonly { actor: strin
   const [users, tokens, personalTokens, connectors, canaries, experiments, schedules] = await Promise.all([
     query(userIds, (ids) => db<{ id: string; name: string; email: string }[]>`SELECT id, name, email FROM users WHERE id = ANY(${ids})`),
     query(refs('token'), (ids) => db<{ id: string; name: string; revoked: boolean }[]>`SELECT id, name, revoked_at IS NOT NULL AS revoked FROM project_tokens WHERE id = ANY(${ids})`),
-    query(refs('personal_token'), (ids) => db<{ id: string; name: string; revoked: boolean }[]>`SELECT id, name, revoked_at IS NOT NULL AS revoked FROM personal_tokens WHERE id = ANY(${ids})`),
+    query(refs('personal_token'), (ids) => db<{ id: string; name: string; revoked: boolean; userId: string }[]>`SELECT id, name, revoked_at IS NOT NULL AS revoked, user_id AS "userId" FROM personal_tokens WHERE id = ANY(${ids})`),
     query(refs('connector'), (ids) => db<{ id: string; client: string; revoked: boolean }[]>`
       SELECT c.id, k.client_name AS client, c.revoked_at IS NOT NULL AS revoked FROM oauth_connections c JOIN oauth_clients k ON k.id = c.client_id WHERE c.id = ANY(${ids})`),
     query(refs('canary'), (ids) => db<{ id: string; flagKey: string; environment: string }[]>`SELECT id, flag_key AS "flagKey", environment FROM canary_pipelines WHERE id = ANY(${ids})`),

@@ -98,7 +98,7 @@ export default function Audit() {
             ))}
           </select>
           <p id={`${id}-user-hint`} className="hint">
-            A member's own changes (not their API tokens').
+            A member's changes, with those of the API tokens they created.
           </p>
         </div>
         <div className="field">
