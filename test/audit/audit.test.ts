@@ -34,6 +34,7 @@ describe('GET /api/audit', () => {
       projectId: project.id,
       userId: owner.id,
       actor: owner.email,
+      actorDisplay: { kind: 'user', id: owner.id, name: expect.any(String), email: owner.email },
       action: 'service.update',
       resourceType: 'service',
       resourceId: service.id,

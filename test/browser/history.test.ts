@@ -139,7 +139,7 @@ describe("a flag's history, explain and the audit trail", () => {
     expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
     await page.setViewportSize({ width: 1280, height: 800 });
 
-    await page.getByLabel('Action').fill('flag.create');
+    await page.getByLabel('Action').selectOption('flag.create');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByText('1 entry match the filters, newest first.').waitFor();
     expect(new URL(page.url()).searchParams.get('action')).toBe('flag.create');

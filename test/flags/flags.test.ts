@@ -379,6 +379,7 @@ describe('history and rollback', () => {
       changeType: 'update',
       snapshot: expect.objectContaining({ id: flag.id, key: flag.key, defaultValue: 'v2', enabled: false, version: 2 }),
       actor: owner.email,
+      actorDisplay: { kind: 'user', id: owner.id, name: expect.any(String), email: owner.email },
       userId: owner.id,
       createdAt: expect.any(String),
     });

@@ -7,6 +7,7 @@ import { defineRoute, type AnyRoute } from '../../http/route';
 import type { Sql } from '../../infra/postgres';
 import { idSchema, limitSchema, offsetSchema, text } from '../projects/common';
 import type { ProjectStore } from '../projects/store';
+import { ActorDisplaySchema, resolveActors } from './actors';
 import type { AuditStore } from './store';
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -31,7 +32,8 @@ const AuditLogSchema = z.object({
   id: z.string(),
   projectId: z.string(),
   userId: z.string().nullable(),
-  actor: z.string().describe('Who acted: a user e-mail, token:<id>, public-demo, trigger:<name>, system:<reason>'),
+  actor: z.string().describe('Who acted, as recorded: a user e-mail, token:<id>, canary:<id>, public-demo, trigger:<name>, system:<reason>'),
+  actorDisplay: ActorDisplaySchema,
   action: z.string(),
   resourceType: z.string(),
   resourceId: z.string(),
@@ -70,7 +72,10 @@ async function auditAccess(deps: AuditRouteDeps, principal: Principal, projectId
   return [{ projectId, orgId: deleted.orgId, role: null }];
 }
 
-/** GET /api/audit (docs/api-reference.md#audit-log). */
+/** The most actors the facets list, most recent first (docs/api-reference.md#audit-log). */
+const FACET_ACTORS = 200;
+
+/** GET /api/audit and its filter choices (docs/api-reference.md#audit-log). */
 export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
   return [
     defineRoute({
@@ -86,6 +91,7 @@ export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
         resourceType: text(100).optional(),
         resourceId: text(200).optional(),
         userId: text(200).optional(),
+        actor: text(300).optional(),
         startDate: isoDate.optional(),
         endDate: isoDate.optional(),
         limit: limitSchema,
@@ -105,12 +111,35 @@ export function auditRoutes(deps: AuditRouteDeps): AnyRoute[] {
           resourceType: query.resourceType,
           resourceId: query.resourceId,
           userId: query.userId,
+          actor: query.actor,
           startDate,
           endBefore,
           limit: query.limit,
           offset: query.offset,
         });
-        return { ...page, limit: query.limit, offset: query.offset };
+        const named = await resolveActors(reader ?? deps.sql, page.logs);
+        const logs = page.logs.map((entry) => ({ ...entry, actorDisplay: named(entry.actor, entry.userId) }));
+        return { logs, total: page.total, limit: query.limit, offset: query.offset };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/audit/facets',
+      summary: `The actions, resource types and actors (named, at most ${FACET_ACTORS}, most recent first) present in a project's audit trail: the choices of its filters`,
+      tags: ['audit'],
+      auth: 'authenticated',
+      access: { capability: 'members:view', check: (principal, ctx) => auditAccess(deps, principal, ctx.query.projectId) },
+      query: z.object({ projectId: idSchema }),
+      reads: 'replica',
+      response: z.object({
+        actions: z.array(z.string()),
+        resourceTypes: z.array(z.string()),
+        actors: z.array(z.object({ actor: z.string().describe('The value of the `actor` filter'), userId: z.string().nullable(), actorDisplay: ActorDisplaySchema })),
+      }),
+      async handler({ query, reader = deps.sql }) {
+        const facets = await deps.audit.facets(reader, query.projectId, FACET_ACTORS);
+        const named = await resolveActors(reader, facets.actors);
+        return { ...facets, actors: facets.actors.map((a) => ({ ...a, actorDisplay: named(a.actor, a.userId) })) };
       },
     }),
   ];

@@ -29,6 +29,8 @@ export interface AuditQuery {
   resourceType?: string;
   resourceId?: string;
   userId?: string;
+  /** The recorded actor string (a token, trigger, canary...), as the facets list it. */
+  actor?: string;
   startDate?: Date;
   /** Exclusive upper bound (a date-only endDate covers that whole day). */
   endBefore?: Date;
@@ -82,6 +84,7 @@ export class AuditStore {
       ${q.resourceType ? db`AND resource_type = ${q.resourceType}` : db``}
       ${q.resourceId ? db`AND resource_id = ${q.resourceId}` : db``}
       ${q.userId ? db`AND user_id = ${q.userId}` : db``}
+      ${q.actor ? db`AND actor = ${q.actor}` : db``}
       ${q.startDate ? db`AND timestamp >= ${q.startDate}` : db``}
       ${q.endBefore ? db`AND timestamp < ${q.endBefore}` : db``}`;
     const [rows, [count]] = await Promise.all([
@@ -90,4 +93,23 @@ export class AuditStore {
     ]);
     return { logs: rows.map(toAuditLog), total: count.n };
   }
+
+  /** The distinct actions, resource types and actors in a project's audit trail, for its filters. */
+  async facets(db: Queryable, projectId: string, actorLimit: number): Promise<AuditFacets> {
+    const [actions, resourceTypes, actors] = await Promise.all([
+      db<{ value: string }[]>`SELECT DISTINCT action AS value FROM audit_logs WHERE project_id = ${projectId} ORDER BY value`,
+      db<{ value: string }[]>`SELECT DISTINCT resource_type AS value FROM audit_logs WHERE project_id = ${projectId} ORDER BY value`,
+      db<{ actor: string; userId: string | null }[]>`
+        SELECT actor, user_id AS "userId" FROM audit_logs WHERE project_id = ${projectId}
+        GROUP BY actor, user_id ORDER BY max(timestamp) DESC LIMIT ${actorLimit}`,
+    ]);
+    return { actions: actions.map((r) => r.value), resourceTypes: resourceTypes.map((r) => r.value), actors };
+  }
+}
+
+export interface AuditFacets {
+  actions: string[];
+  resourceTypes: string[];
+  /** Most recent first. */
+  actors: { actor: string; userId: string | null }[];
 }

@@ -6,7 +6,7 @@ import { notFound, unauthorized, validationFailed } from '../../http/errors';
 import { BODY_LIMITS, defineRoute, type AnyRoute, type Reply, type RequestContext, type HANDLED } from '../../http/route';
 import { actorFromPrincipal } from '../audit/writer';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, pageBody, pageRequest, PROJECTABLE_FIELDS, type FlagListOverride } from './list-paging';
-import { FlagCreateSchema, FlagPatchSchema, FlagResponseSchema, FlagToggleSchema, FlagTypeSchema, FlagVersionSchema } from './schema';
+import { FlagCreateSchema, FlagPatchSchema, FlagResponseSchema, FlagToggleSchema, FlagTypeSchema, NamedFlagVersionSchema } from './schema';
 import type { FlagService } from './service';
 
 export interface FlagRouteDeps {
@@ -243,7 +243,7 @@ export function flagRoutes(deps: FlagRouteDeps): AnyRoute[] {
       params: KeyParams,
       query: HistoryQuery,
       reads: 'replica',
-      response: z.object({ versions: z.array(FlagVersionSchema), total: z.number().int(), hasMore: z.boolean() }),
+      response: z.object({ versions: z.array(NamedFlagVersionSchema), total: z.number().int(), hasMore: z.boolean() }),
       async handler({ params, query, reader }) {
         const { versions, total } = await flags.history(
           { key: params.key, serviceId: query.serviceId, environment: query.environment },

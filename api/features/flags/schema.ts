@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EnvironmentSchema } from '../../domain/environments';
+import { ActorDisplaySchema } from '../audit/actors';
 import { FLAG_TYPES, OPERATORS } from '../evaluation/engine';
 import { FLAG_KEY_PATTERN, flagContentProblems, flagKeyProblem, LIMITS, RESERVED_FLAG_KEYS, zeroValue } from './validation';
 
@@ -188,6 +189,9 @@ export const FlagVersionSchema = z.object({
   userId: z.string().nullable(),
   createdAt: z.string(),
 });
+
+/** A version as the history route returns it: with its actor named (docs/api-reference.md#audit-log). */
+export const NamedFlagVersionSchema = FlagVersionSchema.extend({ actorDisplay: ActorDisplaySchema });
 
 /** Validation problems of one item of a batch (bulk, import), as the error envelope's `details`. */
 export const FieldProblemsSchema = z.array(z.object({ path: z.string(), message: z.string() }));

@@ -4,6 +4,7 @@ import { newId } from '../../infra/ids';
 import type { Queryable, Sql, TransactionSql } from '../../infra/postgres';
 import { reducesExposure, type ChangeGate, type GatedWrite, type WritePermit } from '../change-requests/gate';
 import { diffFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/writer';
+import { resolveActors } from '../audit/actors';
 import { assertCohortsExist, type TargetingWrite } from '../cohorts/references';
 import type { FlagEventOutbox } from '../../lib/outbox/store';
 import { FLAG_CONTENT_FIELDS, newFlagContent } from './schema';
@@ -19,7 +20,7 @@ import type {
   FlagRef,
   FlagTargetingRule,
   FlagTargetingRuleInput,
-  FlagVersionRecord,
+  NamedFlagVersion,
   InProcessCompatibility,
 } from './types';
 import { assertInProcessCompatible, withInProcessCompatibility, type CohortReader, type WrittenContent } from './in-process';
@@ -102,9 +103,11 @@ export class FlagService {
     return this.deps.store.listByService(this.deps.sql, serviceId, environment);
   }
 
-  async history(ref: FlagRef, limit: number, offset: number, reader: Queryable = this.deps.sql): Promise<{ versions: FlagVersionRecord[]; total: number }> {
+  async history(ref: FlagRef, limit: number, offset: number, reader: Queryable = this.deps.sql): Promise<{ versions: NamedFlagVersion[]; total: number }> {
     const flag = await this.requireFlag(ref, reader);
-    return this.deps.store.listVersions(reader, flag.id, limit, offset);
+    const page = await this.deps.store.listVersions(reader, flag.id, limit, offset);
+    const named = await resolveActors(reader, page.versions);
+    return { versions: page.versions.map((v) => ({ ...v, actorDisplay: named(v.actor, v.userId) })), total: page.total };
   }
 
   /**

@@ -10,6 +10,7 @@ import type {
   FlagTypeSchema,
   FlagResponseSchema,
   FlagVersionSchema,
+  NamedFlagVersionSchema,
   InProcessCompatibilitySchema,
   TargetingRuleInputSchema,
   TargetingRuleSchema,
@@ -42,6 +43,7 @@ export type FlagCreateInput = z.infer<typeof FlagCreateSchema>;
 export type FlagChangeType = (typeof FLAG_CHANGE_TYPES)[number];
 /** One entry of a flag's history: the full flag as it was after that change. */
 export type FlagVersionRecord = z.infer<typeof FlagVersionSchema>;
+export type NamedFlagVersion = z.infer<typeof NamedFlagVersionSchema>;
 
 export const FLAG_EVENTS = ['flag.created', 'flag.updated', 'flag.deleted', 'flag.toggled'] as const;
 export type FlagEventName = (typeof FLAG_EVENTS)[number];

@@ -217,6 +217,10 @@ export const useCanaries = (projectId: string, limit: number, pollMs: (records: 
 export const useAudit = (query: Query<'/api/audit'>, after?: unknown) =>
   useResource(['projects', query.projectId, 'audit', query, after], () => call(api.GET('/api/audit', { params: { query } })));
 
+/** The actions, resource types and named actors present in a project's audit trail: the choices of its filters. */
+export const useAuditFacets = (projectId: string) =>
+  useResource(['projects', projectId, 'audit', 'facets'], () => call(api.GET('/api/audit/facets', { params: { query: { projectId } } })));
+
 export const useEvaluationHeatmap = (projectId: string, query: Query<'/api/projects/{id}/evaluation-heatmap'>) =>
   useResource(['projects', projectId, 'evaluation-heatmap', query], () =>
     call(api.GET('/api/projects/{id}/evaluation-heatmap', { params: { path: { id: projectId }, query } })),

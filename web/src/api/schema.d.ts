@@ -312,6 +312,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit/facets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The actions, resource types and actors (named, at most 200, most recent first) present in a project's audit trail: the choices of its filters */
+        get: operations["getAuditFacets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login": {
         parameters: {
             query?: never;
@@ -6074,6 +6091,7 @@ export interface operations {
         parameters: {
             query: {
                 action?: string;
+                actor?: string;
                 endDate?: string;
                 limit?: number;
                 offset?: number | null;
@@ -6099,8 +6117,23 @@ export interface operations {
                         limit: number;
                         logs: {
                             action: string;
-                            /** @description Who acted: a user e-mail, token:<id>, public-demo, trigger:<name>, system:<reason> */
+                            /** @description Who acted, as recorded: a user e-mail, token:<id>, canary:<id>, public-demo, trigger:<name>, system:<reason> */
                             actor: string;
+                            actorDisplay: {
+                                /** @description The acting person's e-mail (users, personal and connector tokens) */
+                                email?: string;
+                                /** @description The acting record: user, token, connection, canary pipeline, experiment or change request id */
+                                id?: string;
+                                /** @enum {string} */
+                                kind: "user" | "personal_token" | "connector" | "token" | "canary" | "trigger" | "guardrail" | "experiment" | "schedule" | "system" | "demo" | "anonymous";
+                                /** @description What to show: a person, a token, "Canary of <flagKey> (<environment>)", a readable phrase for system actors */
+                                name: string;
+                                /**
+                                 * @description The token or record is gone or no longer valid
+                                 * @enum {string}
+                                 */
+                                status?: "revoked" | "deleted";
+                            };
                             after: {
                                 [key: string]: unknown;
                             } | null;
@@ -6127,6 +6160,227 @@ export interface operations {
                         }[];
                         offset: number;
                         total: number;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getAuditFacets: {
+        parameters: {
+            query: {
+                projectId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions: string[];
+                        actors: {
+                            /** @description The value of the `actor` filter */
+                            actor: string;
+                            actorDisplay: {
+                                /** @description The acting person's e-mail (users, personal and connector tokens) */
+                                email?: string;
+                                /** @description The acting record: user, token, connection, canary pipeline, experiment or change request id */
+                                id?: string;
+                                /** @enum {string} */
+                                kind: "user" | "personal_token" | "connector" | "token" | "canary" | "trigger" | "guardrail" | "experiment" | "schedule" | "system" | "demo" | "anonymous";
+                                /** @description What to show: a person, a token, "Canary of <flagKey> (<environment>)", a readable phrase for system actors */
+                                name: string;
+                                /**
+                                 * @description The token or record is gone or no longer valid
+                                 * @enum {string}
+                                 */
+                                status?: "revoked" | "deleted";
+                            };
+                            userId: string | null;
+                        }[];
+                        resourceTypes: string[];
                     };
                 };
             };
@@ -14696,6 +14950,21 @@ export interface operations {
                         total: number;
                         versions: {
                             actor: string;
+                            actorDisplay: {
+                                /** @description The acting person's e-mail (users, personal and connector tokens) */
+                                email?: string;
+                                /** @description The acting record: user, token, connection, canary pipeline, experiment or change request id */
+                                id?: string;
+                                /** @enum {string} */
+                                kind: "user" | "personal_token" | "connector" | "token" | "canary" | "trigger" | "guardrail" | "experiment" | "schedule" | "system" | "demo" | "anonymous";
+                                /** @description What to show: a person, a token, "Canary of <flagKey> (<environment>)", a readable phrase for system actors */
+                                name: string;
+                                /**
+                                 * @description The token or record is gone or no longer valid
+                                 * @enum {string}
+                                 */
+                                status?: "revoked" | "deleted";
+                            };
                             /** @enum {string} */
                             changeType: "create" | "update" | "toggle" | "delete" | "rollback";
                             createdAt: string;

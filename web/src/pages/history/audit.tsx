@@ -1,7 +1,8 @@
 import { Fragment, useId, useState, type FormEvent } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import type { paths } from '../../api/client';
-import { useAudit, useMembers } from '../../api/resources';
+import { useAudit, useAuditFacets, useMembers } from '../../api/resources';
+import { ActorName, reasonOf } from '../../components/history/actor';
 import { LoadState } from '../../components/status';
 import { diffJson } from '../../components/history/diff';
 import { DiffView } from '../../components/history/diff-view';
@@ -14,11 +15,8 @@ type AuditEntry = paths['/api/audit']['get']['responses'][200]['content']['appli
 
 const PAGE_SIZE = 25;
 /** The filters the API takes (GET /api/audit), kept in the address so a filtered view can be reloaded, shared and gone back to. */
-const FILTERS = ['action', 'resourceType', 'resourceId', 'userId', 'startDate', 'endDate'] as const;
+const FILTERS = ['action', 'resourceType', 'resourceId', 'userId', 'actor', 'startDate', 'endDate'] as const;
 type Filter = (typeof FILTERS)[number];
-/** Actions the API records, offered as suggestions (the field takes any action name). */
-const KNOWN_ACTIONS = ['flag.create', 'flag.update', 'flag.toggle', 'flag.delete', 'project.create', 'project.update', 'service.create', 'service.update', 'service.delete', 'member.add', 'invitation.create', 'token.create', 'webhook.create', 'webhook.update', 'webhook.delete', 'trigger.create', 'trigger.revoke', 'experiment.arm_cut'];
-const KNOWN_TYPES = ['flag', 'project', 'service', 'member', 'invitation', 'token', 'webhook', 'trigger', 'experiment'];
 
 /** Bookkeeping fields that change on every write: they would only add noise to an entry's diff. */
 function withoutBookkeeping(record: Record<string, unknown> | null): Record<string, unknown> | undefined {
@@ -42,6 +40,7 @@ export default function Audit() {
 
   const logs = useAudit({ projectId, ...filters, limit: PAGE_SIZE, offset });
   const members = useMembers(projectId);
+  const facets = useAuditFacets(projectId);
 
   function go(next: Partial<Record<Filter, string>>, nextOffset = 0) {
     const query = new URLSearchParams(Object.entries(next).filter(([, v]) => v) as [string, string][]);
@@ -64,21 +63,21 @@ export default function Audit() {
       <form key={key} className="filters" onSubmit={onFilter} aria-label="Filter the audit trail">
         <div className="field">
           <label htmlFor={`${id}-action`}>Action</label>
-          <input id={`${id}-action`} name="action" defaultValue={filters.action} list={`${id}-actions`} maxLength={100} placeholder="flag.update" />
-          <datalist id={`${id}-actions`}>
-            {KNOWN_ACTIONS.map((action) => (
-              <option key={action} value={action} />
-            ))}
-          </datalist>
+          <PickList id={`${id}-action`} name="action" any="Any action" value={filters.action} choices={facets.data?.actions.map((action) => ({ value: action, label: action }))} />
         </div>
         <div className="field">
           <label htmlFor={`${id}-type`}>Resource type</label>
-          <input id={`${id}-type`} name="resourceType" defaultValue={filters.resourceType} list={`${id}-types`} maxLength={100} placeholder="flag" />
-          <datalist id={`${id}-types`}>
-            {KNOWN_TYPES.map((type) => (
-              <option key={type} value={type} />
-            ))}
-          </datalist>
+          <PickList id={`${id}-type`} name="resourceType" any="Any type" value={filters.resourceType} choices={facets.data?.resourceTypes.map((type) => ({ value: type, label: type }))} />
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-actor`}>Who</label>
+          <PickList
+            id={`${id}-actor`}
+            name="actor"
+            any="Anyone or anything"
+            value={filters.actor}
+            choices={facets.data?.actors.map((a) => ({ value: a.actor, label: a.actorDisplay.kind === 'user' && a.actorDisplay.email ? `${a.actorDisplay.name} (${a.actorDisplay.email})` : a.actorDisplay.name }))}
+          />
         </div>
         <div className="field">
           <label htmlFor={`${id}-resource`}>Resource id</label>
@@ -99,7 +98,7 @@ export default function Audit() {
             ))}
           </select>
           <p id={`${id}-user-hint`} className="hint">
-            A member's own changes (not their API tokens').
+            A member's changes, with those of the API tokens they created.
           </p>
         </div>
         <div className="field">
@@ -168,7 +167,9 @@ function AuditTable({ projectId, entries, onlyResource }: { projectId: string; e
                   <td>
                     <When at={entry.timestamp} />
                   </td>
-                  <td>{entry.actor}</td>
+                  <td>
+                    <ActorName display={entry.actorDisplay} recorded={entry.actor} />
+                  </td>
                   <td>
                     <code>{entry.action}</code>
                   </td>
@@ -178,8 +179,9 @@ function AuditTable({ projectId, entries, onlyResource }: { projectId: string; e
                       Only this resource<span className="visually-hidden">: {entry.resourceName ?? entry.resourceId}</span>
                     </button>
                   </td>
-                  <td>
+                  <td className="audit-changes">
                     {changeSummary(entry)}
+                    {reasonOf(entry.metadata) && <p className="audit-reason">Reason: {reasonOf(entry.metadata)}</p>}
                     <button type="button" className="link-button" aria-expanded={expanded} aria-controls={detailsId} onClick={() => toggle(entry.id)}>
                       {expanded ? 'Hide' : 'Show'} details<span className="visually-hidden"> of {entry.action} at {new Date(entry.timestamp).toLocaleString()}</span>
                     </button>
@@ -197,6 +199,24 @@ function AuditTable({ projectId, entries, onlyResource }: { projectId: string; e
   );
 }
 
+/**
+ * A filter's choices as a pick list: the values present in the trail (GET /api/audit/facets);
+ * a value from the address that the trail no longer has stays choosable.
+ */
+function PickList({ id, name, any, value, choices }: { id: string; name: Filter; any: string; value?: string; choices?: { value: string; label: string }[] }) {
+  return (
+    <select id={id} name={name} defaultValue={value ?? ''} key={choices ? 'loaded' : 'loading'}>
+      <option value="">{any}</option>
+      {value && !choices?.some((c) => c.value === value) && <option value={value}>{value}</option>}
+      {choices?.map((choice) => (
+        <option key={choice.value} value={choice.value}>
+          {choice.label}
+        </option>
+      ))}
+    </select>
+  );
+}
+
 /** A line on what an entry changed: which fields for an update; a whole creation or removal says so. */
 function changeSummary(entry: AuditEntry) {
   if (!entry.before && entry.after) return 'Created';
@@ -208,7 +228,7 @@ function changeSummary(entry: AuditEntry) {
 function ResourceCell({ projectId, entry }: { projectId: string; entry: AuditEntry }) {
   const label = (
     <>
-      {entry.resourceType} <code>{entry.resourceName ?? entry.resourceId}</code>
+      {entry.resourceType} <code title={entry.resourceName && entry.resourceName !== entry.resourceId ? `${entry.resourceName} (${entry.resourceId})` : entry.resourceId}>{entry.resourceName ?? entry.resourceId}</code>
     </>
   );
   const { serviceId, environment } = entry.metadata as { serviceId?: unknown; environment?: unknown };

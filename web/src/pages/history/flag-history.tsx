@@ -3,6 +3,7 @@ import { Link, useParams } from 'wouter';
 import { api, call } from '../../api/client';
 import { useFlagHistory } from '../../api/resources';
 import { useAction } from '../../components/forms';
+import { ActorName } from '../../components/history/actor';
 import { diffJson, type FieldChange } from '../../components/history/diff';
 import { DiffView } from '../../components/history/diff-view';
 import { contentOf, type FlagVersion } from '../../components/history/flag-content';
@@ -193,7 +194,11 @@ function VersionItem({ entry, previous, isLatest, expanded, onToggle, confirming
         {isLatest && <span className="current-badge">Current</span>}
       </h2>
       <p className="muted">
-        By <strong>{entry.actor}</strong> · <When at={entry.createdAt} />
+        By{' '}
+        <strong>
+          <ActorName display={entry.actorDisplay} recorded={entry.actor} />
+        </strong>{' '}
+        · <When at={entry.createdAt} />
       </p>
       <p>
         {entry.changeType === 'create'
