@@ -13,7 +13,8 @@ export interface IntervalRow {
 const ROW_HEIGHT = 28;
 const LABEL_WIDTH = 120;
 const PLOT_WIDTH = 400;
-const VALUE_WIDTH = 160;
+const VALUE_WIDTH = 200;
+const FONT_SIZE = 13;
 
 export function IntervalChart({ title, rows, format }: { title: string; rows: IntervalRow[]; format: (rate: number) => string }) {
   const max = Math.max(...rows.map((r) => Math.max(r.rate, r.interval?.high ?? 0)), 0.01);
@@ -30,7 +31,7 @@ export function IntervalChart({ title, rows, format }: { title: string; rows: In
           const middle = y + ROW_HEIGHT / 2;
           return (
             <g key={r.label} data-variant={r.label}>
-              <text x={LABEL_WIDTH - 8} y={middle} textAnchor="end" dominantBaseline="middle" style={{ fill: 'var(--text)' }}>
+              <text x={LABEL_WIDTH - 8} y={middle} textAnchor="end" dominantBaseline="middle" fontSize={FONT_SIZE} style={{ fill: 'var(--text)' }}>
                 {r.label}
               </text>
               <rect className="interval-bar" x={LABEL_WIDTH} y={y + 6} width={Math.max(x(r.rate) - LABEL_WIDTH, 1)} height={ROW_HEIGHT - 12} style={{ fill: 'var(--chart-1)', opacity: 0.5 }} />
@@ -41,7 +42,7 @@ export function IntervalChart({ title, rows, format }: { title: string; rows: In
                   <line x1={x(r.interval.high)} x2={x(r.interval.high)} y1={y + 4} y2={y + ROW_HEIGHT - 4} />
                 </g>
               )}
-              <text x={LABEL_WIDTH + PLOT_WIDTH + 8} y={middle} dominantBaseline="middle" style={{ fill: 'var(--muted)' }}>
+              <text x={LABEL_WIDTH + PLOT_WIDTH + 8} y={middle} dominantBaseline="middle" fontSize={FONT_SIZE} style={{ fill: 'var(--muted)' }}>
                 {`${format(r.rate)} (${intervalText(r)})`}
               </text>
             </g>

@@ -52,37 +52,40 @@ function VariantTable({ report }: { report: FlagVariants }) {
   const interval = (v: FlagVariants['variants'][number]) => (v.conversionInterval ? `${percent(v.conversionInterval.low)} – ${percent(v.conversionInterval.high)}` : '—');
   return (
     <>
-      <table>
-        <caption>Conversion by variant ({percent(report.overallConversionRate)} overall)</caption>
-        <thead>
-          <tr>
-            <th scope="col">Variant</th>
-            <th scope="col" className="metrics-num">
-              Evaluations
-            </th>
-            <th scope="col" className="metrics-num">
-              Conversions
-            </th>
-            <th scope="col" className="metrics-num">
-              Conversion rate
-            </th>
-            <th scope="col">95% interval</th>
-          </tr>
-        </thead>
-        <tbody>
-          {report.variants.map((v) => (
-            <tr key={v.variant}>
-              <th scope="row">
-                <code>{v.variant}</code>
+      {/* Five columns: on a phone the table scrolls in its box instead of widening the page. */}
+      <div className="table-scroll">
+        <table>
+          <caption>Conversion by variant ({percent(report.overallConversionRate)} overall)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Variant</th>
+              <th scope="col" className="metrics-num">
+                Evaluations
               </th>
-              <td className="metrics-num">{count(v.evaluations)}</td>
-              <td className="metrics-num">{count(v.conversions)}</td>
-              <td className="metrics-num">{percent(v.conversionRate)}</td>
-              <td>{interval(v)}</td>
+              <th scope="col" className="metrics-num">
+                Conversions
+              </th>
+              <th scope="col" className="metrics-num">
+                Conversion rate
+              </th>
+              <th scope="col">95% interval</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {report.variants.map((v) => (
+              <tr key={v.variant}>
+                <th scope="row">
+                  <code>{v.variant}</code>
+                </th>
+                <td className="metrics-num">{count(v.evaluations)}</td>
+                <td className="metrics-num">{count(v.conversions)}</td>
+                <td className="metrics-num">{percent(v.conversionRate)}</td>
+                <td>{interval(v)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       <IntervalChart
         title="Conversion rate per variant with 95% interval"
         rows={report.variants.map((v) => ({ label: v.variant, rate: v.conversionRate, interval: v.conversionInterval }))}
