@@ -385,7 +385,10 @@ describe('flag variants and funnels', () => {
     expect(staging.body).toMatchObject({ totalEvaluations: 1, totalConversions: 1 });
     const elsewhere = await get(`/api/analytics/flags/${flag}/variants`, { projectId: p.projectId, environment: 'production', serviceId: impactSite.serviceId });
     expect(elsewhere.body).toMatchObject({ totalEvaluations: 1, totalConversions: 0, overallConversionRate: 0 });
-    expect(elsewhere.body.variants).toEqual([{ variant: 'true', evaluations: 1, conversions: 0, conversionRate: 0, avgEventValue: null, latencyP50: 10, latencyP99: 10 }]);
+    // No conversion in one evaluation: the Wilson 95% interval is [0, 0.79].
+    expect(elsewhere.body.variants).toEqual([
+      { variant: 'true', evaluations: 1, conversions: 0, conversionRate: 0, conversionInterval: { low: 0, high: expect.closeTo(0.7935, 4) }, avgEventValue: null, latencyP50: 10, latencyP99: 10 },
+    ]);
   });
 
   it('builds the ordered funnel per user and value (skips, repeats, wrong order, unattributed users)', async () => {

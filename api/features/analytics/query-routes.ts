@@ -7,6 +7,7 @@ import { defineRoute, reply, privateMaxAge, PRIVATE_NO_CACHE, type AnyRoute } fr
 import { EnvironmentSchema } from '../../domain/environments';
 import { flagKeySchema, idSchema } from '../projects/common';
 import { ADMIN_FUNNEL_STEPS, adminFunnel, adoptionCohorts } from './queries/admin';
+import { eventNames } from './queries/event-names';
 import { flagFunnel, MAX_FUNNEL_STEPS } from './queries/funnel';
 import { rangeParam, windowOf } from './queries/range';
 import { sdkTelemetry } from './queries/sdk-telemetry';
@@ -107,12 +108,17 @@ const Responses = {
         avgEventValue: nullableNumber,
         latencyP50: nullableNumber,
         latencyP99: nullableNumber,
+        conversionInterval: z
+          .object({ low: rate, high: rate })
+          .nullable()
+          .describe('Wilson 95% interval of conversionRate; null without evaluations or with more conversions than evaluations'),
       }),
     ),
     totalEvaluations: count,
     totalConversions: count,
     overallConversionRate: rate,
   }),
+  eventNames: z.object({ projectId: z.string(), period: z.string(), names: z.array(z.object({ name: z.string(), count })) }),
   funnel: z.object({
     projectId: z.string(),
     flagKey: z.string(),
@@ -277,6 +283,21 @@ export function analyticsQueryRoutes(deps: AnalyticsQueryDeps): AnyRoute[] {
         const scope = { projectId: query.projectId, environment: query.environment, flagKey: params.key, serviceId: query.serviceId };
         const report = await flagVariants(analytics, scope, windowOf(query.period), query.eventName);
         return reply(200, { flagKey: params.key, environment: query.environment, period: query.period, ...report }, privateMaxAge(30));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/analytics/events/names',
+      summary: 'The outcome event names of a project or service, the most frequent first (at most 200)',
+      tags,
+      auth: 'authenticated',
+      access: { capability: 'flags:read', project: (ctx) => ctx.query.projectId },
+      query: z.object({ projectId: idSchema, serviceId: idSchema.optional(), period: rangeParam(['24h', '7d', '30d'], '30d') }),
+      response: Responses.eventNames,
+      async handler({ query }) {
+        await checkService(query.projectId, query.serviceId);
+        const names = await eventNames(analytics, query, windowOf(query.period));
+        return reply(200, { projectId: query.projectId, period: query.period, names }, privateMaxAge(30));
       },
     }),
     defineRoute({

@@ -221,9 +221,11 @@ export const useAudit = (query: Query<'/api/audit'>, after?: unknown) =>
 export const useAuditFacets = (projectId: string) =>
   useResource(['projects', projectId, 'audit', 'facets'], () => call(api.GET('/api/audit/facets', { params: { query: { projectId } } })));
 
-export const useEvaluationHeatmap = (projectId: string, query: Query<'/api/projects/{id}/evaluation-heatmap'>) =>
-  useResource(['projects', projectId, 'evaluation-heatmap', query], () =>
-    call(api.GET('/api/projects/{id}/evaluation-heatmap', { params: { path: { id: projectId }, query } })),
+export const useEvaluationHeatmap = (projectId: string, query: Query<'/api/projects/{id}/evaluation-heatmap'>, options?: { enabled?: boolean }) =>
+  useResource(
+    ['projects', projectId, 'evaluation-heatmap', query],
+    () => call(api.GET('/api/projects/{id}/evaluation-heatmap', { params: { path: { id: projectId }, query } })),
+    options,
   );
 
 export const useWebVitals = (query: Query<'/api/analytics/vitals'>) =>
@@ -231,6 +233,19 @@ export const useWebVitals = (query: Query<'/api/analytics/vitals'>) =>
 
 export const useSiteOverview = (query: Query<'/api/analytics/overview'>) =>
   useResource(['analytics', 'overview', query], () => call(api.GET('/api/analytics/overview', { params: { query } })));
+
+/** Browser events per service, counted up to `atMost` (the newest): which sites have data. */
+export const useSiteEventCounts = (serviceIds: string[], atMost: number) =>
+  useResource(['analytics', 'site-event-counts', serviceIds, atMost], async () => {
+    const counts = await Promise.all(serviceIds.map((siteId) => call(api.GET('/api/analytics/events', { params: { query: { siteId, limit: atMost } } }))));
+    return new Map(serviceIds.map((id, i) => [id, counts[i].events.length]));
+  }, { enabled: serviceIds.length > 0 });
+
+export const useEventNames = (query: Query<'/api/analytics/events/names'>) =>
+  useResource(['analytics', 'event-names', query], () => call(api.GET('/api/analytics/events/names', { params: { query } })));
+
+export const useFlagVariants = (key: string, query: Query<'/api/analytics/flags/{key}/variants'>, options?: { enabled?: boolean }) =>
+  useResource(['analytics', 'variants', key, query], () => call(api.GET('/api/analytics/flags/{key}/variants', { params: { path: { key }, query } })), options);
 
 export const useBanditExperiments = (projectId: string, limit: number) =>
   useResource(['projects', projectId, 'bandits'], () => call(api.GET('/api/experiments/bandit', { params: { query: { projectId, limit } } })));

@@ -158,6 +158,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analytics/events/names": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The outcome event names of a project or service, the most frequent first (at most 200) */
+        get: operations["getAnalyticsEventsNames"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/analytics/export": {
         parameters: {
             query?: never;
@@ -4067,6 +4084,214 @@ export interface operations {
             };
         };
     };
+    getAnalyticsEventsNames: {
+        parameters: {
+            query: {
+                /** @description One of 24h, 7d, 30d; default 30d */
+                period?: "24h" | "7d" | "30d";
+                projectId: string;
+                serviceId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        names: {
+                            count: number;
+                            name: string;
+                        }[];
+                        period: string;
+                        projectId: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
     postAnalyticsExport: {
         parameters: {
             query?: never;
@@ -4543,6 +4768,11 @@ export interface operations {
                         totalEvaluations: number;
                         variants: {
                             avgEventValue: number | null;
+                            /** @description Wilson 95% interval of conversionRate; null without evaluations or with more conversions than evaluations */
+                            conversionInterval: {
+                                high: number;
+                                low: number;
+                            } | null;
                             conversionRate: number;
                             conversions: number;
                             evaluations: number;

@@ -17,6 +17,29 @@ export interface VariantStats {
   avgEventValue: number | null;
   latencyP50: number | null;
   latencyP99: number | null;
+  conversionInterval: ConversionInterval | null;
+}
+
+/** A 95% interval of a conversion rate. */
+export interface ConversionInterval {
+  low: number;
+  high: number;
+}
+
+const Z_95 = 1.959963984540054;
+
+/**
+ * The Wilson score interval (95%) of conversions / evaluations, each conversion one success of an
+ * evaluation; null without evaluations or with more conversions than evaluations, where the rate
+ * is no proportion (docs/analytics.md#conversions-and-attribution).
+ */
+export function conversionInterval(conversions: number, evaluations: number): ConversionInterval | null {
+  if (evaluations <= 0 || conversions > evaluations) return null;
+  const p = conversions / evaluations;
+  const z2n = (Z_95 * Z_95) / evaluations;
+  const centre = (p + z2n / 2) / (1 + z2n);
+  const half = (Z_95 * Math.sqrt((p * (1 - p)) / evaluations + z2n / (4 * evaluations))) / (1 + z2n);
+  return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
 }
 
 export interface VariantsReport {
@@ -60,7 +83,7 @@ export async function flagVariants(analytics: Analytics, scope: OutcomeScope, w:
   const byVariant = new Map<string, VariantStats>();
   const entry = (value: string) => {
     const variant = variantLabel(value);
-    const found = byVariant.get(variant) ?? { variant, evaluations: 0, conversions: 0, conversionRate: 0, avgEventValue: null, latencyP50: null, latencyP99: null };
+    const found = byVariant.get(variant) ?? { variant, evaluations: 0, conversions: 0, conversionRate: 0, avgEventValue: null, latencyP50: null, latencyP99: null, conversionInterval: null };
     byVariant.set(variant, found);
     return found;
   };
@@ -76,7 +99,7 @@ export async function flagVariants(analytics: Analytics, scope: OutcomeScope, w:
     stats.avgEventValue = numberOrNull(row.avg_value);
   }
   const variants = [...byVariant.values()]
-    .map((v) => ({ ...v, conversionRate: ratio(v.conversions, v.evaluations) }))
+    .map((v) => ({ ...v, conversionRate: ratio(v.conversions, v.evaluations), conversionInterval: conversionInterval(v.conversions, v.evaluations) }))
     .sort((a, b) => b.evaluations - a.evaluations || a.variant.localeCompare(b.variant));
   const totalEvaluations = variants.reduce((n, v) => n + v.evaluations, 0);
   const totalConversions = variants.reduce((n, v) => n + v.conversions, 0);

@@ -7,16 +7,19 @@
  */
 import { useCallback, useMemo, useRef, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
-import { useFlagHistory, useFlagMetrics, useServices } from '../../api/resources';
+import { useFlag, useFlagHistory, useFlagMetrics, useServices } from '../../api/resources';
 import { Breakdown, percent } from '../../components/metrics/breakdown';
 import { useLiveRefresh } from '../../components/metrics/live';
 import { TimeChart, timeText, type ChartMarker } from '../../components/metrics/time-chart';
 import { LoadState } from '../../components/status';
 import { useTitle } from '../../page-title';
+import { VariantConversions } from './variant-conversions';
 import {
   asEnvironment,
-  asWindow,
+  chosenWindow,
   count,
+  defaultWindow,
+  FLAG_WINDOWS,
   EnvironmentSelect,
   flagHref,
   milliseconds,
@@ -25,7 +28,9 @@ import {
   ServiceSelect,
   Stat,
   WindowPicker,
+  WindowReason,
   type FlagMetrics,
+  type Environment,
   type FlagVersion,
 } from './shared';
 
@@ -40,7 +45,9 @@ export default function FlagMetricsPage() {
   const query = new URLSearchParams(useSearch());
   const serviceId = query.get('serviceId') ?? '';
   const environment = asEnvironment(query.get('environment'));
-  const range = asWindow(query.get('range'));
+  const chosen = chosenWindow(query.get('range'), FLAG_WINDOWS);
+  const picked = useDefaultWindow(flagKey, serviceId, environment, !chosen);
+  const range = chosen ?? picked?.window;
   const [live, setLive] = useState(true);
 
   const setQuery = (changes: Record<string, string>) => {
@@ -53,7 +60,7 @@ export default function FlagMetricsPage() {
   const refreshing = useRef(false);
   const cache = (): RequestCache => (refreshing.current ? 'no-cache' : 'default');
   const services = useServices(projectId);
-  const metrics = useFlagMetrics(flagKey, { serviceId, environment, range }, { enabled: !!serviceId, cache });
+  const metrics = useFlagMetrics(flagKey, { serviceId, environment, range }, { enabled: !!serviceId && !!range, cache });
   const history = useFlagHistory(flagKey, { serviceId, environment, limit: HISTORY_LIMIT }, { enabled: !!serviceId, cache });
   const [updating, setUpdating] = useState(false);
   const { reload: reloadMetrics } = metrics;
@@ -66,7 +73,7 @@ export default function FlagMetricsPage() {
     await reloads;
     setUpdating(false);
   }, [reloadMetrics, reloadHistory]);
-  useLiveRefresh(refresh, REFRESH_MS, live && !!serviceId);
+  useLiveRefresh(refresh, REFRESH_MS, live && !!serviceId && !!range);
 
   const data = metrics.data;
   const changes = useMemo(() => (data ? changeMarkers(data, history.data?.versions ?? []) : []), [data, history.data]);
@@ -88,7 +95,7 @@ export default function FlagMetricsPage() {
       <div className="metrics-controls">
         <ServiceSelect services={services.data?.services ?? []} value={serviceId} onChange={(id) => setQuery({ serviceId: id })} />
         <EnvironmentSelect value={environment} onChange={(env) => setQuery({ environment: env })} />
-        <WindowPicker value={range} onChange={(w) => setQuery({ range: w })} />
+        <WindowPicker value={range} windows={FLAG_WINDOWS} onChange={(w) => setQuery({ range: w })} />
         <div className="metrics-live">
           <label className="metrics-check">
             <input type="checkbox" checked={live} onChange={(e) => setLive(e.target.checked)} /> Refresh every 15 seconds
@@ -103,16 +110,38 @@ export default function FlagMetricsPage() {
       {!serviceId ? (
         <p>Choose the service whose evaluations of this flag to show.</p>
       ) : (
-        <LoadState loading={metrics.loading} error={metrics.error}>
-          {data && (
+        <LoadState loading={metrics.loading || !range} error={metrics.error}>
+          {data && range && (
             <div aria-busy={stale} className={stale ? 'metrics-stale' : undefined}>
+              <WindowReason range={range} picked={chosen ? undefined : picked} />
               <FlagMetricsBody data={data} changes={changes} />
+              <VariantConversions projectId={projectId} flagKey={flagKey} serviceId={serviceId} environment={environment} range={range} />
             </div>
           )}
         </LoadState>
       )}
     </div>
   );
+}
+
+/**
+ * The window to open with when the query names none: the flag's totals in every window decide
+ * (defaultWindow), its creation time when it has no evaluations. Each total is the answer the
+ * page shows for that window, so the pick costs no request the window buttons would not make.
+ */
+function useDefaultWindow(flagKey: string, serviceId: string, environment: Environment, enabled: boolean) {
+  const on = { enabled: enabled && !!serviceId };
+  const totals = [
+    { window: '1h' as const, metrics: useFlagMetrics(flagKey, { serviceId, environment, range: '1h' }, on) },
+    { window: '24h' as const, metrics: useFlagMetrics(flagKey, { serviceId, environment, range: '24h' }, on) },
+    { window: '7d' as const, metrics: useFlagMetrics(flagKey, { serviceId, environment, range: '7d' }, on) },
+    { window: '30d' as const, metrics: useFlagMetrics(flagKey, { serviceId, environment, range: '30d' }, on) },
+  ].map((t) => ({ window: t.window, total: t.metrics.data?.summary.totalEvaluations }));
+  const flag = useFlag(flagKey, serviceId, environment);
+  const createdAt = flag.data?.createdAt;
+  // A flag not found (or not readable) has no creation time: the longest window then.
+  const since = createdAt ? { ms: Date.parse(createdAt), what: 'the flag was created' } : flag.error ? null : undefined;
+  return enabled ? defaultWindow(totals, since, Date.now()) : undefined;
 }
 
 interface Change extends ChartMarker {

@@ -7,43 +7,68 @@
 import { useMemo, useState } from 'react';
 import { Link, useLocation, useParams, useSearch } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
-import { useBanditExperiments, useEvaluationHeatmap, useFlagHistory, useFlags, useServices, useSiteOverview, useWebVitals } from '../../api/resources';
+import {
+  useBanditExperiments,
+  useEvaluationHeatmap,
+  useEventNames,
+  useFlagHistory,
+  useFlags,
+  useProject,
+  useServices,
+  useSiteEventCounts,
+  useSiteOverview,
+  useWebVitals,
+} from '../../api/resources';
 import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
 import { percent } from '../../components/metrics/breakdown';
 import { TimeChart, timeText, type ChartSeries } from '../../components/metrics/time-chart';
 import { LoadState } from '../../components/status';
 import {
   asEnvironment,
-  asWindow,
+  chosenWindow,
   count,
+  defaultWindow,
   EnvironmentSelect,
   flagMetricsHref,
   milliseconds,
   perSecond,
+  PROJECT_WINDOWS,
   ServiceSelect,
   Stat,
+  windowMs,
   WindowPicker,
+  WindowReason,
   type Environment,
   type Experiment,
   type Funnel,
   type Heatmap,
   type Service,
+  type ProjectWindowName,
   type Vitals,
-  type WindowName,
 } from './shared';
 
 /** Flags listed under the evaluations chart. */
 const TOP_FLAGS = 10;
+/** Browser events counted per service to find the sites with data (the events route's page). */
+const SITE_EVENTS_COUNTED = 100;
 
 export default function ProjectMetricsPage() {
   const { projectId } = useParams<{ projectId: string }>();
   const [location, navigate] = useLocation();
   const query = new URLSearchParams(useSearch());
   const environment = asEnvironment(query.get('environment'));
-  const range = asWindow(query.get('range'));
+  const chosen = chosenWindow(query.get('range'), PROJECT_WINDOWS);
+  const picked = useDefaultWindow(projectId, environment, !chosen);
+  const range = chosen ?? picked?.window;
   const services = useServices(projectId);
   const serviceList = services.data?.services ?? [];
-  const serviceId = query.get('serviceId') ?? serviceList[0]?.id ?? '';
+  const eventCounts = useSiteEventCounts(
+    serviceList.map((s) => s.id),
+    SITE_EVENTS_COUNTED,
+  );
+  const siteNotes = useMemo(() => eventCounts.data && siteNotesOf(eventCounts.data), [eventCounts.data]);
+  // The busiest site by default: a service without browser events would show empty vitals.
+  const serviceId = query.get('serviceId') ?? (eventCounts.data ? busiestSite(serviceList, eventCounts.data) : serviceList[0]?.id) ?? '';
 
   const setQuery = (changes: Record<string, string>) => {
     const next = new URLSearchParams(query);
@@ -56,16 +81,19 @@ export default function ProjectMetricsPage() {
       <h1>Metrics</h1>
       <div className="metrics-controls">
         <EnvironmentSelect value={environment} onChange={(env) => setQuery({ environment: env })} />
-        <WindowPicker value={range} onChange={(w) => setQuery({ range: w })} />
+        <WindowPicker value={range} windows={PROJECT_WINDOWS} onChange={(w) => setQuery({ range: w })} />
       </div>
-      <EvaluationsOverview projectId={projectId} environment={environment} range={range} />
+      {range && <WindowReason range={range} picked={chosen ? undefined : picked} />}
+      <LoadState loading={!range} error={undefined}>
+        {range && <EvaluationsOverview projectId={projectId} environment={environment} range={range} />}
+      </LoadState>
       <LoadState loading={services.loading} error={services.error}>
         {serviceList.length ? (
           <>
             <div className="metrics-controls">
-              <ServiceSelect label="Service (site)" services={serviceList} value={serviceId} onChange={(id) => setQuery({ serviceId: id })} />
+              <ServiceSelect label="Service (site)" services={serviceList} value={serviceId} notes={siteNotes} onChange={(id) => setQuery({ serviceId: id })} />
             </div>
-            {serviceId && (
+            {serviceId && range && (
               <>
                 <WebVitals serviceId={serviceId} range={range} />
                 <FunnelByVariant projectId={projectId} service={serviceList.find((s) => s.id === serviceId)} environment={environment} range={range} />
@@ -81,7 +109,35 @@ export default function ProjectMetricsPage() {
   );
 }
 
-function EvaluationsOverview({ projectId, environment, range }: { projectId: string; environment: Environment; range: WindowName }) {
+/**
+ * The window to open with when the query names none: the project's evaluation totals in each
+ * window decide (defaultWindow), its creation time when it has none. The totals are the answers
+ * the window buttons show, so the pick adds no request of its own.
+ */
+function useDefaultWindow(projectId: string, environment: Environment, enabled: boolean) {
+  const on = { enabled };
+  const totals = [
+    { window: '1h' as const, heatmap: useEvaluationHeatmap(projectId, { range: '1h', environment }, on) },
+    { window: '24h' as const, heatmap: useEvaluationHeatmap(projectId, { range: '24h', environment }, on) },
+    { window: '7d' as const, heatmap: useEvaluationHeatmap(projectId, { range: '7d', environment }, on) },
+  ].map((t) => ({ window: t.window, total: t.heatmap.data?.totalEvaluations }));
+  const project = useProject(projectId);
+  const createdAt = project.data?.createdAt;
+  const since = createdAt ? { ms: Date.parse(createdAt), what: 'the project was created' } : project.error ? null : undefined;
+  return enabled ? defaultWindow(totals, since, Date.now()) : undefined;
+}
+
+/** Services without browser events are marked; those with the most events counted show how many. */
+function siteNotesOf(counts: Map<string, number>): Map<string, string> {
+  return new Map([...counts].map(([id, n]) => [id, n === 0 ? 'no browser data' : n >= SITE_EVENTS_COUNTED ? `${SITE_EVENTS_COUNTED}+ browser events` : `${n} browser events`]));
+}
+
+function busiestSite(services: Service[], counts: Map<string, number>): string | undefined {
+  const best = services.reduce<Service | undefined>((top, s) => ((counts.get(s.id) ?? 0) > (top ? counts.get(top.id) ?? 0 : 0) ? s : top), undefined);
+  return (best ?? services[0])?.id;
+}
+
+function EvaluationsOverview({ projectId, environment, range }: { projectId: string; environment: Environment; range: ProjectWindowName }) {
   const heatmap = useEvaluationHeatmap(projectId, { range, environment });
   const data = heatmap.data;
   const chart = useMemo(() => (data ? projectSeries(data) : undefined), [data]);
@@ -140,9 +196,7 @@ function projectSeries(data: Heatmap): { times: number[]; span: [number, number]
   };
 }
 
-const WINDOW_MS: Record<WindowName, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
-
-/** Vitals in milliseconds share a chart; CLS (a score) is in the table only. */
+/** Vitals in milliseconds share a chart; CLS, a unitless score, has its own. */
 const TIMED_VITALS = ['lcp', 'fcp', 'inp', 'ttfb'] as const;
 const VITAL_NAMES: Record<Vitals['vitals'][number]['metric'], string> = {
   lcp: 'Largest contentful paint (LCP)',
@@ -152,13 +206,16 @@ const VITAL_NAMES: Record<Vitals['vitals'][number]['metric'], string> = {
   cls: 'Cumulative layout shift (CLS)',
 };
 
-function WebVitals({ serviceId, range }: { serviceId: string; range: WindowName }) {
+/** CLS scores: three decimals, no unit. */
+const layoutShift = (v: number) => v.toFixed(3);
+
+function WebVitals({ serviceId, range }: { serviceId: string; range: ProjectWindowName }) {
   const vitals = useWebVitals({ siteId: serviceId, range });
   const overview = useSiteOverview({ siteId: serviceId, range });
   const chart = useMemo(() => (vitals.data ? vitalSeries(vitals.data) : undefined), [vitals.data]);
   // The answer names its window only by name: the span ends at the time it came.
-  const span = useMemo(() => (vitals.data ? ([Date.now() - WINDOW_MS[range], Date.now()] as [number, number]) : undefined), [vitals.data, range]);
-  const vitalValue = (metric: string, v: number | null) => (v === null ? '—' : metric === 'cls' ? v.toFixed(3) : milliseconds(v));
+  const span = useMemo(() => (vitals.data ? ([Date.now() - windowMs(range), Date.now()] as [number, number]) : undefined), [vitals.data, range]);
+  const vitalValue = (metric: string, v: number | null) => (v === null ? '—' : metric === 'cls' ? layoutShift(v) : milliseconds(v));
   const site = overview.data;
   return (
     <section aria-labelledby="web-vitals">
@@ -208,7 +265,10 @@ function WebVitals({ serviceId, range }: { serviceId: string; range: WindowName 
               </tbody>
             </table>
             {chart.times.length ? (
-              <TimeChart title="Web vitals p75 over time" times={chart.times} series={chart.series} span={span} format={milliseconds} />
+              <>
+                <TimeChart title="Web vitals p75 over time" times={chart.times} series={chart.series} span={span} format={milliseconds} />
+                <TimeChart title="Cumulative layout shift (CLS) p75 over time" times={chart.times} series={chart.layoutShift} span={span} format={layoutShift} />
+              </>
             ) : (
               <p className="muted">No web vitals from this site in this window: the browser SDK reports them as webvital events.</p>
             )}
@@ -219,21 +279,23 @@ function WebVitals({ serviceId, range }: { serviceId: string; range: WindowName 
   );
 }
 
-/** One line per timed vital; the answer has a row per metric and bucket that had samples. */
-function vitalSeries(data: Vitals): { times: number[]; series: ChartSeries[] } {
+/** One line per vital (the timed ones together, CLS apart); the answer has a row per metric and bucket that had samples. */
+function vitalSeries(data: Vitals): { times: number[]; series: ChartSeries[]; layoutShift: ChartSeries[] } {
   const times = [...new Set(data.timeSeries.map((p) => Date.parse(p.timestamp)))].sort((a, b) => a - b);
   const at = new Map(times.map((t, i) => [t, i]));
-  const series = TIMED_VITALS.map((metric) => {
+  const line = (metric: Vitals['vitals'][number]['metric']) => {
     const values: (number | null)[] = times.map(() => null);
     for (const p of data.timeSeries) if (p.metric === metric) values[at.get(Date.parse(p.timestamp))!] = p.p75;
     return { label: `${metric.toUpperCase()} p75`, values };
-  });
-  return { times, series };
+  };
+  return { times, series: TIMED_VITALS.map(line), layoutShift: [line('cls')] };
 }
 
-function FunnelByVariant({ projectId, service, environment, range }: { projectId: string; service?: Service; environment: Environment; range: WindowName }) {
+function FunnelByVariant({ projectId, service, environment, range }: { projectId: string; service?: Service; environment: Environment; range: ProjectWindowName }) {
   const serviceId = service?.id ?? '';
   const flags = useFlags({ projectId, serviceId, environment, limit: 100 });
+  const names = useEventNames({ projectId, serviceId });
+  const [steps, setSteps] = useState('');
   const [funnel, setFunnel] = useState<Funnel | undefined>();
   const { busy, error, onSubmit } = useSubmit(async (form) => {
     const flagKey = String(form.get('flagKey') ?? '');
@@ -268,13 +330,40 @@ function FunnelByVariant({ projectId, service, environment, range }: { projectId
             )}
           </select>
         </div>
-        <Field label="Steps" name="steps" required placeholder="signup, add_to_cart, purchase" hint="Event names in order, separated by commas (2 to 10)." error={error} />
+        <Field
+          label="Steps"
+          name="steps"
+          required
+          placeholder="signup, add_to_cart, purchase"
+          hint="Event names in order, separated by commas (2 to 10): pick from the events this service reported or type any."
+          error={error}
+          list="funnel-event-names"
+          autoComplete="off"
+          value={steps}
+          onChange={(e) => setSteps(e.target.value)}
+        />
+        <datalist id="funnel-event-names">
+          {stepSuggestions(steps, names.data?.names ?? []).map((s) => (
+            <option key={s.value} value={s.value} label={s.label} />
+          ))}
+        </datalist>
         <FormError error={error} fields={['steps', 'flagKey']} />
         <SubmitButton busy={busy}>Show funnel</SubmitButton>
       </form>
       {funnel && <FunnelTable funnel={funnel} />}
     </section>
   );
+}
+
+/**
+ * The known event names as completions of the steps typed so far: the steps before the last comma
+ * kept, the last one replaced by each name not already a step (a datalist offers whole values).
+ */
+function stepSuggestions(typed: string, names: { name: string; count: number }[]): { value: string; label: string }[] {
+  const cut = typed.lastIndexOf(',');
+  const done = cut < 0 ? [] : typed.slice(0, cut).split(',').map((s) => s.trim()).filter(Boolean);
+  const prefix = done.length ? `${done.join(', ')}, ` : '';
+  return names.filter((n) => !done.includes(n.name)).map((n) => ({ value: `${prefix}${n.name}`, label: `${n.name} (${count(n.count)} events)` }));
 }
 
 function FunnelTable({ funnel }: { funnel: Funnel }) {

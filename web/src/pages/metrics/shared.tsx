@@ -5,6 +5,7 @@
 import { useId } from 'react';
 import { isEnvironment, PRODUCTION_FIRST, type Environment } from '../../api/environments';
 import type { operations } from '../../api/schema';
+import { timeText } from '../../components/metrics/time-chart';
 import { flagHref } from '../../links';
 
 type Ok<K extends keyof operations> = operations[K] extends { responses: { 200: { content: { 'application/json': infer T } } } } ? T : never;
@@ -14,30 +15,76 @@ export type Heatmap = Ok<'getProjectsByIdEvaluationHeatmap'>;
 export type Vitals = Ok<'getAnalyticsVitals'>;
 export type SiteOverview = Ok<'getAnalyticsOverview'>;
 export type Funnel = Ok<'getAnalyticsFunnel'>;
+export type FlagVariants = Ok<'getAnalyticsFlagsByKeyVariants'>;
 export type Experiment = Ok<'getExperimentsBandit'>['experiments'][number];
 export type Service = Ok<'getServices'>['services'][number];
 
 export type { Environment };
 export const asEnvironment = (value: string | null): Environment => (isEnvironment(value) ? value : 'production');
 
-/** The windows the metrics pages offer (every route they read takes these). */
+/** The windows the metrics pages offer, shortest first (the project page's heatmap stops at 7 days). */
 export const WINDOWS = [
-  { value: '1h', label: 'Last hour' },
-  { value: '24h', label: 'Last 24 hours' },
-  { value: '7d', label: 'Last 7 days' },
+  { value: '1h', label: 'Last hour', name: 'the last hour', ms: 3_600_000 },
+  { value: '24h', label: 'Last 24 hours', name: 'the last 24 hours', ms: 86_400_000 },
+  { value: '7d', label: 'Last 7 days', name: 'the last 7 days', ms: 604_800_000 },
+  { value: '30d', label: 'Last 30 days', name: 'the last 30 days', ms: 2_592_000_000 },
 ] as const;
 export type WindowName = (typeof WINDOWS)[number]['value'];
-export const asWindow = (value: string | null): WindowName => WINDOWS.find((w) => w.value === value)?.value ?? '24h';
+export type ProjectWindowName = Exclude<WindowName, '30d'>;
+export const PROJECT_WINDOWS = ['1h', '24h', '7d'] as const satisfies readonly ProjectWindowName[];
+export const FLAG_WINDOWS = ['1h', '24h', '7d', '30d'] as const satisfies readonly WindowName[];
+
+const windowOf = (value: WindowName) => WINDOWS.find((w) => w.value === value)!;
+export const windowMs = (value: WindowName) => windowOf(value).ms;
+export const windowName = (value: WindowName) => windowOf(value).name;
+
+/** The `range` the user chose (the query), if it is one of `windows`. */
+export const chosenWindow = <W extends WindowName>(value: string | null, windows: readonly W[]): W | undefined => windows.find((w) => w === value);
+
+export interface DefaultWindow<W extends WindowName> {
+  window: W;
+  reason: string;
+}
+
+/**
+ * The window a page opens with when the user chose none: the shortest whose total equals the
+ * longest's (every point of the longest window falls in it), so a fresh spike is not squashed
+ * into a day; without data, the shortest that holds `since` (when the flag or project was
+ * created; null when unknown), the longest when none does. Undefined while anything it needs is
+ * still loading.
+ */
+export function defaultWindow<W extends WindowName>(totals: { window: W; total: number | undefined }[], since: { ms: number; what: string } | null | undefined, nowMs: number): DefaultWindow<W> | undefined {
+  if (totals.some((t) => t.total === undefined)) return undefined;
+  const longest = totals[totals.length - 1];
+  if (longest.total) {
+    const holding = totals.find((t) => t.total === longest.total)!;
+    return { window: holding.window, reason: `every evaluation of ${windowName(longest.window)} falls in it` };
+  }
+  if (since === undefined) return undefined;
+  if (since === null) return { window: longest.window, reason: `no evaluations in ${windowName(longest.window)}` };
+  const covering = totals.find((t) => nowMs - since.ms <= windowMs(t.window)) ?? longest;
+  return { window: covering.window, reason: `no evaluations in ${windowName(longest.window)}; ${since.what} ${timeText(since.ms)}` };
+}
+
+/** Which window is shown and why: chosen by the user, or picked from the data. */
+export function WindowReason({ range, picked }: { range: WindowName; picked: DefaultWindow<WindowName> | undefined }) {
+  return (
+    <p className="muted" data-testid="window-reason">
+      Showing {windowName(range)}
+      {picked ? ` (picked from the data: ${picked.reason}).` : ' (your choice).'}
+    </p>
+  );
+}
 
 /** Radio buttons for the window: arrow keys move between them, as in any radio group. */
-export function WindowPicker({ value, onChange }: { value: WindowName; onChange: (value: WindowName) => void }) {
+export function WindowPicker<W extends WindowName>({ value, windows, onChange }: { value: W | undefined; windows: readonly W[]; onChange: (value: W) => void }) {
   const name = useId();
   return (
     <fieldset className="metrics-window">
       <legend>Window</legend>
-      {WINDOWS.map((w) => (
+      {WINDOWS.filter((w) => (windows as readonly WindowName[]).includes(w.value)).map((w) => (
         <label key={w.value}>
-          <input type="radio" name={name} value={w.value} checked={value === w.value} onChange={() => onChange(w.value)} />
+          <input type="radio" name={name} value={w.value} checked={value === w.value} onChange={() => onChange(w.value as W)} />
           <span>{w.label}</span>
         </label>
       ))}
@@ -45,7 +92,20 @@ export function WindowPicker({ value, onChange }: { value: WindowName; onChange:
   );
 }
 
-export function ServiceSelect({ services, value, onChange, label = 'Service' }: { services: Service[]; value: string; onChange: (id: string) => void; label?: string }) {
+/** `notes` add to a service's name in the list (e.g. that it has no browser data). */
+export function ServiceSelect({
+  services,
+  value,
+  onChange,
+  label = 'Service',
+  notes,
+}: {
+  services: Service[];
+  value: string;
+  onChange: (id: string) => void;
+  label?: string;
+  notes?: Map<string, string>;
+}) {
   const id = useId();
   return (
     <div className="field">
@@ -55,6 +115,7 @@ export function ServiceSelect({ services, value, onChange, label = 'Service' }: 
         {services.map((s) => (
           <option key={s.id} value={s.id}>
             {s.name}
+            {notes?.get(s.id) ? ` (${notes.get(s.id)})` : ''}
           </option>
         ))}
       </select>
