@@ -55,7 +55,7 @@ it('opens from the project home, shows the ids, and a bound token shown once wor
   // Before a token: a placeholder, and the service's own flag in the example.
   await page.getByRole('tab', { name: 'Node' }).waitFor();
   await expectText(nodeOfrepSnippet(page), '<bound token>');
-  await expectText(nodeOfrepSnippet(page), `"${FLAG_KEY}"`);
+  await expectText(nodeOfrepSnippet(page), `'${FLAG_KEY}'`);
 
   await page.getByLabel('Environment', { exact: true }).selectOption('staging');
   await page.getByRole('button', { name: 'Create token' }).click();
@@ -75,9 +75,9 @@ it('opens from the project home, shows the ids, and a bound token shown once wor
 
   // What the snippet says is what works: its base URL, token and flag key evaluate the flag over OFREP.
   const code = (await nodeOfrepSnippet(page).textContent()) ?? '';
-  const baseUrl = /baseUrl: "([^"]+)"/.exec(code)?.[1];
-  const bearer = /\['Authorization', "Bearer ([^"]+)"\]/.exec(code)?.[1];
-  const flagKey = /get\w+Value\("([^"]+)"/.exec(code)?.[1];
+  const baseUrl = /baseUrl: '([^']+)'/.exec(code)?.[1];
+  const bearer = /\['Authorization', 'Bearer ([^']+)'\]/.exec(code)?.[1];
+  const flagKey = /get\w+Value\('([^']+)'/.exec(code)?.[1];
   expect({ bearer, flagKey }).toEqual({ bearer: token, flagKey: FLAG_KEY });
   const res = await fetch(`${baseUrl}/ofrep/v1/evaluate/flags/${flagKey}`, {
     method: 'POST',

@@ -32,17 +32,19 @@ export interface Snippet {
   code: string;
 }
 
+/** A string literal: double-quoted (Python, Go, Java), single-quoted in JavaScript, as its style guides write them. */
 const q = JSON.stringify;
+const js = (value: string) => `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /** The typed getter and a default of the flag's type, per language. */
 function evaluation(language: Language, { flagKey, flagType }: SnippetValues): string {
   const key = q(flagKey);
-  const js = { boolean: ['getBooleanValue', 'false'], string: ['getStringValue', "''"], number: ['getNumberValue', '0'], object: ['getObjectValue', '{}'] }[flagType];
+  const [jsGetter, jsFallback] = { boolean: ['getBooleanValue', 'false'], string: ['getStringValue', "''"], number: ['getNumberValue', '0'], object: ['getObjectValue', '{}'] }[flagType];
   switch (language) {
     case 'node':
-      return `const value = await OpenFeature.getClient().${js[0]}(${key}, ${js[1]}, { targetingKey: 'user-123' });`;
+      return `const value = await OpenFeature.getClient().${jsGetter}(${js(flagKey)}, ${jsFallback}, { targetingKey: 'user-123' });`;
     case 'browser':
-      return `await OpenFeature.setContext({ targetingKey: 'user-123' });\nconst value = OpenFeature.getClient().${js[0]}(${key}, ${js[1]});`;
+      return `await OpenFeature.setContext({ targetingKey: 'user-123' });\nconst value = OpenFeature.getClient().${jsGetter}(${js(flagKey)}, ${jsFallback});`;
     case 'python': {
       const [getter, fallback] = { boolean: ['get_boolean_value', 'False'], string: ['get_string_value', '""'], number: ['get_float_value', '0.0'], object: ['get_object_value', '{}'] }[flagType];
       return `value = api.get_client().${getter}(${key}, ${fallback}, EvaluationContext(targeting_key="user-123"))`;
@@ -71,8 +73,8 @@ import { OFREPProvider } from '@openfeature/ofrep-provider';
 
 await OpenFeature.setProviderAndWait(
   new OFREPProvider({
-    baseUrl: ${base},
-    headers: [['Authorization', ${bearer}]],
+    baseUrl: ${js(values.ofrepBaseUrl)},
+    headers: [['Authorization', ${js(`Bearer ${values.token}`)}]],
   }),
 );
 ${evaluate}`,
@@ -86,8 +88,8 @@ import { OFREPWebProvider } from '@openfeature/ofrep-web-provider';
 // A browser token is public: give it read only (this page's tokens are).
 await OpenFeature.setProviderAndWait(
   new OFREPWebProvider({
-    baseUrl: ${base},
-    headers: [['Authorization', ${bearer}]],
+    baseUrl: ${js(values.ofrepBaseUrl)},
+    headers: [['Authorization', ${js(`Bearer ${values.token}`)}]],
     pollInterval: 30000,
   }),
 );
@@ -157,10 +159,10 @@ import { FlagdProvider } from '@openfeature/flagd-provider';
 await OpenFeature.setProviderAndWait(
   new FlagdProvider({
     resolverType: 'in-process',
-    host: ${host},
+    host: ${js(flagd.host)},
     port: ${flagd.syncPort},
     tls: ${flagd.tls},
-    selector: ${token},
+    selector: ${js(values.token)},
   }),
 );
 ${evaluate}`,
