@@ -45,7 +45,10 @@ const nodeOfrepSnippet = (page: Page) => page.locator('pre[data-snippet="ofrep-n
 it('opens from the project home, shows the ids, and a bound token shown once works in the Node OFREP snippet', async () => {
   const page = await signedIn(p.owner.cookie);
   await page.goto(`/projects/${p.projectId}`);
-  await page.getByRole('link', { name: 'Connect an SDK to checkout' }).click();
+  const connect = page.getByRole('link', { name: 'Connect an SDK to checkout' });
+  await connect.waitFor();
+  await screenshot(page, 'connect-sdk-project-home-link');
+  await connect.click();
   await page.getByRole('heading', { level: 1, name: 'Connect an SDK to checkout' }).waitFor();
   const ids = page.getByRole('region', { name: 'Identifiers' });
   await ids.getByText(p.projectId, { exact: true }).waitFor();
