@@ -37,6 +37,7 @@ import { createOrgFeature } from './features/orgs/wiring';
 import { createPersonalTokenFeature } from './features/personal-tokens/wiring';
 import { createProjectFeature } from './features/projects/wiring';
 import { createServiceFeature } from './features/services/wiring';
+import { sdkEndpointRoutes, type ListenerUrls } from './features/sdk/routes';
 import { createSimulateFeature } from './features/simulate/wiring';
 import { createTokenFeature } from './features/tokens/wiring';
 import { createTriggerFeature } from './features/triggers/wiring';
@@ -124,6 +125,8 @@ export interface Platform {
   evaluation?: EvaluationFeature;
   /** flagd's protocols (docs/local-evaluation.md): on data-plane processes with FLAGD_ENABLED. */
   flagd?: FlagdFeature;
+  /** This process's listeners once startRoles bound them (GET /api/projects/{id}/sdk-endpoints reads them). */
+  listenerUrls: ListenerUrls;
   /** Handlers that see a listener's requests before Express (the evaluation lean path); false = not mine. */
   front: Partial<Record<'control' | 'data' | 'ingest', FrontHandler>>;
   /** The web console (dist/web) on the control plane; absent when it is not built or not a control process. */
@@ -183,6 +186,8 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     onShutdown(() => temporal.close());
 
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`;
+    // Filled in by startRoles once the listeners are bound (a port of 0 is only known then).
+    const listenerUrls: ListenerUrls = {};
     const sql = db.sql;
     const rateLimiter = new RateLimiter(cache, config.RATE_LIMIT_WINDOW_SECONDS);
     const mail = new MailQueue({ temporal, sql, logger });
@@ -293,6 +298,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       members.routes,
       invitations.routes,
       services.routes,
+      { control: sdkEndpointRoutes({ config, listenerUrls }) },
       audit.routes,
       watch.routes,
       webhooks.routes,
@@ -350,6 +356,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       readiness,
       reads,
       routes: { control, data, ingest },
+      listenerUrls,
       evaluation,
       flagd,
       front: evaluation ? { control: evaluation.front, data: evaluation.front } : {},
@@ -382,7 +389,7 @@ export interface RunningListeners {
    * flagd and flagdSync: FLAGD_PORT and FLAGD_SYNC_PORT; management: MANAGEMENT_PORT, on every
    * role (with the port bound when 0 was asked).
    */
-  urls: Partial<Record<'control' | 'data' | 'ingest' | 'flagd' | 'flagdSync' | 'management', string>>;
+  urls: ListenerUrls;
   worker?: WorkerHandle;
   /** Stop accepting, let in-flight requests finish (bounded), then close the platform. */
   stop(): Promise<void>;
@@ -393,7 +400,7 @@ const LISTENER_PORT = { control: 'PORT', data: 'DATA_PORT', ingest: 'INGEST_PORT
 export async function startRoles(platform: Platform, roles: readonly Role[]): Promise<RunningListeners> {
   const { config, logger } = platform;
   const servers: http.Server[] = [];
-  const urls: RunningListeners['urls'] = {};
+  const urls = platform.listenerUrls;
   let worker: WorkerHandle | undefined;
   let flagd: FlagdListeners | undefined;
   let management: ManagementListener | undefined;

@@ -158,6 +158,7 @@ describe('signed-in pages', () => {
   const pages: [string, () => string][] = [
     ['projects', () => '/projects'],
     ['project home', () => `/projects/${projectId}`],
+    ['connect an SDK', () => `/projects/${projectId}/services/${serviceId}/connect`],
     ['flags list', () => `/projects/${projectId}/flags?${flagQuery()}`],
     ['flag detail', () => `/projects/${projectId}/flags/${flagKey}?${flagQuery()}`],
     ['flag history', () => `/projects/${projectId}/flags/${flagKey}/history?${flagQuery()}`],

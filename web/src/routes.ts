@@ -42,6 +42,8 @@ export const routes: ConsoleRoute[] = [
     page: lazyPage(() => import('./pages/project-home')),
     nav: { label: 'Overview', scope: 'project', order: 10 },
   },
+  // A service's ids, endpoints, bound token and OpenFeature snippets; linked from the project's overview.
+  { path: '/projects/:projectId/services/:serviceId/connect', screen: 'connect_sdk', title: 'Connect an SDK', access: 'user', page: lazyPage(() => import('./pages/services/connect')) },
   {
     path: '/projects/:projectId/flags',
     screen: 'flags',

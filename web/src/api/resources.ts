@@ -82,6 +82,10 @@ export const useServices = (projectId: string) =>
 export const useService = (serviceId: string) =>
   useResource(['services', serviceId], () => call(api.GET('/api/services/{id}', { params: { path: { id: serviceId } } })).catch(() => null));
 
+/** Where this deployment's SDK endpoints are (docs/api-reference.md#sdk-endpoints). */
+export const useSdkEndpoints = (projectId: string) =>
+  useResource(['projects', projectId, 'sdk-endpoints'], () => call(api.GET('/api/projects/{id}/sdk-endpoints', { params: { path: { id: projectId } } })));
+
 export const useMembers = (projectId: string) =>
   useResource(['projects', projectId, 'members'], () => call(api.GET('/api/projects/{id}/members', { params: { path: { id: projectId } } })));
 

@@ -1751,6 +1751,23 @@ export interface paths {
         patch: operations["patchProjectsByIdMembersByMemberId"];
         trace?: never;
     };
+    "/api/projects/{id}/sdk-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The data plane, OFREP, ingest and flagd addresses an SDK of this project connects to */
+        get: operations["getProjectsByIdSdkEndpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/stale-flags": {
         parameters: {
             query?: never;
@@ -33037,6 +33054,220 @@ export interface operations {
                         role: "owner" | "admin" | "member" | "viewer";
                         updatedAt: string;
                         userId: string;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getProjectsByIdSdkEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The data plane (PUBLIC_DATA_URL, else this deployment as the caller reached it) */
+                        dataUrl: string;
+                        /** @description null when FLAGD_ENABLED=false */
+                        flagd: {
+                            /** @description FLAGD_PORT: RPC mode */
+                            evaluationPort: number;
+                            host: string;
+                            /** @description FLAGD_SYNC_PORT: in-process mode */
+                            syncPort: number;
+                            tls: boolean;
+                        } | null;
+                        /** @description The ingest listener (POST /e); null when this process does not serve it */
+                        ingestUrl: string | null;
+                        /** @description What OFREP providers take as their base URL (they append /ofrep/v1/...) */
+                        ofrepBaseUrl: string;
                     };
                 };
             };

@@ -1,4 +1,4 @@
-import { useParams } from 'wouter';
+import { Link, useParams } from 'wouter';
 import { api, call } from '../api/client';
 import { useServices } from '../api/resources';
 import { Field, FormError, RefusedButton, SubmitButton, useSubmit } from '../components/forms';
@@ -35,6 +35,14 @@ export default function ProjectHome() {
               { header: 'Name', cell: (service) => service.name },
               { header: 'Slug', cell: (service) => <code>{service.slug}</code> },
               { header: 'Created', cell: (service) => new Date(service.createdAt).toLocaleDateString() },
+              {
+                header: 'SDK',
+                cell: (service) => (
+                  <Link href={`/projects/${encodeURIComponent(projectId)}/services/${encodeURIComponent(service.id)}/connect`} aria-label={`Connect an SDK to ${service.name}`}>
+                    Connect an SDK
+                  </Link>
+                ),
+              },
             ]}
           />
         </LoadState>
