@@ -33,13 +33,18 @@ export const HEALTH_BADGE: Record<HealthState, string> = {
 export function gateState(gate: CanaryGate, config: CanaryConfig): 'passing' | 'waiting' | 'failing' {
   if (gate.decision === 'fail') return 'failing';
   if (gate.decision === 'pass') return 'passing';
-  return lacksData(gate, config) ? 'waiting' : 'passing';
+  return missingEvidence(gate, config) ? 'waiting' : 'passing';
 }
 
-/** docs/canary.md: a wait with enough exposures per side, a sound split and every guard judged is a soak not yet over. */
-function lacksData(gate: CanaryGate, config: CanaryConfig): boolean {
-  const guardsJudged = (gate.guards ?? []).every((g) => g.decision !== 'wait');
-  return gate.treatment.exposures < config.minSamplesPerCohort || gate.control.exposures < config.minSamplesPerCohort || !gate.srm.ok || !guardsJudged;
+/**
+ * What a gate lacks to decide, in docs/canary.md's words (exposures per side, a sound split,
+ * every guard judged), or undefined when it has it all and only the soak is left.
+ */
+function missingEvidence(gate: CanaryGate, config: CanaryConfig): string | undefined {
+  if (gate.treatment.exposures < config.minSamplesPerCohort || gate.control.exposures < config.minSamplesPerCohort) return `Fewer than ${config.minSamplesPerCohort.toLocaleString()} exposures in a cohort`;
+  if (!gate.srm.ok) return 'The split between the cohorts is off (sample ratio mismatch)';
+  if ((gate.guards ?? []).some((g) => g.decision === 'wait')) return 'A guard could not be judged';
+  return undefined;
 }
 
 export interface CanaryHealthView {
@@ -65,11 +70,11 @@ export function canaryHealth(record: CanaryRecord): CanaryHealthView {
   const paused = record.status === 'paused';
   const state = gateState(evidence.gate, config);
   if (state === 'failing') {
-    return view('failing', `The gate found harm beyond the limits${paused ? ': the pipeline is paused until someone advances or aborts it.' : '.'}`);
+    return view('failing', `The gate found harm beyond its limits${paused ? ': paused until someone advances or aborts.' : '.'}`);
   }
   if (state === 'waiting') {
-    const need = `Fewer than ${config.minSamplesPerCohort.toLocaleString()} exposures per cohort, a split mismatch or an unjudged guard: the gate cannot decide yet, and a stage never passes for lack of data.`;
-    return view('waiting', paused ? `${need} The wait limit passed: the pipeline is paused until someone advances or aborts it.` : `${need} The stage keeps soaking.`);
+    const missing = missingEvidence(evidence.gate, config) ?? 'Too little data';
+    return view('waiting', paused ? `${missing}: past the wait limit, paused until someone advances or aborts.` : `${missing}: the gate cannot decide yet, so the stage keeps soaking.`);
   }
-  return view('passing', evidence.gate.decision === 'pass' ? 'The gate passed.' : 'Enough data and no harm shown so far: the stage passes when its soak ends and the final check agrees.');
+  return view('passing', evidence.gate.decision === 'pass' ? 'The gate passed.' : 'Enough data and no harm so far: the stage passes if the check at the end of its soak agrees.');
 }

@@ -67,10 +67,12 @@ export function StageTimeline({ record }: { record: CanaryRecord }) {
             <span className={`rs-badge rs-badge-${s.state}`}>{STATE_LABEL[s.state]}</span>
             <span className="rs-stage-times muted">
               {s.stage ? `${time(s.stage.startedAt)} – ${s.stage.endedAt ? time(s.stage.endedAt) : s.state === 'running' ? `soak ${duration(record.remainingSoakSeconds)} left` : 'now'}` : ' '}
+              {/* The numbers below are of this check (the page's summary names the same one). */}
+              {s.gate && s.checkedAt && !s.stage?.endedAt ? `, numbers of the check at ${time(s.checkedAt)}` : ''}
             </span>
           </div>
           {s.stage?.forcedBy && <p className="rs-note">Forced by {s.stage.forcedBy}: soak and gate skipped.</p>}
-          <GateEvidence gate={s.gate} checkedAt={s.checkedAt} state={s.state} config={config} />
+          <GateEvidence gate={s.gate} state={s.state} config={config} />
         </li>
       ))}
     </ol>
@@ -84,7 +86,7 @@ const UNCHECKED_COHORT = { exposures: null, errors: null, errorRate: null, laten
  * One gate's evidence in a fixed grid. A live stage renders the same grid before its first check
  * (dashes), so the first numbers replace text instead of growing the box.
  */
-function GateEvidence({ gate, checkedAt, state, config }: { gate?: CanaryGate; checkedAt?: string; state: StageState; config: CanaryConfig }) {
+function GateEvidence({ gate, state, config }: { gate?: CanaryGate; state: StageState; config: CanaryConfig }) {
   const live = state === 'running' || state === 'paused';
   if (!gate && !live) {
     const why: Record<StageState, string> = {
@@ -111,7 +113,6 @@ function GateEvidence({ gate, checkedAt, state, config }: { gate?: CanaryGate; c
       <p className="rs-decision">
         <span className={`rs-badge ${HEALTH_BADGE[decision]}`}>Gate: {HEALTH_LABEL[decision]}</span>{' '}
         <span className="rs-reason">{gate ? gate.reason : 'the first check comes a tenth of the soak after the stage started'}</span>
-        {gate && checkedAt && <span className="muted"> (checked {time(checkedAt)})</span>}
       </p>
       <table className="rs-cohorts">
         <caption className="visually-hidden">Cohorts of this stage</caption>

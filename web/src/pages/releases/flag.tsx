@@ -102,20 +102,14 @@ function CanarySummary({ record }: { record: CanaryRecord }) {
         {stage && isActive(record.status) ? `Stage ${stage.index + 1} at ${percent(stage.rolloutPercent)}, ${STATUS_LABEL[record.status].toLowerCase()}` : `Ended ${when(record.updatedAt)}`}
         {record.statusReason ? `: ${record.statusReason}` : ''}
       </p>
+      {/* Full width and one line each at desktop widths, so the first check does not move what follows. */}
+      <p>{health.explanation}</p>
+      <p className="muted">
+        {evidence
+          ? `At the last gate check, ${time(evidence.checkedAt)}: ${evidence.gate.treatment.exposures.toLocaleString()} treatment / ${evidence.gate.control.exposures.toLocaleString()} control exposures (${config.minSamplesPerCohort.toLocaleString()} needed per cohort)`
+          : 'No gate check of this stage yet'}
+      </p>
       <dl className="rs-facts">
-        <div>
-          <dt>Health</dt>
-          <dd>
-            {health.explanation}
-            {/* Always a second line, so the first check does not rewrap the facts. */}
-            <br />
-            <span className="muted">
-              {evidence
-                ? `At the last gate check, ${time(evidence.checkedAt)}: ${evidence.gate.treatment.exposures.toLocaleString()} treatment / ${evidence.gate.control.exposures.toLocaleString()} control exposures (${config.minSamplesPerCohort.toLocaleString()} needed per cohort)`
-                : 'No gate check yet'}
-            </span>
-          </dd>
-        </div>
         <div>
           <dt>Soak left</dt>
           <dd className="rs-num">{record.status === 'running' ? duration(record.remainingSoakSeconds) : '—'}</dd>
