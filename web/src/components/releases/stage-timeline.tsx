@@ -28,7 +28,7 @@ interface TimelineStage {
   state: StageState;
   stage?: CanaryStage;
   gate?: CanaryGate;
-  /** When the gate shown was checked: the stage's end, or for the current stage the page's latest check. */
+  /** The current stage's: when the gate shown was checked (a finished stage's gate is of its end). */
   checkedAt?: string;
 }
 
@@ -40,14 +40,14 @@ function timelineOf(record: CanaryRecord): TimelineStage[] {
     const done = byIndex.get(index);
     if (done) {
       const state: StageState = done.forcedBy ? 'forced' : done.gate?.decision === 'fail' ? 'failed' : done.gate?.decision === 'pass' || !done.gate ? 'passed' : 'ended';
-      return { index, rolloutPercent: done.rolloutPercent, state, stage: done, gate: done.gate, checkedAt: done.endedAt };
+      return { index, rolloutPercent: done.rolloutPercent, state, stage: done, gate: done.gate };
     }
     if (current?.index === index) {
       // The same check as the page's summary, so both show the same numbers.
       const evidence = canaryHealth(record).evidence;
       const gate = evidence?.gate ?? current.gate;
       const state: StageState = ended ? (gate?.decision === 'fail' ? 'failed' : 'ended') : record.status === 'paused' ? 'paused' : 'running';
-      return { index, rolloutPercent: current.rolloutPercent, state, stage: current, gate, checkedAt: evidence?.checkedAt ?? current.endedAt };
+      return { index, rolloutPercent: current.rolloutPercent, state, stage: current, gate, checkedAt: evidence?.checkedAt };
     }
     return { index, rolloutPercent, state: ended ? 'skipped' : 'planned' };
   });
@@ -68,7 +68,7 @@ export function StageTimeline({ record }: { record: CanaryRecord }) {
             <span className="rs-stage-times muted">
               {s.stage ? `${time(s.stage.startedAt)} – ${s.stage.endedAt ? time(s.stage.endedAt) : s.state === 'running' ? `soak ${duration(record.remainingSoakSeconds)} left` : 'now'}` : ' '}
               {/* The numbers below are of this check (the page's summary names the same one). */}
-              {s.gate && s.checkedAt && !s.stage?.endedAt ? `, numbers of the check at ${time(s.checkedAt)}` : ''}
+              {s.checkedAt && !s.stage?.endedAt ? `, numbers of the check at ${time(s.checkedAt)}` : ''}
             </span>
           </div>
           {s.stage?.forcedBy && <p className="rs-note">Forced by {s.stage.forcedBy}: soak and gate skipped.</p>}
