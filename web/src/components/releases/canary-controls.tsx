@@ -8,7 +8,7 @@
  */
 import { useEffect, useId, useRef, useState } from 'react';
 import { api, call } from '../../api/client';
-import { RefusedButton, useAction } from '../forms';
+import { useAction } from '../forms';
 import { gateState } from './health';
 import { isActive, type CanaryGate, type CanaryRecord, type Environment } from './types';
 
@@ -31,6 +31,7 @@ export function CanaryControls({ record, refusal, onChange }: { record: CanaryRe
   const [done, setDone] = useState<string>();
   const [reason, setReason] = useState('Aborted from the console');
   const reasonId = useId();
+  const refusalId = useId();
   const confirmRef = useRef<HTMLDivElement>(null);
   const triggers = useRef<HTMLDivElement>(null);
   const scope = { serviceId: record.serviceId, environment: record.environment as Environment };
@@ -68,13 +69,19 @@ export function CanaryControls({ record, refusal, onChange }: { record: CanaryRe
         Canary actions
       </h2>
       {isActive(record.status) && refusal && (
-        <div className="rs-buttons">
-          <RefusedButton reason={refusal}>Advance stage</RefusedButton>
-          <RefusedButton reason={refusal}>Force advance…</RefusedButton>
-          <RefusedButton reason={refusal} className="danger">
-            Abort canary…
-          </RefusedButton>
-        </div>
+        <>
+          {/* One reason for the three buttons (RefusedButton would repeat it under each). */}
+          <div className="rs-buttons">
+            {['Advance stage', 'Force advance…', 'Abort canary…'].map((label) => (
+              <button key={label} type="button" className={label === 'Abort canary…' ? 'danger' : undefined} disabled title={refusal} aria-describedby={refusalId}>
+                {label}
+              </button>
+            ))}
+          </div>
+          <p id={refusalId} className="hint">
+            {refusal}
+          </p>
+        </>
       )}
       {isActive(record.status) && !refusal && (
         <div className="rs-buttons" ref={triggers}>
