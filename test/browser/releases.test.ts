@@ -88,15 +88,15 @@ describe('release safety in the console', () => {
     const stage2Top = async () => (await page.getByRole('heading', { name: 'Stage 2: 30%' }).boundingBox())?.y;
     const before = await stage2Top();
     await betaTraffic(40);
-    await stage1.getByText('Gate: Insufficient data').waitFor({ timeout: 15_000 });
+    await stage1.getByText('Gate: Waiting for data').waitFor({ timeout: 15_000 });
     await stage1.getByRole('row', { name: /^Treatment/ }).waitFor();
     // The first check fills the reserved box: nothing below it moved.
     expect(await stage2Top()).toBe(before);
     await screenshot(page, 'canary-timeline');
 
-    // Advancing without force runs the gate now, which does not pass: the API's reason shows.
+    // Advancing without force runs the gate now, which waits for data: the stage keeps soaking.
     await page.getByRole('button', { name: 'Advance stage' }).click();
-    await page.getByRole('status').filter({ hasText: 'The gate did not pass (wait)' }).waitFor({ timeout: 15_000 });
+    await page.getByRole('status').filter({ hasText: 'Not advanced: the gate is waiting for data' }).waitFor({ timeout: 15_000 });
 
     // Cancel closes the confirmation and gives the focus back to the button that opened it.
     await page.getByRole('button', { name: 'Force advance…' }).click();

@@ -9,10 +9,13 @@
 import { useEffect, useId, useRef, useState } from 'react';
 import { api, call } from '../../api/client';
 import { useAction } from '../forms';
-import { isActive, type CanaryRecord, type Environment } from './types';
+import { gateState } from './health';
+import { isActive, type CanaryGate, type CanaryRecord, type Environment } from './types';
 
 type Pending = 'force' | 'abort' | undefined;
 type Busy = 'advance' | 'force' | 'abort' | undefined;
+
+const WAITING_TEXT = 'Not advanced: the gate is waiting for data, so the stage keeps soaking.';
 
 const BUSY_TEXT: Record<NonNullable<Busy>, string> = {
   advance: 'Running the gate…',
@@ -20,13 +23,15 @@ const BUSY_TEXT: Record<NonNullable<Busy>, string> = {
   abort: 'Aborting: restoring the flag…',
 };
 
-export function CanaryControls({ record, onChange }: { record: CanaryRecord; onChange: (record: CanaryRecord) => void }) {
+/** `refusal`: why the signed-in user may not steer the pipeline; the buttons show disabled with it. */
+export function CanaryControls({ record, refusal, onChange }: { record: CanaryRecord; refusal?: string; onChange: (record: CanaryRecord) => void }) {
   const [confirming, setConfirming] = useState<Pending>();
   const action = useAction();
   const busy = action.running as Busy;
   const [done, setDone] = useState<string>();
   const [reason, setReason] = useState('Aborted from the console');
   const reasonId = useId();
+  const refusalId = useId();
   const confirmRef = useRef<HTMLDivElement>(null);
   const triggers = useRef<HTMLDivElement>(null);
   const scope = { serviceId: record.serviceId, environment: record.environment as Environment };
@@ -41,12 +46,20 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
     setDone(undefined);
     setConfirming(undefined);
     await action.run(kind, async () => {
-      const next =
-        kind === 'abort'
-          ? await call(api.POST('/api/flags/{key}/canary/abort', { params: { path }, body: { ...scope, reason } }))
-          : await call(api.POST('/api/flags/{key}/canary/advance', { params: { path }, body: { ...scope, force: kind === 'force' } }));
-      onChange(next);
-      setDone(kind === 'abort' ? 'Aborted: the flag is back to its content from before the canary.' : 'The stage ended; the pipeline moved on.');
+      if (kind === 'abort') {
+        onChange(await call(api.POST('/api/flags/{key}/canary/abort', { params: { path }, body: { ...scope, reason } })));
+        setDone('Aborted: the flag is back to its content from before the canary.');
+        return;
+      }
+      const answer = await api.POST('/api/flags/{key}/canary/advance', { params: { path }, body: { ...scope, force: kind === 'force' } });
+      // A 409 carries the gate (docs/canary.md): too little data is the stage still soaking, not a failure.
+      const refusedGate = answer.response.status === 409 ? (answer.error as { gate?: CanaryGate } | undefined)?.gate : undefined;
+      if (refusedGate && gateState(refusedGate, record.config) === 'waiting') {
+        setDone(WAITING_TEXT);
+        return;
+      }
+      onChange(await call(Promise.resolve(answer)));
+      setDone('The stage ended; the pipeline moved on.');
     });
   }
 
@@ -55,7 +68,22 @@ export function CanaryControls({ record, onChange }: { record: CanaryRecord; onC
       <h2 id="canary-actions" className="visually-hidden">
         Canary actions
       </h2>
-      {isActive(record.status) && (
+      {isActive(record.status) && refusal && (
+        <>
+          {/* One reason for the three buttons (RefusedButton would repeat it under each). */}
+          <div className="rs-buttons">
+            {['Advance stage', 'Force advance…', 'Abort canary…'].map((label) => (
+              <button key={label} type="button" className={label === 'Abort canary…' ? 'danger' : undefined} disabled title={refusal} aria-describedby={refusalId}>
+                {label}
+              </button>
+            ))}
+          </div>
+          <p id={refusalId} className="hint">
+            {refusal}
+          </p>
+        </>
+      )}
+      {isActive(record.status) && !refusal && (
         <div className="rs-buttons" ref={triggers}>
           <button type="button" onClick={() => void act('advance')} disabled={!!busy} title="Run the gate now; the stage ends only if it passes">
             Advance stage

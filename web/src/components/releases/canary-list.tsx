@@ -6,7 +6,8 @@ import { Link } from 'wouter';
 import { useCanaries } from '../../api/resources';
 import { DataTable } from '../data-table';
 import { LoadState } from '../status';
-import { HEALTH_LABEL, percent, STATUS_LABEL, when } from './format';
+import { percent, STATUS_LABEL, when } from './format';
+import { canaryHealth, HEALTH_BADGE } from './health';
 import { flagReleaseHref, isActive, type CanaryRecord } from './types';
 
 /** Pipelines shown: the running ones and the latest ended ones. */
@@ -30,9 +31,8 @@ export function CanaryList({ projectId, serviceNames }: { projectId: string; ser
             { header: 'Flag', cell: (record) => <Link href={flagReleaseHref(projectId, record.flagKey, record.serviceId, record.environment)}>{record.flagKey}</Link> },
             { header: 'Service', cell: (record) => serviceNames.get(record.serviceId) ?? record.serviceId },
             { header: 'Environment', cell: (record) => record.environment },
-            { header: 'Status', cell: (record) => <span className={`rs-badge rs-status-${record.status}`}>{STATUS_LABEL[record.status]}</span> },
+            { header: 'Status', cell: statusCell },
             { header: 'Stage', className: 'rs-num', cell: stageText },
-            { header: 'Health', cell: (record) => HEALTH_LABEL[record.health.status] },
             { header: 'Started', cell: (record) => when(record.createdAt) },
           ]}
         />
@@ -44,4 +44,15 @@ export function CanaryList({ projectId, serviceNames }: { projectId: string; ser
 function stageText(record: CanaryRecord): string {
   const stage = record.currentStage ?? record.completedStages.at(-1);
   return stage ? `${stage.index + 1} at ${percent(stage.rolloutPercent)}` : '—';
+}
+
+/** An active pipeline's status with its health; an ended one's health is its status (completed, rolled back, aborted). */
+function statusCell(record: CanaryRecord) {
+  const health = canaryHealth(record);
+  return (
+    <>
+      {isActive(record.status) && `${STATUS_LABEL[record.status]}: `}
+      <span className={`rs-badge ${HEALTH_BADGE[health.state]}`}>{health.label}</span>
+    </>
+  );
 }

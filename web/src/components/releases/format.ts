@@ -1,5 +1,5 @@
 /** How release-safety numbers, times and states read in the console. */
-import type { CanaryGate, CanaryRecord, CanaryStatus } from './types';
+import type { CanaryGate, CanaryStatus } from './types';
 
 export const percent = (n: number) => `${Number.isInteger(n) ? n : n.toFixed(1)}%`;
 
@@ -21,26 +21,12 @@ export function duration(seconds: number): string {
   return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
 }
 
-export const HEALTH_LABEL: Record<CanaryRecord['health']['status'], string> = {
-  pending: 'Pending',
-  healthy: 'Healthy',
-  insufficient_data: 'Insufficient data',
-  breach: 'Breach',
-};
-
 export const STATUS_LABEL: Record<CanaryStatus, string> = {
   running: 'Running',
   paused: 'Paused',
   completed: 'Completed',
   rolled_back: 'Rolled back',
   aborted: 'Aborted',
-};
-
-/** A gate decision in words: `wait` is "insufficient data" until the soak ends, "not decided yet" during it. */
-export const DECISION_LABEL: Record<CanaryGate['decision'], string> = {
-  pass: 'Pass',
-  fail: 'Fail',
-  wait: 'Wait',
 };
 
 /** The interval of a delta: estimate with its [lower, upper] bounds (latency bounds may be null). */

@@ -3,10 +3,12 @@
  * settings and the auto-rollback limits), what the latest watch decided, and what auto-rollback
  * would decide about the latest change right now (a dry run: GET changes nothing).
  */
+import { useEffect, useRef } from 'react';
 import { Link } from 'wouter';
 import { useAudit, useAutoRollbackState, useProject } from '../../api/resources';
 import { LoadState } from '../status';
 import { msDelta, ratePoints, when } from './format';
+import { restoreSentence, useRollbacks } from './rollback-history';
 import type { AuditEntry, Environment } from './types';
 
 interface Props {
@@ -14,6 +16,8 @@ interface Props {
   flag: { id: string; key: string };
   serviceId: string;
   environment: Environment;
+  /** Changes when the flag may have changed (a canary's status): the panel reads its state again. */
+  refreshKey?: unknown;
 }
 
 export const VERDICT_LABEL: Record<string, string> = {
@@ -23,15 +27,28 @@ export const VERDICT_LABEL: Record<string, string> = {
   superseded: 'Superseded by a newer change',
 };
 
-export function GuardrailStatus({ projectId, flag, serviceId, environment }: Props) {
+export function GuardrailStatus({ projectId, flag, serviceId, environment, refreshKey }: Props) {
   const watched = environment === 'production';
   const project = useProject(projectId);
-  const checks = useAudit({ projectId, resourceId: flag.id, action: 'guardrail.checked', limit: 5 });
+  const checks = useAudit({ projectId, resourceId: flag.id, action: 'guardrail.checked', limit: 5 }, refreshKey);
   const now = useAutoRollbackState(flag.key, serviceId, environment, { enabled: watched });
-  const loading = project.loading || checks.loading || now.loading;
+  const { history, rollbacks } = useRollbacks(projectId, flag.id, refreshKey);
+  const loading = project.loading || checks.loading || now.loading || history.loading;
   const settings = project.data;
+  const reloadNow = now.reload;
+  const shownKey = useRef(refreshKey);
+  useEffect(() => {
+    // A canary's abort or rollback wrote a version after the dry run was read: judge again.
+    if (shownKey.current === refreshKey) return;
+    shownKey.current = refreshKey;
+    void reloadNow();
+  }, [refreshKey, reloadNow]);
 
   const latest = checks.data?.logs[0];
+  const restore = rollbacks[0];
+  const restoreVersion = (restore?.metadata as { version?: number } | undefined)?.version;
+  // Auto-rollback never undoes a restore, so when a restore is the latest change there is nothing to judge.
+  const restoreIsLatest = !!restore && (!now.data?.change || (restoreVersion !== undefined && now.data.change.version <= restoreVersion));
   return (
     <section aria-labelledby="guardrail" className="rs-panel">
       <h2 id="guardrail">Guardrail</h2>
@@ -58,13 +75,25 @@ export function GuardrailStatus({ projectId, flag, serviceId, environment }: Pro
                 <div>
                   <dt>Now (dry run)</dt>
                   <dd>
-                    {/* Not tripped includes too little evidence: the reason says which. */}
-                    <span className={`rs-badge ${now.data.tripped ? 'rs-decision-fail' : ''}`}>{now.data.tripped ? 'Tripped' : 'Not tripped'}</span>{' '}
-                    {now.data.change ? `latest change v${now.data.change.version} (${now.data.change.changeType}): ` : ''}
-                    {now.data.reason}
+                    {restoreIsLatest ? (
+                      'Nothing to judge: the latest change is a restore, which auto-rollback never undoes.'
+                    ) : (
+                      <>
+                        {/* Not tripped includes too little evidence: the reason says which. */}
+                        <span className={`rs-badge ${now.data.tripped ? 'rs-decision-fail' : ''}`}>{now.data.tripped ? 'Tripped' : 'Not tripped'}</span>{' '}
+                        {now.data.change ? `latest change v${now.data.change.version} (${now.data.change.changeType}): ` : ''}
+                        {now.data.reason}
+                      </>
+                    )}
                   </dd>
                 </div>
               </>
+            )}
+            {restore && (
+              <div>
+                <dt>Latest restore</dt>
+                <dd>{restoreSentence(restore)}</dd>
+              </div>
             )}
             <div>
               <dt>Latest check</dt>

@@ -15,6 +15,8 @@ const LOOKBACK = 100;
 
 interface RollbackMeta {
   rollbackTo?: number;
+  /** The version the restore wrote. */
+  version?: number;
   canary?: { action?: string; reason?: string; pipelineId?: string; requestedBy?: string };
   autoRollback?: { fromVersion?: number; reason?: string };
 }
@@ -28,9 +30,33 @@ function whyOf(entry: AuditEntry): string {
   return 'Rolled back by hand';
 }
 
-export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: string; flagId?: string; refreshKey?: unknown }) {
+/** What a restore did, in one sentence: the version it wrote, the content it brought back, what caused it and when. */
+export function restoreSentence(entry: AuditEntry): string {
+  const m = entry.metadata as RollbackMeta;
+  const cause =
+    m.canary?.action === 'aborted'
+      ? 'the canary abort'
+      : m.canary?.action === 'rolled_back'
+        ? "the canary's failed gate"
+        : m.canary
+          ? 'the canary'
+          : m.autoRollback
+            ? entry.actor === 'system:guardrail'
+              ? 'the guardrail'
+              : 'auto-rollback'
+            : `${entry.actor} by hand`;
+  return `Restored as version ${m.version ?? '?'} (the content of version ${m.rollbackTo}) by ${cause} at ${when(entry.timestamp)}`;
+}
+
+/** The restores among the flag's (or project's) latest changes, newest first; `refreshKey` reloads them when it changes. */
+export function useRollbacks(projectId: string, flagId: string | undefined, refreshKey?: unknown) {
   const history = useAudit({ projectId, resourceId: flagId, resourceType: 'flag', action: 'flag.update', limit: LOOKBACK }, refreshKey);
   const rollbacks = history.data?.logs.filter((e) => typeof (e.metadata as RollbackMeta).rollbackTo === 'number') ?? [];
+  return { history, rollbacks };
+}
+
+export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: string; flagId?: string; refreshKey?: unknown }) {
+  const { history, rollbacks } = useRollbacks(projectId, flagId, refreshKey);
   return (
     <section aria-labelledby="rollbacks" className="rs-panel">
       <h2 id="rollbacks">Rollback history</h2>

@@ -5,8 +5,9 @@
  * check. Every stage keeps the same box from the start (planned ones included), so live updates
  * change text, never the layout.
  */
-import { DECISION_LABEL, duration, interval, ms, msDelta, percent, rate, ratePoints, time } from './format';
-import { plannedStages, type CanaryGate, type CanaryRecord, type CanaryStage } from './types';
+import { duration, interval, ms, msDelta, percent, rate, ratePoints, time } from './format';
+import { canaryHealth, gateState, HEALTH_BADGE, HEALTH_LABEL } from './health';
+import { plannedStages, type CanaryConfig, type CanaryGate, type CanaryRecord, type CanaryStage } from './types';
 
 type StageState = 'passed' | 'forced' | 'failed' | 'running' | 'paused' | 'ended' | 'planned' | 'skipped';
 
@@ -27,6 +28,8 @@ interface TimelineStage {
   state: StageState;
   stage?: CanaryStage;
   gate?: CanaryGate;
+  /** The current stage's: when the gate shown was checked (a finished stage's gate is of its end). */
+  checkedAt?: string;
 }
 
 function timelineOf(record: CanaryRecord): TimelineStage[] {
@@ -40,11 +43,11 @@ function timelineOf(record: CanaryRecord): TimelineStage[] {
       return { index, rolloutPercent: done.rolloutPercent, state, stage: done, gate: done.gate };
     }
     if (current?.index === index) {
-      // The latest check belongs to this stage when it was made after the stage started.
-      const latest = record.health.gate && record.health.checkedAt && record.health.checkedAt >= current.startedAt ? record.health.gate : undefined;
-      const gate = current.gate ?? latest;
+      // The same check as the page's summary, so both show the same numbers.
+      const evidence = canaryHealth(record).evidence;
+      const gate = evidence?.gate ?? current.gate;
       const state: StageState = ended ? (gate?.decision === 'fail' ? 'failed' : 'ended') : record.status === 'paused' ? 'paused' : 'running';
-      return { index, rolloutPercent: current.rolloutPercent, state, stage: current, gate };
+      return { index, rolloutPercent: current.rolloutPercent, state, stage: current, gate, checkedAt: evidence?.checkedAt };
     }
     return { index, rolloutPercent, state: ended ? 'skipped' : 'planned' };
   });
@@ -64,10 +67,12 @@ export function StageTimeline({ record }: { record: CanaryRecord }) {
             <span className={`rs-badge rs-badge-${s.state}`}>{STATE_LABEL[s.state]}</span>
             <span className="rs-stage-times muted">
               {s.stage ? `${time(s.stage.startedAt)} – ${s.stage.endedAt ? time(s.stage.endedAt) : s.state === 'running' ? `soak ${duration(record.remainingSoakSeconds)} left` : 'now'}` : ' '}
+              {/* The numbers below are of this check (the page's summary names the same one). */}
+              {s.checkedAt && !s.stage?.endedAt ? `, numbers of the check at ${time(s.checkedAt)}` : ''}
             </span>
           </div>
           {s.stage?.forcedBy && <p className="rs-note">Forced by {s.stage.forcedBy}: soak and gate skipped.</p>}
-          <GateEvidence gate={s.gate} state={s.state} errorLimit={config.errorRateGateDelta} latencyLimit={config.latencyGateDeltaMs} minSamples={config.minSamplesPerCohort} />
+          <GateEvidence gate={s.gate} state={s.state} config={config} />
         </li>
       ))}
     </ol>
@@ -81,7 +86,7 @@ const UNCHECKED_COHORT = { exposures: null, errors: null, errorRate: null, laten
  * One gate's evidence in a fixed grid. A live stage renders the same grid before its first check
  * (dashes), so the first numbers replace text instead of growing the box.
  */
-function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { gate?: CanaryGate; state: StageState; errorLimit: number; latencyLimit: number; minSamples: number }) {
+function GateEvidence({ gate, state, config }: { gate?: CanaryGate; state: StageState; config: CanaryConfig }) {
   const live = state === 'running' || state === 'paused';
   if (!gate && !live) {
     const why: Record<StageState, string> = {
@@ -100,14 +105,13 @@ function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { g
       </div>
     );
   }
-  const insufficient = gate?.decision === 'wait' && (gate.treatment.exposures < minSamples || gate.control.exposures < minSamples);
-  const decision = !gate ? 'Not checked yet' : insufficient ? 'Insufficient data' : gate.decision === 'wait' && !live ? 'No decision' : DECISION_LABEL[gate.decision];
+  const decision = gate ? gateState(gate, config) : 'not_checked';
   const cohorts = { treatment: gate?.treatment ?? UNCHECKED_COHORT, control: gate?.control ?? UNCHECKED_COHORT };
   const count = (n: number | null) => (n === null ? '—' : n.toLocaleString());
   return (
     <div className="rs-gate">
       <p className="rs-decision">
-        <span className={`rs-badge rs-decision-${gate?.decision ?? 'wait'}`}>Gate: {decision}</span>{' '}
+        <span className={`rs-badge ${HEALTH_BADGE[decision]}`}>Gate: {HEALTH_LABEL[decision]}</span>{' '}
         <span className="rs-reason">{gate ? gate.reason : 'the first check comes a tenth of the soak after the stage started'}</span>
       </p>
       <table className="rs-cohorts">
@@ -139,13 +143,13 @@ function GateEvidence({ gate, state, errorLimit, latencyLimit, minSamples }: { g
         <div>
           <dt>Error-rate delta</dt>
           <dd>
-            {gate ? interval(gate.errorRateDelta, ratePoints) : '—'} <span className="rs-limit muted">limit {ratePoints(errorLimit)}</span>
+            {gate ? interval(gate.errorRateDelta, ratePoints) : '—'} <span className="rs-limit muted">limit {ratePoints(config.errorRateGateDelta)}</span>
           </dd>
         </div>
         <div>
           <dt>Latency delta</dt>
           <dd>
-            {gate ? interval(gate.latencyDeltaMs, msDelta) : '—'} <span className="rs-limit muted">limit {msDelta(latencyLimit)}</span>
+            {gate ? interval(gate.latencyDeltaMs, msDelta) : '—'} <span className="rs-limit muted">limit {msDelta(config.latencyGateDeltaMs)}</span>
           </dd>
         </div>
         <div>

@@ -9,7 +9,9 @@ import { useLocation } from 'wouter';
 import { api, ApiError, call } from '../../api/client';
 import { useFlags, useServices } from '../../api/resources';
 import { activation } from '../../telemetry';
-import { Field, FormError, SelectField, SubmitButton, useSubmit } from '../forms';
+import { Field, FormError, RefusedButton, SelectField, SubmitButton, useSubmit } from '../forms';
+import { useProjectAccess } from '../settings/access';
+import { canaryRefusal } from './access';
 import { PRODUCTION_FIRST } from '../../api/environments';
 import { flagReleaseHref, type Environment } from './types';
 
@@ -60,6 +62,16 @@ export function StartCanaryForm({ projectId, initial }: Props) {
   });
 
   const noServices = services.data && !services.data.services.length;
+  const refusal = canaryRefusal(useProjectAccess(projectId));
+  if (refusal) {
+    // A form that can only fail is no help: the button stays, disabled, with the reason.
+    return (
+      <section aria-labelledby="start-canary" className="rs-start">
+        <h2 id="start-canary">Start a canary</h2>
+        <RefusedButton reason={refusal}>Start canary</RefusedButton>
+      </section>
+    );
+  }
   return (
     <form onSubmit={onSubmit} noValidate className="inline-form rs-start" aria-labelledby="start-canary">
       <h2 id="start-canary">Start a canary</h2>

@@ -8,12 +8,15 @@ import { Link, useParams, useSearch } from 'wouter';
 import { useCanary, useFlag, useSetCanary } from '../../api/resources';
 import { LoadState } from '../../components/status';
 import { CanaryControls } from '../../components/releases/canary-controls';
-import { duration, HEALTH_LABEL, percent, STATUS_LABEL, when } from '../../components/releases/format';
+import { duration, percent, STATUS_LABEL, time, when } from '../../components/releases/format';
+import { canaryHealth, HEALTH_BADGE } from '../../components/releases/health';
+import { canaryRefusal } from '../../components/releases/access';
 import { GuardrailStatus } from '../../components/releases/guardrail-status';
 import { RollbackHistory } from '../../components/releases/rollback-history';
 import { StageTimeline } from '../../components/releases/stage-timeline';
 import { isEnvironment } from '../../api/environments';
 import { isActive, type CanaryRecord } from '../../components/releases/types';
+import { useProjectAccess } from '../../components/settings/access';
 
 const POLL_MS = 2_000;
 
@@ -29,6 +32,7 @@ export default function FlagRelease() {
   const canary = useCanary(key, serviceId, environment, (current) => (current && isActive(current.status) ? POLL_MS : false));
   const showCanary = useSetCanary(key, serviceId, environment);
   const record = canary.data ?? undefined;
+  const refusal = canaryRefusal(useProjectAccess(projectId));
 
   const startHref = `/projects/${encodeURIComponent(projectId)}/releases?${new URLSearchParams({ flag: key, serviceId, environment }).toString()}`;
 
@@ -63,6 +67,7 @@ export default function FlagRelease() {
             <CanaryControls
               key={record.id}
               record={record}
+              refusal={refusal}
               onChange={(next) => void showCanary(next)}
             />
             <StageTimeline record={record} />
@@ -76,7 +81,7 @@ export default function FlagRelease() {
       </section>
       {flag.data && (
         <>
-          <GuardrailStatus projectId={projectId} flag={flag.data} serviceId={serviceId} environment={environment} />
+          <GuardrailStatus projectId={projectId} flag={flag.data} serviceId={serviceId} environment={environment} refreshKey={record?.status} />
           <RollbackHistory projectId={projectId} flagId={flag.data.id} refreshKey={record?.status} />
         </>
       )}
@@ -87,24 +92,24 @@ export default function FlagRelease() {
 function CanarySummary({ record }: { record: CanaryRecord }) {
   const config = record.config;
   const stage = record.currentStage;
+  const health = canaryHealth(record);
+  const evidence = health.evidence;
   return (
     <>
       {/* Announced when it changes (a stage starts, the pipeline ends); the numbers below are not. */}
       <p className="rs-summary" aria-live="polite">
-        <span className={`rs-badge rs-status-${record.status}`}>{STATUS_LABEL[record.status]}</span>{' '}
-        {stage && isActive(record.status) ? `Stage ${stage.index + 1} at ${percent(stage.rolloutPercent)}` : `Ended ${when(record.updatedAt)}`}
+        <span className={`rs-badge ${HEALTH_BADGE[health.state]}`}>{health.label}</span>{' '}
+        {stage && isActive(record.status) ? `Stage ${stage.index + 1} at ${percent(stage.rolloutPercent)}, ${STATUS_LABEL[record.status].toLowerCase()}` : `Ended ${when(record.updatedAt)}`}
         {record.statusReason ? `: ${record.statusReason}` : ''}
       </p>
+      {/* Full width and one line each at desktop widths, so the first check does not move what follows. */}
+      <p>{health.explanation}</p>
+      <p className="muted">
+        {evidence
+          ? `At the last gate check, ${time(evidence.checkedAt)}: ${evidence.gate.treatment.exposures.toLocaleString()} treatment / ${evidence.gate.control.exposures.toLocaleString()} control exposures (${config.minSamplesPerCohort.toLocaleString()} needed per cohort)`
+          : 'No gate check of this stage yet'}
+      </p>
       <dl className="rs-facts">
-        <div>
-          <dt>Health</dt>
-          <dd>
-            {HEALTH_LABEL[record.health.status]}
-            {/* Always a second line, so the first check does not rewrap the facts. */}
-            <br />
-            <span className="muted">{record.health.checkedAt ? `checked ${new Date(record.health.checkedAt).toLocaleTimeString()}` : 'not checked yet'}</span>
-          </dd>
-        </div>
         <div>
           <dt>Soak left</dt>
           <dd className="rs-num">{record.status === 'running' ? duration(record.remainingSoakSeconds) : '—'}</dd>

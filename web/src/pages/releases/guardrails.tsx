@@ -6,7 +6,9 @@
 import { Link, useParams } from 'wouter';
 import { api, call } from '../../api/client';
 import { useAudit, useProject } from '../../api/resources';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { Field, FormError, RefusedButton, SubmitButton, useSubmit } from '../../components/forms';
+import { guardrailSettingsRefusal } from '../../components/releases/access';
+import { useProjectAccess } from '../../components/settings/access';
 import { DataTable } from '../../components/data-table';
 import { LoadState } from '../../components/status';
 import { msDelta, ratePoints, when } from '../../components/releases/format';
@@ -32,6 +34,7 @@ export default function Guardrails() {
   const { projectId } = useParams<{ projectId: string }>();
   const project = useProject(projectId);
   const checks = useAudit({ projectId, action: 'guardrail.checked', limit: CHECKS_SHOWN });
+  const refusal = guardrailSettingsRefusal(useProjectAccess(projectId));
   const { busy, error, onSubmit } = useSubmit(async (data) => {
     const minutes = Number(String(data.get('guardrailWindowMinutes') ?? ''));
     await call(
@@ -55,13 +58,16 @@ export default function Guardrails() {
           {project.data && (
             <form onSubmit={onSubmit} noValidate className="inline-form" aria-labelledby="guardrail-settings" key={`${project.data.guardrailAutoRollback}-${project.data.guardrailWindowMinutes}`}>
               <h2 id="guardrail-settings">Settings</h2>
-              <div className="field rs-check">
-                <input type="checkbox" id="guardrailAutoRollback" name="guardrailAutoRollback" defaultChecked={project.data.guardrailAutoRollback} />
-                <label htmlFor="guardrailAutoRollback">Roll back a tripped change automatically (otherwise only notify)</label>
-              </div>
-              <Field label="Watch window (minutes)" name="guardrailWindowMinutes" type="number" inputMode="numeric" min={1} max={1440} step={1} defaultValue={project.data.guardrailWindowMinutes} error={error} hint="1-1440: the minutes compared before and after a change" />
+              {/* Read-only for those who may not change them: the values stay readable. */}
+              <fieldset disabled={!!refusal} className="fl-plain">
+                <div className="field rs-check">
+                  <input type="checkbox" id="guardrailAutoRollback" name="guardrailAutoRollback" defaultChecked={project.data.guardrailAutoRollback} />
+                  <label htmlFor="guardrailAutoRollback">Roll back a tripped change automatically (otherwise only notify)</label>
+                </div>
+                <Field label="Watch window (minutes)" name="guardrailWindowMinutes" type="number" inputMode="numeric" min={1} max={1440} step={1} defaultValue={project.data.guardrailWindowMinutes} error={error} hint="1-1440: the minutes compared before and after a change" />
+              </fieldset>
               <FormError error={error} fields={['guardrailWindowMinutes', 'guardrailAutoRollback']} />
-              <SubmitButton busy={busy}>Save guardrail settings</SubmitButton>
+              {refusal ? <RefusedButton reason={refusal}>Save guardrail settings</RefusedButton> : <SubmitButton busy={busy}>Save guardrail settings</SubmitButton>}
             </form>
           )}
         </LoadState>
