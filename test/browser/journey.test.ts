@@ -60,7 +60,7 @@ describe('the first journey in the console', () => {
     expect(await page.getByRole('combobox', { name: 'Project' }).locator('option:checked').textContent()).toBe('Journey Shop');
     await page.getByLabel('Service name').fill('Checkout API');
     await page.getByRole('button', { name: 'Create service' }).click();
-    await page.getByRole('cell', { name: 'Checkout API' }).waitFor();
+    await page.getByRole('cell', { name: 'Checkout API', exact: true }).waitFor();
     await screenshot(page, 'project-home');
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Projects' }).click();
     await page.getByRole('link', { name: 'Journey Shop' }).waitFor();

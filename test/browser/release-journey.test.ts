@@ -64,7 +64,7 @@ describe('the release journey', () => {
     projectId = decodeURIComponent(new URL(page.url()).pathname.split('/')[2]);
     await page.getByLabel('Service name').fill('Checkout API');
     await page.getByRole('button', { name: 'Create service' }).click();
-    await page.getByRole('cell', { name: 'Checkout API' }).waitFor();
+    await page.getByRole('cell', { name: 'Checkout API', exact: true }).waitFor();
 
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Flags' }).click();
     await heading('Flags').waitFor();
