@@ -120,7 +120,7 @@ describe('webhook test send and health', () => {
     receiver.behave(path, () => ({ status: 500 }));
     await openWebhook(path);
     await page.getByRole('button', { name: 'Send test event' }).click();
-    await page.getByText(/^Test event failed \(HTTP 500 in \d+ ms\)/).waitFor({ timeout: 30_000 });
+    await page.getByText(/^Test event failed in \d+ ms: HTTP 500/).waitFor({ timeout: 30_000 });
     await page.getByRole('row', { name: /webhook\.test/ }).getByRole('cell', { name: 'failed' }).waitFor();
     await page.getByText('Active · Health: Failing: the last delivery failed (HTTP 500)').waitFor();
     await screenshot(page, 'webhook-page-test-event-failed');

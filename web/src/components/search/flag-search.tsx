@@ -52,12 +52,12 @@ export function FlagSearch() {
   }, []);
 
   return (
-    <div className="fs">
+    <>
       <button type="button" ref={trigger} className="fs-trigger" aria-haspopup="dialog" aria-expanded={open} aria-keyshortcuts="/ Control+K Meta+K" onClick={() => setOpen(!open)}>
         Search flags <kbd>/</kbd>
       </button>
       {open && <SearchPopup onClose={close} />}
-    </div>
+    </>
   );
 }
 

@@ -6,7 +6,7 @@ import { DataTable } from '../../components/data-table';
 import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { when } from '../../components/settings/format';
-import { ActionOutcome, SettingsPage } from '../../components/settings/settings-page';
+import { SettingsPage } from '../../components/settings/settings-page';
 import { EventChoices, eventsOf } from '../../components/settings/webhook-events';
 import { HealthText, webhookHealth } from '../../components/settings/webhook-health';
 import { LoadState } from '../../components/status';
@@ -113,25 +113,24 @@ function CurrentHealth({ webhookId }: { webhookId: string }) {
 }
 
 function outcomeText(outcome: TestOutcome): string {
-  const answer = outcome.statusCode !== null ? `HTTP ${outcome.statusCode}` : (outcome.error ?? 'no answer');
+  const answer = outcome.statusCode !== null ? `HTTP ${outcome.statusCode}` : 'no answer';
   const took = outcome.durationMs !== null ? ` in ${outcome.durationMs} ms` : '';
   if (outcome.delivered) return `Test event delivered (${answer}${took}).`;
   if (outcome.status === 'skipped') return `Test event not sent: ${outcome.error ?? 'the webhook is paused'}.`;
   if (outcome.status === 'pending') return 'Test event sent; no answer yet. The delivery log shows it when it settles.';
-  return `Test event failed (${answer}${took})${outcome.statusCode !== null && outcome.error ? `: ${outcome.error}` : ''}.`;
+  return `Test event failed${took}: ${outcome.error ?? answer}.`;
 }
 
 /** Sends one signed webhook.test event and says what the endpoint answered; the log then shows it. */
 function TestSend({ webhookId }: { webhookId: string }) {
   const log = useWebhookDeliveries(webhookId, PAGE);
   const action = useAction();
-  const [notice, setNotice] = useState('');
+  const [outcome, setOutcome] = useState<TestOutcome | undefined>();
 
   async function send() {
-    setNotice('');
+    setOutcome(undefined);
     await action.run('test', async () => {
-      const outcome = await call(api.POST('/api/webhooks/{id}/test', { params: { path: { id: webhookId } } }));
-      setNotice(outcomeText(outcome));
+      setOutcome(await call(api.POST('/api/webhooks/{id}/test', { params: { path: { id: webhookId } } })));
       await log.refetch();
     });
   }
@@ -141,7 +140,15 @@ function TestSend({ webhookId }: { webhookId: string }) {
       <button type="button" onClick={() => void send()} disabled={!!action.running}>
         {action.running ? 'Sending…' : 'Send test event'}
       </button>
-      <ActionOutcome notice={notice} error={action.error} />
+      {/* A failed send is a finding about the endpoint, shown like an error. */}
+      <p role="status" className={outcome && !outcome.delivered ? 'form-error' : 'st-notice'}>
+        {outcome && outcomeText(outcome)}
+      </p>
+      {action.error && (
+        <p role="alert" className="form-error">
+          {action.error.message}
+        </p>
+      )}
     </div>
   );
 }
@@ -161,12 +168,6 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
         </button>
       </p>
       <LoadState loading={log.isLoading} error={moreError ? undefined : (log.error ?? undefined)}>
-        {/* With no deliveries the table's own sentence says so. */}
-        {deliveries.length > 0 && (
-          <p>
-            Health: <HealthText health={webhookHealth(deliveries)} />
-          </p>
-        )}
         <DataTable
           caption="Deliveries, newest first"
           rows={deliveries}
