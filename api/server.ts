@@ -36,6 +36,7 @@ import { createOAuthFeature } from './features/oauth/wiring';
 import { createOrgFeature } from './features/orgs/wiring';
 import { createPersonalTokenFeature } from './features/personal-tokens/wiring';
 import { createProjectFeature } from './features/projects/wiring';
+import { createSearchFeature } from './features/search/wiring';
 import { createServiceFeature } from './features/services/wiring';
 import { sdkEndpointRoutes, type ListenerUrls } from './features/sdk/routes';
 import { createSimulateFeature } from './features/simulate/wiring';
@@ -222,6 +223,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     const services = createServiceFeature({ sql });
     const audit = createAuditFeature({ sql, access: projectAccess });
     const watch = createWatchFeature({ sql });
+    const search = createSearchFeature({ sql });
     const changeGate = new ChangeGate({ sql, mail, logger });
     const flags = createFlagFeature({ sql, access: projectAccess, logger, gate: changeGate, afterCommit: () => outbox.nudge() });
     const cohorts = createCohortFeature({ sql, gate: changeGate, afterCommit: () => outbox.nudge() });
@@ -229,7 +231,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
     // The SSRF-guarded client for every user-supplied URL (webhooks, alert channels, export).
     const outbound = new OutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     onShutdown(() => outbound.close());
-    const webhooks = createWebhookFeature({ sql, temporal, outbound });
+    const webhooks = createWebhookFeature({ sql, cache, temporal, outbound });
     outbox.register(webhooks.consumer);
     const alertChannels = createAlertChannelFeature({ sql, deliveries: webhooks.deliveries, mail, outbound, sends: accounts.sends, publicBaseUrl, logger });
     const { notifyOrgAlertChannels } = alertChannels;
@@ -301,6 +303,7 @@ export async function createPlatform(config: Config, logger = createLogger(confi
       { control: sdkEndpointRoutes({ config, listenerUrls }) },
       audit.routes,
       watch.routes,
+      search.routes,
       webhooks.routes,
       alertChannels.routes,
       triggers.routes,

@@ -1,5 +1,5 @@
 /**
- * The shell: header (organization and project switchers, the user, sign out), the navigation
+ * The shell: header (organization and project switchers, the flag search, the user, sign out), the navigation
  * built from the routes table, and the current screen. Screen does what every page needs: the
  * access rule, the document title, moving focus to the new page, screen_viewed, and a boundary
  * that keeps a page that fails to load (page-boundary.tsx) from blanking the console.
@@ -8,6 +8,7 @@ import { Suspense, useEffect, useState, type ReactNode } from 'react';
 import { Link, Redirect, Route, Switch, useLocation, useParams, useRoute, useSearch } from 'wouter';
 import { api, asApiError, call } from './api/client';
 import { nextTarget } from './navigation';
+import { FlagSearch } from './components/search/flag-search';
 import { PageBoundary } from './page-boundary';
 import { documentTitle, TitleContext } from './page-title';
 import { hrefOf, routes, type ConsoleRoute } from './routes';
@@ -133,6 +134,7 @@ function Header() {
       {session.status === 'signed-in' && (
         <>
           <Switchers projectId={projectId} />
+          <FlagSearch />
           <div className="user">
             <span className="muted" title={session.user?.email}>
               {session.user?.name}

@@ -31,7 +31,7 @@ const toService = (r: ServiceRow): ServiceRecord => ({
 });
 
 /** `%` and `_` in a search term match themselves. */
-const likePattern = (term: string) => `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+export const likePattern = (term: string) => `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export class ServiceStore {
   async insert(db: Queryable, s: { id: string; projectId: string; name: string; slug: string; description: string; tags: string[] }): Promise<ServiceRecord> {

@@ -138,6 +138,26 @@ export function webhookRoutes(deps: { webhooks: WebhookService }): AnyRoute[] {
       },
     }),
     defineRoute({
+      method: 'post',
+      path: '/api/webhooks/:id/test',
+      summary: 'Send a signed webhook.test event (one attempt, logged with the deliveries) and report what the endpoint answered; 10 per minute per webhook',
+      tags: ['webhooks'],
+      auth: 'authenticated',
+      access: { capability: 'settings:manage', owner: 'Webhook', projectOf: (ctx) => webhooks.projectOf(ctx.params.id) },
+      params: IdParams,
+      response: z.object({
+        delivered: z.boolean(),
+        status: z.enum(['pending', 'delivered', 'failed', 'skipped']).describe('The delivery: pending when the attempt outlasted the wait, skipped when the webhook is paused'),
+        deliveryId: z.string().describe('The delivery in GET /api/webhooks/{id}/deliveries'),
+        statusCode: z.number().nullable().describe("The endpoint's HTTP status"),
+        durationMs: z.number().nullable(),
+        error: z.string().nullable(),
+      }),
+      async handler({ params }) {
+        return webhooks.testSend(params.id);
+      },
+    }),
+    defineRoute({
       method: 'get',
       path: '/api/webhooks/:id/deliveries',
       summary: 'Recent deliveries, newest first, with every attempt (status code, timing, error)',

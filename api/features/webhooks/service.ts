@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { actingUser } from '../../auth/principal';
-import { badRequest, notFound } from '../../http/errors';
+import { badRequest, notFound, retryLater } from '../../http/errors';
 import { OutboundTargetError, type OutboundClient } from '../../http/outbound';
 import { newId } from '../../infra/ids';
+import type { Cache } from '../../infra/cache';
 import type { Sql } from '../../infra/postgres';
 import { actorFromPrincipal, writeAudit } from '../audit/writer';
 import type { Caller } from '../projects/common';
-import type { DeliveryAttempt, DeliveryRecord, DeliveryStore } from './deliveries';
+import type { DeliveryAttempt, DeliveryQueue, DeliveryRecord, DeliveryStore } from './deliveries';
 import type { WebhookStore } from './store';
 import { FLAG_EVENTS } from '../flags/types';
 import { type WebhookInput, type WebhookPatch, type WebhookRecord } from './types';
@@ -15,7 +16,27 @@ export interface WebhookServiceDeps {
   sql: Sql;
   store: WebhookStore;
   deliveries: DeliveryStore;
+  /** Test sends go through the same delivery lane as flag events (signed, logged). */
+  queue: DeliveryQueue;
+  /** Counts test sends per webhook across replicas. */
+  cache: Cache;
   outbound: OutboundClient;
+}
+
+/** The event of a test send (docs/api-reference.md#webhooks); never subscribed to, sent on request only. */
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+/** Test sends per webhook per minute (docs/limits.md#rate-limits). */
+export const TEST_SENDS_PER_MINUTE = 10;
+/** How long a test send waits for its single attempt (the attempt itself is bounded at 10 s). */
+const TEST_SEND_WAIT_MS = 15_000;
+
+export interface WebhookTestResult {
+  delivered: boolean;
+  status: DeliveryRecord['status'];
+  deliveryId: string;
+  statusCode: number | null;
+  durationMs: number | null;
+  error: string | null;
 }
 
 export interface DeliveryView {
@@ -119,6 +140,36 @@ export class WebhookService {
         before,
       });
     });
+  }
+
+  /**
+   * Sends a signed `webhook.test` event with a single attempt through the delivery lane (so it is
+   * in the delivery log) and reports what the endpoint answered; a paused webhook's is skipped.
+   */
+  async testSend(id: string): Promise<WebhookTestResult> {
+    const webhook = await this.get(id);
+    const { count, resetMs } = await this.deps.cache.hit(`webhook-test:${id}`, 60);
+    if (count > TEST_SENDS_PER_MINUTE) {
+      throw retryLater(429, `Too many test sends: ${TEST_SENDS_PER_MINUTE} per minute per webhook`, (resetMs - Date.now()) / 1000);
+    }
+    const eventId = newId('wht');
+    const body = JSON.stringify({
+      event: WEBHOOK_TEST_EVENT,
+      timestamp: new Date().toISOString(),
+      data: { projectId: webhook.projectId, webhookId: webhook.id, message: 'This is a test event from the feature flag service. No action is needed.' },
+    });
+    const { deliveryId } = await this.deps.queue.enqueue({ target: { kind: 'webhook', webhookId: id }, event: WEBHOOK_TEST_EVENT, eventId, body, maxAttempts: 1 });
+    const settled = await this.deps.queue.settle(deliveryId, TEST_SEND_WAIT_MS);
+    const [attempt] = (await this.deps.deliveries.attempts(this.deps.sql, [deliveryId])).get(deliveryId) ?? [];
+    const status = settled?.status ?? 'pending';
+    return {
+      delivered: status === 'delivered',
+      status,
+      deliveryId,
+      statusCode: settled?.lastStatusCode ?? null,
+      durationMs: attempt?.durationMs ?? null,
+      error: settled?.lastError ?? (status === 'pending' ? 'no answer yet; the attempt is still running' : null),
+    };
   }
 
   /** Recent deliveries, newest first, with every attempt: what a user needs to debug a receiver. */

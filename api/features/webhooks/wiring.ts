@@ -1,5 +1,6 @@
 import type { OutboundClient } from '../../http/outbound';
 import type { ListenerRoutes } from '../../http/route';
+import type { Cache } from '../../infra/cache';
 import type { Sql } from '../../infra/postgres';
 import type { Temporal } from '../../infra/temporal';
 import { DeliveryQueue, DeliveryStore } from './deliveries';
@@ -17,11 +18,11 @@ export interface WebhookFeature {
 }
 
 /** Project webhooks, delivered by the Temporal delivery workflow through the SSRF guard. */
-export function createWebhookFeature(deps: { sql: Sql; temporal: Temporal; outbound: OutboundClient }): WebhookFeature {
+export function createWebhookFeature(deps: { sql: Sql; cache: Cache; temporal: Temporal; outbound: OutboundClient }): WebhookFeature {
   const { sql } = deps;
   const store = new WebhookStore();
   const deliveries = new DeliveryQueue(deps.temporal, sql, new DeliveryStore());
-  const webhooks = new WebhookService({ sql, store, deliveries: deliveries.store, outbound: deps.outbound });
+  const webhooks = new WebhookService({ sql, store, deliveries: deliveries.store, queue: deliveries, cache: deps.cache, outbound: deps.outbound });
   return {
     routes: { control: webhookRoutes({ webhooks }) },
     consumer: new WebhookDispatcher({ sql, store, queue: deliveries }),

@@ -139,6 +139,10 @@ export const useConnections = () =>
 export const useFlags = (query: Query<'/api/flags'>, options?: { enabled?: boolean }) =>
   useResource(['projects', query.projectId, 'flags', query], () => call(api.GET('/api/flags', { params: { query } })), options);
 
+/** The global flag search (docs/api-reference.md#global-flag-search); nothing is asked while `q` is empty. */
+export const useFlagSearch = (q: string, limit: number) =>
+  useResource(['search', 'flags', q, limit], () => call(api.GET('/api/search/flags', { params: { query: { q, limit } } })), { enabled: q.length > 0 });
+
 export const useFlag = (key: string, serviceId: string, environment: Environment) =>
   useResource(['flags', key, serviceId, environment], () => call(api.GET('/api/flags/{key}', { params: { path: { key }, query: { serviceId, environment } } })));
 

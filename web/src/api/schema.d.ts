@@ -1871,6 +1871,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/search/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Find flags by key or name across every project the caller can read */
+        get: operations["getSearchFlags"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/services": {
         parameters: {
             query?: never;
@@ -2127,6 +2144,23 @@ export interface paths {
         get: operations["getWebhooksByIdDeliveries"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a signed webhook.test event (one attempt, logged with the deliveries) and report what the endpoint answered; 10 per minute per webhook */
+        post: operations["postWebhooksByIdTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -35019,6 +35053,222 @@ export interface operations {
             };
         };
     };
+    getSearchFlags: {
+        parameters: {
+            query: {
+                limit?: number;
+                /** @description Case-insensitive substring of the key or name; % and _ match themselves */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: {
+                            /** @description In the order development, staging, production; only the environments holding the flag */
+                            environments: {
+                                enabled: boolean;
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                version: number;
+                            }[];
+                            key: string;
+                            name: string;
+                            projectId: string;
+                            projectName: string;
+                            serviceId: string;
+                            serviceName: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
     getServices: {
         parameters: {
             query?: {
@@ -39475,6 +39725,217 @@ export interface operations {
                         }[];
                         hasMore: boolean;
                         nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid parameters or validation failure; `details` lists every problem (docs/errors.md) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Missing or invalid authentication (docs/api-reference.md#credentials) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Insufficient permission (docs/errors.md#permission-messages) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Not found, or a resource the caller cannot see */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Gone (a single-use resource already used, cancelled or expired) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Request body too large (docs/limits.md#request-sizes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Unsupported media type, or a compressed body (no Content-Encoding is accepted) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Rate limited (docs/limits.md#rate-limits) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Service unavailable: a backend the request needs is down (docs/errors.md) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        details?: {
+                            message: string;
+                            path: string;
+                        }[];
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postWebhooksByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivered: boolean;
+                        /** @description The delivery in GET /api/webhooks/{id}/deliveries */
+                        deliveryId: string;
+                        durationMs: number | null;
+                        error: string | null;
+                        /**
+                         * @description The delivery: pending when the attempt outlasted the wait, skipped when the webhook is paused
+                         * @enum {string}
+                         */
+                        status: "pending" | "delivered" | "failed" | "skipped";
+                        /** @description The endpoint's HTTP status */
+                        statusCode: number | null;
                     };
                 };
             };

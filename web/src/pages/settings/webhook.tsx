@@ -3,7 +3,7 @@ import { Link, useParams } from 'wouter';
 import { api, call, type paths } from '../../api/client';
 import { useWebhook, useWebhookDeliveries } from '../../api/resources';
 import { DataTable } from '../../components/data-table';
-import { Field, FormError, SubmitButton, useSubmit } from '../../components/forms';
+import { Field, FormError, SubmitButton, useAction, useSubmit } from '../../components/forms';
 import { NEEDS, useProjectAccess } from '../../components/settings/access';
 import { when } from '../../components/settings/format';
 import { SettingsPage } from '../../components/settings/settings-page';
@@ -13,10 +13,15 @@ import { LoadState } from '../../components/status';
 
 type DeliveryPage = paths['/api/webhooks/{id}/deliveries']['get']['responses'][200]['content']['application/json'];
 type Delivery = DeliveryPage['deliveries'][number];
+type TestOutcome = paths['/api/webhooks/{id}/test']['post']['responses'][200]['content']['application/json'];
 
 const PAGE = 25;
 
-/** One webhook: its settings (URL, events, secret, active) and its delivery log with every attempt. */
+/**
+ * One webhook: its state with its health from the delivery log (active alone does not say that
+ * deliveries arrive), a test send, its settings (URL, events, secret, active) and its delivery log
+ * with every attempt.
+ */
 export default function Webhook() {
   const { projectId, webhookId } = useParams<{ projectId: string; webhookId: string }>();
   const access = useProjectAccess(projectId);
@@ -61,7 +66,12 @@ function WebhookDetail({ webhookId }: { webhookId: string }) {
             <h2 id="webhook-settings-heading" className="st-break">
               {w.url}
             </h2>
-            <p className="muted">{w.active ? 'Active' : 'Paused: no deliveries are made'}</p>
+            <p>
+              {w.active ? 'Active' : 'Paused: no deliveries are made'}
+              {' · Health: '}
+              <CurrentHealth webhookId={webhookId} />
+            </p>
+            <TestSend webhookId={webhookId} />
             {/* Keyed by the last change so the uncontrolled inputs show what was saved. */}
             <form key={w.updatedAt} onSubmit={save.onSubmit} noValidate className="inline-form" aria-label="Webhook settings">
               <Field label="Endpoint URL" name="url" type="url" required maxLength={2048} defaultValue={w.url} error={save.error} />
@@ -94,6 +104,55 @@ function WebhookDetail({ webhookId }: { webhookId: string }) {
   );
 }
 
+/** The health the delivery log shows (the same query as the log below, read once). */
+function CurrentHealth({ webhookId }: { webhookId: string }) {
+  const log = useWebhookDeliveries(webhookId, PAGE);
+  if (log.error) return <span className="muted">unknown ({log.error.message})</span>;
+  if (!log.data) return <span className="muted">checking…</span>;
+  return <HealthText health={webhookHealth(log.data.pages.flatMap((page) => page.deliveries))} />;
+}
+
+function outcomeText(outcome: TestOutcome): string {
+  const answer = outcome.statusCode !== null ? `HTTP ${outcome.statusCode}` : 'no answer';
+  const took = outcome.durationMs !== null ? ` in ${outcome.durationMs} ms` : '';
+  if (outcome.delivered) return `Test event delivered (${answer}${took}).`;
+  if (outcome.status === 'skipped') return `Test event not sent: ${outcome.error ?? 'the webhook is paused'}.`;
+  if (outcome.status === 'pending') return 'Test event sent; no answer yet. The delivery log shows it when it settles.';
+  return `Test event failed${took}: ${outcome.error ?? answer}.`;
+}
+
+/** Sends one signed webhook.test event and says what the endpoint answered; the log then shows it. */
+function TestSend({ webhookId }: { webhookId: string }) {
+  const log = useWebhookDeliveries(webhookId, PAGE);
+  const action = useAction();
+  const [outcome, setOutcome] = useState<TestOutcome | undefined>();
+
+  async function send() {
+    setOutcome(undefined);
+    await action.run('test', async () => {
+      setOutcome(await call(api.POST('/api/webhooks/{id}/test', { params: { path: { id: webhookId } } })));
+      await log.refetch();
+    });
+  }
+
+  return (
+    <div className="st-row">
+      <button type="button" onClick={() => void send()} disabled={!!action.running}>
+        {action.running ? 'Sending…' : 'Send test event'}
+      </button>
+      {/* A failed send is a finding about the endpoint, shown like an error. */}
+      <p role="status" className={outcome && !outcome.delivered ? 'form-error' : 'st-notice'}>
+        {outcome && outcomeText(outcome)}
+      </p>
+      {action.error && (
+        <p role="alert" className="form-error">
+          {action.error.message}
+        </p>
+      )}
+    </div>
+  );
+}
+
 function DeliveryLog({ webhookId }: { webhookId: string }) {
   const log = useWebhookDeliveries(webhookId, PAGE);
   const deliveries = log.data?.pages.flatMap((page) => page.deliveries) ?? [];
@@ -109,17 +168,11 @@ function DeliveryLog({ webhookId }: { webhookId: string }) {
         </button>
       </p>
       <LoadState loading={log.isLoading} error={moreError ? undefined : (log.error ?? undefined)}>
-        {/* With no deliveries the table's own sentence says so. */}
-        {deliveries.length > 0 && (
-          <p>
-            Health: <HealthText health={webhookHealth(deliveries)} />
-          </p>
-        )}
         <DataTable
           caption="Deliveries, newest first"
           rows={deliveries}
           rowKey={(d) => d.id}
-          empty="No deliveries yet: they appear when a flag of this project changes."
+          empty="No deliveries yet: they appear when a flag of this project changes, or send a test event."
           columns={[
             { header: 'Time', cell: (d) => when(d.createdAt) },
             {
