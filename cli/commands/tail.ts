@@ -16,6 +16,8 @@ interface Version {
   version: number;
   changeType: string;
   actor: string;
+  /** Who, by name (docs/api-reference.md#audit-log). */
+  actorDisplay?: { name: string };
   createdAt: string;
   snapshot: Flag;
 }
@@ -30,8 +32,9 @@ export async function tailFlag(api: ApiClient, out: Output, opts: TailOptions): 
   else await pollHistory(api, out, opts, stop);
 }
 
-const report = (out: Output, change: { at: string; version: number; change: string; enabled: boolean; actor?: string; flag: Flag }) =>
-  out.result(change, () => out.line(`${change.at}  v${change.version}  ${change.change.padEnd(8)} ${change.enabled ? 'ON ' : 'OFF'}${change.actor ? `  by ${change.actor}` : ''}`));
+/** `actor` as recorded, `by` the name it stands for (printed). */
+const report = (out: Output, change: { at: string; version: number; change: string; enabled: boolean; actor?: string; by?: string; flag: Flag }) =>
+  out.result(change, () => out.line(`${change.at}  v${change.version}  ${change.change.padEnd(8)} ${change.enabled ? 'ON ' : 'OFF'}${change.by ? `  by ${change.by}` : ''}`));
 
 /**
  * Personal tokens are refused on SSE streams (docs/api-reference.md#personal-access-tokens), so
@@ -50,7 +53,7 @@ async function pollHistory(api: ApiClient, out: Output, opts: TailOptions, stop:
     const fresh = versions.filter((v) => last === undefined || v.version > last).reverse();
     // The first read shows where the flag stands, not its whole past.
     for (const v of last === undefined ? fresh.slice(-1) : fresh) {
-      report(out, { at: v.createdAt, version: v.version, change: v.changeType, enabled: v.snapshot.enabled, actor: v.actor, flag: v.snapshot });
+      report(out, { at: v.createdAt, version: v.version, change: v.changeType, enabled: v.snapshot.enabled, actor: v.actor, by: v.actorDisplay?.name ?? v.actor, flag: v.snapshot });
     }
     if (fresh.length) last = fresh[fresh.length - 1].version;
     await Promise.race([stop, new Promise((resolve) => setTimeout(resolve, opts.intervalMs))]);

@@ -43,7 +43,8 @@ it('keeps the shell when a page fails to load, and Retry loads it', async () => 
   await nav.getByRole('link', { name: 'Flags' }).click();
 
   await page.getByRole('heading', { level: 1, name: 'This page could not load' }).waitFor();
-  expect(aborted).toBe(1);
+  // The import, and Vite's modulepreload of the same chunk when the page's graph carries CSS.
+  expect(aborted).toBeGreaterThanOrEqual(1);
   await page.getByRole('alert').filter({ hasText: 'This page could not load' }).waitFor();
   // The shell is still there and works: the header's switchers and user, the navigation.
   await page.getByRole('button', { name: 'Sign out' }).waitFor();

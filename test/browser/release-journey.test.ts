@@ -85,6 +85,8 @@ describe('the release journey', () => {
   it('turns the flag on and adds a rule in the editor', async () => {
     const flagSwitch = page.getByRole('switch', { name: 'Enabled in production' });
     await flagSwitch.click();
+    // Production asks first, with an optional reason.
+    await page.getByRole('dialog', { name: new RegExp(`Turn ${flagKey} on in production`) }).getByRole('button', { name: /Turn on/ }).click();
     await page.getByRole('switch', { name: 'Enabled in production', checked: true }).waitFor();
     await eventually(async () => (await flagInApi()).enabled === true);
 

@@ -146,7 +146,7 @@ describe('release safety in the console', () => {
     expect(await page.getByLabel('Roll back a tripped change automatically (otherwise only notify)').isChecked()).toBe(true);
     expect(await page.getByLabel('Watch window (minutes)').inputValue()).toBe('15');
     // The abort is in the project's rollback history.
-    await page.getByRole('cell', { name: flagKey }).waitFor();
+    await page.getByRole('cell', { name: flagKey, exact: true }).waitFor();
     await screenshot(page, 'guardrails');
 
     await page.getByLabel('Watch window (minutes)').fill('0');

@@ -153,7 +153,7 @@ describe('project and account settings in the console', () => {
     await row.getByRole('link', { name: `Deliveries and settings of ${receiverUrl}/flag-events` }).click();
     await heading('Webhook').waitFor();
     await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
-    await page.getByText('No deliveries yet').waitFor();
+    await page.getByText(/^No deliveries yet: they appear/).waitFor();
     expect(await page.getByLabel('Endpoint URL').inputValue()).toBe(`${receiverUrl}/flag-events`);
     await screenshot(page, 'settings-webhooks');
 

@@ -148,7 +148,7 @@ describe('flag commands', () => {
       expectStatus(await p.member.request('POST', `/api/flags/${key}/toggle${qs({ serviceId: p.serviceId, environment: 'production' })}`, { enabled: false }), 200, 'toggle');
       await tail.waitFor('stdout', /"enabled": false/);
       const second = json(tail.stdout.slice(tail.stdout.indexOf('}\n{') + 2));
-      expect(second).toMatchObject({ version: start.version + 1, change: 'toggle', enabled: false, actor: p.member.email });
+      expect(second).toMatchObject({ version: start.version + 1, change: 'toggle', enabled: false, actor: p.member.email, by: expect.stringMatching(/^User \d+$/) });
     } finally {
       tail.child.kill('SIGINT');
     }

@@ -6,6 +6,7 @@
  */
 import { useAudit } from '../../api/resources';
 import { DataTable } from '../data-table';
+import { ActorName } from '../history/actor';
 import { LoadState } from '../status';
 import { when } from './format';
 import type { AuditEntry } from './types';
@@ -44,7 +45,7 @@ export function restoreSentence(entry: AuditEntry): string {
             ? entry.actor === 'system:guardrail'
               ? 'the guardrail'
               : 'auto-rollback'
-            : `${entry.actor} by hand`;
+            : `${entry.actorDisplay.name} by hand`;
   return `Restored as version ${m.version ?? '?'} (the content of version ${m.rollbackTo}) by ${cause} at ${when(entry.timestamp)}`;
 }
 
@@ -74,7 +75,7 @@ export function RollbackHistory({ projectId, flagId, refreshKey }: { projectId: 
               header: 'Restored',
               cell: (e) => `content of v${(e.metadata as RollbackMeta).rollbackTo}${e.changes.length ? ` (${e.changes.map((c) => c.field).join(', ')})` : ''}`,
             },
-            { header: 'By', cell: (e) => e.actor },
+            { header: 'By', cell: (e) => <ActorName display={e.actorDisplay} recorded={e.actor} /> },
             { header: 'Why', cell: whyOf },
           ]}
         />
