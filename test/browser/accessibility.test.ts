@@ -65,8 +65,7 @@ beforeAll(async () => {
   expect(request.status).toBe(201);
   changeRequestId = request.body.id;
   [signedIn, signedOut] = await Promise.all([axePage(h), axePage(h)]);
-  const [name, value] = owner.cookie.split(/=(.*)/s);
-  await signedIn.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(signedIn, owner.cookie);
 }, 60_000);
 
 afterAll(async () => {
@@ -249,8 +248,7 @@ describe('signed-in pages', () => {
     const viewer = await h.app.signup({ verified: true, name: 'Axe Viewer' });
     expect((await owner.request('POST', `/api/projects/${projectId}/members`, { userId: viewer.id, role: 'viewer' })).status).toBe(201);
     const page = await axePage(h);
-    const [name, value] = viewer.cookie.split(/=(.*)/s);
-    await page.context().addCookies([{ name, value, url: h.base }]);
+    await h.signIn(page, viewer.cookie);
     for (const [screen, path] of [
       ['project home, viewer', `/projects/${projectId}`],
       ['flags list, viewer', `/projects/${projectId}/flags?${flagQuery()}`],

@@ -61,8 +61,7 @@ beforeAll(async () => {
   }, 30_000);
 
   page = await h.newPage();
-  const [name, ...value] = owner.cookie.split('=');
-  await page.context().addCookies([{ name, value: value.join('='), url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 90_000);
 
 afterAll(async () => {

@@ -76,8 +76,7 @@ beforeAll(async () => {
 
   page = await h.newPage();
   await page.setViewportSize({ width: 1280, height: 800 });
-  const [name, value] = owner.cookie.split(/=(.*)/s);
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 120_000);
 afterAll(async () => {
   const problems = h?.pageProblems ?? [];

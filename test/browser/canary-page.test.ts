@@ -46,13 +46,6 @@ afterAll(async () => {
   expect(problems).toEqual([]);
 });
 
-async function signedIn(cookie: string): Promise<Page> {
-  const page = await h.newPage();
-  const [name, value] = cookie.split(/=(.*)/s);
-  await page.context().addCookies([{ name, value, url: h.base }]);
-  return page;
-}
-
 /** The text of the elements that describe a control (aria-describedby). */
 async function description(page: Page, control: Locator): Promise<string> {
   const ids = (await control.getAttribute('aria-describedby'))?.split(' ') ?? [];
@@ -77,7 +70,7 @@ const releasePath = () => `/projects/${projectId}/releases/flags/${flagKey}?serv
 describe('the canary page', () => {
   let page: Page;
   beforeAll(async () => {
-    page = await signedIn(owner.cookie);
+    page = await h.signedInPage(owner.cookie);
   });
 
   it('shows a gate waiting on too little data as one state, with the counts of one check', async () => {
@@ -131,7 +124,7 @@ describe('the canary page', () => {
   }, 90_000);
 
   it('shows a viewer the release controls disabled with the reason', async () => {
-    const viewer = await signedIn(viewerCookie);
+    const viewer = await h.signedInPage(viewerCookie);
     await viewer.goto(releasePath());
     const advance = viewer.getByRole('button', { name: 'Advance stage' });
     await advance.waitFor({ timeout: 15_000 });
@@ -161,7 +154,7 @@ describe('the canary page', () => {
   }, 60_000);
 
   it('lets a member use the canary controls but not the guardrail settings', async () => {
-    const member = await signedIn(memberCookie);
+    const member = await h.signedInPage(memberCookie);
     await member.goto(releasePath());
     const advance = member.getByRole('button', { name: 'Advance stage' });
     await advance.waitFor({ timeout: 15_000 });

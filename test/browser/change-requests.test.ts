@@ -33,8 +33,7 @@ let requestHref: string;
 async function signedIn(user: TestUser, options: { timezoneId?: string } = {}): Promise<Page> {
   const page = await h.newPage(options);
   // Signed in with the API's session cookie: the sign-in form is the journey test's subject.
-  const [name, value] = user.cookie.split(/=(.*)/s);
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, user.cookie);
   return page;
 }
 

@@ -27,13 +27,6 @@ afterAll(async () => {
   expect(problems).toEqual([]);
 });
 
-async function signedIn(cookie: string): Promise<Page> {
-  const page = await h.newPage();
-  const [name, value] = cookie.split(/=(.*)/s);
-  await page.context().addCookies([{ name, value, url: h.base }]);
-  return page;
-}
-
 async function description(page: Page, control: Locator): Promise<string> {
   const ids = (await control.getAttribute('aria-describedby'))?.split(' ') ?? [];
   const texts = await Promise.all(ids.map((id) => page.locator(`[id="${id}"]`).textContent()));
@@ -43,7 +36,7 @@ async function description(page: Page, control: Locator): Promise<string> {
 const nodeOfrepSnippet = (page: Page) => page.locator('pre[data-snippet="ofrep-node"]');
 
 it('opens from the project home, shows the ids, and a bound token shown once works in the Node OFREP snippet', async () => {
-  const page = await signedIn(p.owner.cookie);
+  const page = await h.signedInPage(p.owner.cookie);
   await page.goto(`/projects/${p.projectId}`);
   const connect = page.getByRole('link', { name: 'Connect an SDK to checkout' });
   await connect.waitFor();
@@ -97,7 +90,7 @@ it('opens from the project home, shows the ids, and a bound token shown once wor
 }, 90_000);
 
 it('shows the flagd snippets with the deployment flagd ports, per language tab', async () => {
-  const page = await signedIn(p.owner.cookie);
+  const page = await h.signedInPage(p.owner.cookie);
   await page.goto(`/projects/${p.projectId}/services/${p.serviceId}/connect`);
   const endpoints = (await p.owner.request('GET', `/api/projects/${p.projectId}/sdk-endpoints`)).body;
   expect(endpoints.flagd.syncPort).toBe(Number(new URL(h.app.urls.flagdSync!).port));
@@ -110,7 +103,7 @@ it('shows the flagd snippets with the deployment flagd ports, per language tab',
 }, 60_000);
 
 it('shows a viewer token creation disabled, with the reason', async () => {
-  const page = await signedIn(p.viewer.cookie);
+  const page = await h.signedInPage(p.viewer.cookie);
   await page.goto(`/projects/${p.projectId}/services/${p.serviceId}/connect`);
   await page.getByRole('heading', { level: 1, name: 'Connect an SDK to checkout' }).waitFor();
   const create = page.getByRole('button', { name: 'Create token' });

@@ -81,8 +81,7 @@ describe('console details in a real browser', () => {
   });
 
   it('keeps a long flag key on one line in the flags list at 1280 px', async () => {
-    const [name, value] = owner.cookie.split('=');
-    await page.context().addCookies([{ name, value, url: h.base }]);
+    await h.signIn(page, owner.cookie);
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`/projects/${projectId}/flags`);
     await heading('Flags').waitFor();

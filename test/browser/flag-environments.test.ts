@@ -28,8 +28,7 @@ beforeAll(async () => {
   projectId = (await owner.request('POST', '/api/projects', { name: 'Env Shop' })).body.id;
   serviceId = (await owner.request('POST', '/api/services', { projectId, name: 'Checkout' })).body.id;
   page = await h.newPage();
-  const [name, value] = owner.cookie.split('=');
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 60_000);
 
 afterAll(async () => {

@@ -33,8 +33,7 @@ beforeAll(async () => {
   cohortId = (await owner.request('POST', `/api/projects/${projectId}/cohorts`, { name: 'Americans', rules: [{ conditions: [{ property: 'country', operator: 'equals', value: 'US' }] }] })).body.id;
   readToken = (await owner.request('POST', `/api/projects/${projectId}/tokens`, { name: 'evaluate', permissions: { read: true } })).body.value;
   page = await h.newPage();
-  const [name, value] = owner.cookie.split('=');
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 60_000);
 
 afterAll(async () => {

@@ -30,8 +30,7 @@ beforeAll(async () => {
   expect((await owner.request('PATCH', flagPath(), { targeting: [rule('enterprise')] })).status).toBe(200);
   page = await h.newPage();
   // Signed in with the API's session cookie: the sign-in form is the journey test's subject.
-  const [name, value] = owner.cookie.split(/=(.*)/s);
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 60_000);
 afterAll(async () => {
   const problems = h?.pageProblems ?? [];

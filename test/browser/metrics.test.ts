@@ -28,8 +28,7 @@ beforeAll(async () => {
   h = await startConsole({ EVAL_EVENTS_FLUSH_MS: '300', ANALYTICS_FLUSH_MS: '300' });
   page = await h.newPage();
   user = await h.app.signup({ name: 'Metrics Tester', verified: true });
-  const [name, ...value] = user.cookie.split('=');
-  await page.context().addCookies([{ name, value: value.join('='), url: h.base }]);
+  await h.signIn(page, user.cookie);
 
   const project = await user.request('POST', '/api/projects', { name: 'Metrics Shop' });
   expectStatus(project, 201, 'create project');

@@ -16,8 +16,7 @@ beforeAll(async () => {
   const owner = await h.app.signup({ verified: true, name: 'Chunk Owner' });
   projectId = (await owner.request('POST', '/api/projects', { name: 'Chunky' })).body.id;
   page = await h.newPage();
-  const [name, value] = owner.cookie.split('=');
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 60_000);
 
 afterAll(async () => {

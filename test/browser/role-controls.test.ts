@@ -40,13 +40,6 @@ afterAll(async () => {
   expect(problems).toEqual([]);
 });
 
-async function signedIn(cookie: string): Promise<Page> {
-  const page = await h.newPage();
-  const [name, value] = cookie.split('=');
-  await page.context().addCookies([{ name, value, url: h.base }]);
-  return page;
-}
-
 /** The text of the elements that describe a control (aria-describedby). */
 async function description(page: Page, control: Locator): Promise<string> {
   const ids = (await control.getAttribute('aria-describedby'))?.split(' ') ?? [];
@@ -57,7 +50,7 @@ async function description(page: Page, control: Locator): Promise<string> {
 const flagPath = () => `/projects/${projectId}/flags/dark-mode?serviceId=${serviceId}&environment=development`;
 
 it('shows a viewer the controls their role does not allow as disabled, with the reason', async () => {
-  const page = await signedIn(viewerCookie);
+  const page = await h.signedInPage(viewerCookie);
   await page.goto(`/projects/${projectId}`);
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
   const createService = page.getByRole('button', { name: 'Create service' });
@@ -99,7 +92,7 @@ it('shows a viewer the controls their role does not allow as disabled, with the 
 }, 60_000);
 
 it('lets a member create a service, switch a flag and edit it', async () => {
-  const page = await signedIn(memberCookie);
+  const page = await h.signedInPage(memberCookie);
   await page.goto(`/projects/${projectId}`);
   await page.getByRole('heading', { level: 1, name: 'Roles' }).waitFor();
   await page.getByLabel('Service name').fill('Mobile');

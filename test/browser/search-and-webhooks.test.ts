@@ -27,8 +27,7 @@ beforeAll(async () => {
   expect((await owner.request('POST', `/api/flags/${KEY}/toggle?serviceId=${serviceId}&environment=production`, { enabled: true })).status).toBe(200);
   expect((await owner.request('POST', '/api/flags', { key: 'payments-banner', serviceId, name: 'Payments banner', type: 'boolean', environment: 'staging', defaultValue: false })).status).toBe(201);
   page = await h.newPage();
-  const [name, value] = owner.cookie.split(/=(.*)/s);
-  await page.context().addCookies([{ name, value, url: h.base }]);
+  await h.signIn(page, owner.cookie);
 }, 60_000);
 
 afterAll(async () => {

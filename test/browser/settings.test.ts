@@ -46,7 +46,7 @@ beforeAll(async () => {
   const viewer = await h.app.signup({ name: 'Read Only', verified: true });
   expect((await owner.request('POST', `/api/projects/${projectId}/members`, { userId: viewer.id, role: 'viewer' })).status).toBe(201);
   viewerCookie = viewer.cookie;
-  await signedIn(page, owner.cookie);
+  await h.signIn(page, owner.cookie);
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.base });
 }, 60_000);
 
@@ -57,11 +57,6 @@ afterAll(async () => {
   // No uncaught error and no Content-Security-Policy violation on any page the tests opened.
   expect(problems).toEqual([]);
 });
-
-async function signedIn(p: Page, cookie: string) {
-  const [name, value] = cookie.split('=');
-  await p.context().addCookies([{ name, value, url: h.base }]);
-}
 
 const heading = (name: string | RegExp) => page.getByRole('heading', { level: 1, name });
 const tab = (name: string) => page.getByRole('navigation', { name: 'Project settings' }).getByRole('link', { name, exact: true });
@@ -225,7 +220,7 @@ describe('project and account settings in the console', () => {
 
   it("hides what a viewer's role cannot do and says why; the owner changes their role and removes them", async () => {
     const viewerPage = await h.newPage();
-    await signedIn(viewerPage, viewerCookie);
+    await h.signIn(viewerPage, viewerCookie);
     await viewerPage.goto(`/projects/${projectId}/settings/tokens`);
     await viewerPage.getByText('Managing API tokens and webhooks needs the owner or admin role in this project.').waitFor();
     expect(await viewerPage.getByRole('button', { name: 'Create token' }).count()).toBe(0);

@@ -22,6 +22,10 @@ export interface ConsoleHarness {
   base: string;
   /** A fresh browser context (its own cookies) with one page; `options` add to the context's (a time zone). */
   newPage(options?: BrowserContextOptions): Promise<Page>;
+  /** Signs the page's browser context in with a TestUser's session cookie (`name=value`). */
+  signIn(page: Page, cookie: string): Promise<void>;
+  /** A fresh browser context signed in with `cookie`, with one page. */
+  signedInPage(cookie: string, options?: BrowserContextOptions): Promise<Page>;
   /** Uncaught page errors and Content-Security-Policy violations so far, in every page: should stay empty. */
   pageProblems: string[];
   stop(): Promise<void>;
@@ -51,21 +55,32 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
   }
   const contexts: { close(): Promise<void> }[] = [];
   const pageProblems: string[] = [];
+  const newPage = async (options: BrowserContextOptions = {}): Promise<Page> => {
+    const context = await browser!.newContext({ baseURL: app.urls.control, viewport: { width: 1280, height: 800 }, ...options });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on('pageerror', (error) => pageProblems.push(`uncaught: ${error.message}`));
+    // Failed requests (the 401 of an anonymous /api/users/me) are expected; policy violations never.
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) pageProblems.push(message.text());
+    });
+    return page;
+  };
+  const signIn = async (page: Page, cookie: string): Promise<void> => {
+    const [name, value] = cookie.split(/=(.*)/s);
+    await page.context().addCookies([{ name: name!, value: value ?? '', url: app.urls.control }]);
+  };
   return {
     app,
     browser,
     base: app.urls.control,
     pageProblems,
-    async newPage(options = {}) {
-      const context = await browser!.newContext({ baseURL: app.urls.control, viewport: { width: 1280, height: 800 }, ...options });
-      contexts.push(context);
-      const page = await context.newPage();
-      page.setDefaultTimeout(10_000);
-      page.on('pageerror', (error) => pageProblems.push(`uncaught: ${error.message}`));
-      // Failed requests (the 401 of an anonymous /api/users/me) are expected; policy violations never.
-      page.on('console', (message) => {
-        if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) pageProblems.push(message.text());
-      });
+    newPage,
+    signIn,
+    async signedInPage(cookie, options) {
+      const page = await newPage(options);
+      await signIn(page, cookie);
       return page;
     },
     async stop() {

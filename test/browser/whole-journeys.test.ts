@@ -133,8 +133,7 @@ describe('an SRE at 3 a.m.: from the landing page to a production flag killed, w
       expect((await sre.request('POST', `/api/flags/${key}/toggle?serviceId=${service}&environment=production`, { enabled: true })).status).toBe(200);
     }
     const sreContext = await h.newPage();
-    const [name, value] = sre.cookie.split(/=(.*)/s);
-    await sreContext.context().addCookies([{ name: name!, value: value!, url: h.base }]);
+    await h.signIn(sreContext, sre.cookie);
     await sreContext.goto('/');
     await sreContext.getByRole('heading', { level: 1, name: /^Projects/ }).waitFor();
 
