@@ -87,6 +87,8 @@ start_postgres() {
   if [ ! -s "$INFRA_DIR/pg/PG_VERSION" ]; then
     install -d -o postgres -g postgres "$INFRA_DIR/pg"
     runuser -u postgres -- "$bin/initdb" -D "$INFRA_DIR/pg" -U postgres --auth=trust -E UTF8 >/dev/null
+    # A replica of an earlier primary cannot follow this one: start_postgres_replica makes it again.
+    rm -rf "$INFRA_DIR/pg-replica"
   fi
   chown -R postgres:postgres "$INFRA_DIR/pg"
   log "starting postgres on $PG_PORT"
