@@ -51,7 +51,10 @@ export class ReadRouting {
   async wrote(principal: Principal): Promise<void> {
     const key = writerKey(principal);
     if (!key) return;
-    const [row] = await this.deps.primary<{ lsn: string }[]>`SELECT pg_current_wal_lsn()::text AS lsn`;
+    // The insert position, not pg_current_wal_lsn() (written so far): with synchronous_commit off
+    // the write's commit record may not be written yet, and a replica past the written position
+    // could still lack it.
+    const [row] = await this.deps.primary<{ lsn: string }[]>`SELECT pg_current_wal_insert_lsn()::text AS lsn`;
     await this.deps.cache.set(key, row!.lsn, this.deps.rememberSeconds ?? 60);
   }
 
