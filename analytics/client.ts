@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { Readable } from 'node:stream';
+import { createClient, parseError, type ClickHouseClient } from '@clickhouse/client';
 import { ClusterSchema, clusterClientSettings } from './cluster';
 
 export type { ClickHouseClient };
@@ -10,7 +11,17 @@ export interface Analytics {
   database: string;
   /** The ClickHouse cluster the schema is placed on (CLICKHOUSE_CLUSTER, docs/clickhouse-cluster.md); one node when absent. */
   cluster?: string;
+  /** The batched writer's way in (analytics/writer.ts): rows as TabSeparated bytes, never one string. */
+  insertTabSeparated(insert: TabSeparatedInsert): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface TabSeparatedInsert {
+  table: string;
+  columns: [string, ...string[]];
+  /** Whole lines, newline included. */
+  chunks: readonly Buffer[];
+  settings: Record<string, string | number>;
 }
 
 /**
@@ -41,7 +52,10 @@ export async function openAnalytics(opts: {
       database: opts.database,
       clickhouse_settings: { date_time_input_format: 'best_effort', ...(opts.cluster ? clusterClientSettings : {}) },
     });
-    return { client, backend: 'clickhouse', database: opts.database, cluster: opts.cluster, close: () => client.close() };
+    const insertTabSeparated = async ({ table, columns, chunks, settings }: TabSeparatedInsert) => {
+      await client.insert({ table, columns, values: Readable.from(chunks, { objectMode: false }), format: 'TabSeparated', clickhouse_settings: settings });
+    };
+    return { client, backend: 'clickhouse', database: opts.database, cluster: opts.cluster, insertTabSeparated, close: () => client.close() };
   }
   if (opts.cluster) throw new Error('A ClickHouse cluster needs CLICKHOUSE_URL: chDB is one node in this process');
   const [{ Session }, { createChdbConnection }] = await Promise.all([import('chdb'), import('chdb/connection')]);
@@ -58,9 +72,20 @@ export async function openAnalytics(opts: {
   // The chDB connection ignores the `database` option; its session keeps USE instead, so
   // queries can name tables unqualified exactly as they do against a server.
   await client.command({ query: `USE ${opts.database}` });
+  // The client's insert would decode the bytes into a string, add the statement to it and encode it
+  // again (a third of chDB's cost per row of evaluation events); the raw insert hands the engine
+  // the bytes as they are, with the settings in the statement (not SET on the shared session).
+  const insertTabSeparated = async ({ table, columns, chunks, settings }: TabSeparatedInsert) => {
+    try {
+      await connection.chdb.rawInsert({ table, columns, values: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), format: 'TabSeparated', settings });
+    } catch (error) {
+      // The client's error shape (type: 'UNKNOWN_TABLE' and so on), as its insert would throw.
+      throw parseError((error as Error).message ?? String(error));
+    }
+  };
   const close = async () => {
     await client.close();
     engine.close();
   };
-  return { client, backend: 'chdb', database: opts.database, close };
+  return { client, backend: 'chdb', database: opts.database, insertTabSeparated, close };
 }

@@ -8,6 +8,9 @@
  * - a materialized view reads and writes the local tables: each shard rolls up the rows it stores,
  *   and a read through the Distributed rollup merges the shards' partial aggregates, so counts,
  *   sums, quantile and uniq states stay exact;
+ * - a landing table (`ENGINE = Null`: rows arrive there only to be reshaped by its view) is on
+ *   every node as it is, and its view writes through the Distributed table, so the rows it makes
+ *   are spread by that table's sharding key as if they had been inserted there;
  * - every statement runs `ON CLUSTER`.
  *
  * A statement of a shape not listed here is refused rather than guessed at; the unit tests
@@ -62,6 +65,7 @@ export function assertClusterName(cluster: string): void {
  */
 export class ClusterSchema {
   private readonly distributed = new Set<string>();
+  private readonly landing = new Set<string>();
 
   constructor(private readonly cluster: string) {
     assertClusterName(cluster);
@@ -82,10 +86,17 @@ export class ClusterSchema {
     const text = statement.trim();
     const table = /^CREATE TABLE IF NOT EXISTS (\w+)\s*\(([\s\S]*?)\)\s*ENGINE\s*=\s*(\w*MergeTree)(?:\(([^)]*)\))?([\s\S]*)$/.exec(text);
     if (table) return this.createTable(table[1]!, table[2]!, table[3]!, table[4] ?? '', table[5]!);
+    const landing = /^CREATE TABLE IF NOT EXISTS (\w+)\s*\(([\s\S]*?)\)\s*ENGINE\s*=\s*Null$/.exec(text);
+    if (landing) {
+      this.landing.add(landing[1]!);
+      return [`CREATE TABLE IF NOT EXISTS ${landing[1]} ON CLUSTER ${this.cluster} (${landing[2]}) ENGINE = Null`];
+    }
     const view = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS([\s\S]*)$/.exec(text);
     if (view) {
       const [, name, target, select] = view;
-      return [`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name} ON CLUSTER ${this.cluster} TO ${this.storageTable(target!)} AS${this.readLocal(select!)}`];
+      const fromLanding = /\bFROM\s+(\w+)/.exec(select!)?.[1];
+      const into = fromLanding !== undefined && this.landing.has(fromLanding) ? target! : this.storageTable(target!);
+      return [`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name} ON CLUSTER ${this.cluster} TO ${into} AS${this.readLocal(select!)}`];
     }
     const drop = /^DROP (VIEW|TABLE) IF EXISTS (\w+)$/.exec(text);
     if (drop) return [`DROP ${drop[1]} IF EXISTS ${drop[2]} ON CLUSTER ${this.cluster}`];

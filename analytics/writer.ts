@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
 import type { Logger } from '../api/infra/logger';
 import type { Analytics } from './client';
 import type { AnalyticsRows, AnalyticsSink, AnalyticsTable } from './rows';
 
 /** How one table's rows become TabSeparated text. */
 export interface TableFormat<R> {
+  /** The table the insert names. */
   table: string;
+  /** The table the rows are stored in, when `table` is a landing table whose view writes them there: what stats and logs name. */
+  stores?: string;
   /** The columns in the order `line` writes them. */
   columns: [string, ...string[]];
   /** The row as one TabSeparated line, newline included. */
@@ -162,19 +164,22 @@ export class TableWriter<R> {
 
   /**
    * `record` for a producer that keeps its lines as bytes (the evaluation recorder: a request's
-   * fields, then a flag's, both made once): the two are copied into the chunk being filled, so
-   * the line never exists as a string.
+   * fields, then a part per flag, each made once): the parts are copied into the chunk being
+   * filled one after another, so the line never exists as a string. `rows` is what the line
+   * stands for in the table the insert ends in (a request's line: a row per flag), which the
+   * memory bound and the batch size count.
    */
-  protected recordBytes(head: Buffer, tail: Buffer): boolean {
+  protected recordBytes(parts: readonly Buffer[], rows: number): boolean {
     if (this.buffered + this.inFlight >= this.opts.maxBuffered) {
-      this.counters.dropped++;
+      this.counters.dropped += rows;
       return false;
     }
-    const open = this.reserve(head.length + tail.length);
-    this.openUsed += head.copy(open, this.openUsed);
-    this.openUsed += tail.copy(open, this.openUsed);
-    this.buffered++;
-    this.rowAdded();
+    let length = 0;
+    for (let i = 0; i < parts.length; i++) length += parts[i].length;
+    const open = this.reserve(length);
+    for (let i = 0; i < parts.length; i++) this.openUsed += parts[i].copy(open, this.openUsed);
+    this.buffered += rows;
+    this.rowAdded(rows);
     this.flushWhenFull();
     return true;
   }
@@ -220,16 +225,26 @@ export class TableWriter<R> {
     };
   }
 
-  /** Forgets buffered rows whose line matches, before they are written. */
-  protected discardLines(matches: (line: string) => boolean): void {
+  /**
+   * Rewrites buffered lines before they are written: `rewrite` answers the line to keep (newline
+   * left out) and the rows it stands for, or undefined to forget it.
+   */
+  protected rewriteLines(rewrite: (line: string) => { line: string; rows: number } | undefined): void {
     this.serializeAll();
     const kept: Chunk[] = [];
     for (const chunk of this.chunks) {
       const lines = chunk.bytes.toString('utf8').split('\n');
       lines.pop();
-      const left = lines.filter((line) => !matches(line));
-      this.buffered -= lines.length - left.length;
-      if (left.length) kept.push({ bytes: Buffer.from(left.join('\n') + '\n', 'utf8'), rows: left.length });
+      const left: string[] = [];
+      let rows = 0;
+      for (const line of lines) {
+        const rewritten = rewrite(line);
+        if (rewritten === undefined) continue;
+        left.push(rewritten.line);
+        rows += rewritten.rows;
+      }
+      this.buffered -= chunk.rows - rows;
+      if (left.length) kept.push({ bytes: Buffer.from(left.join('\n') + '\n', 'utf8'), rows });
     }
     this.chunks = kept;
   }
@@ -270,9 +285,9 @@ export class TableWriter<R> {
     return this.open;
   }
 
-  private rowAdded(): void {
-    this.openRows++;
-    if (this.openRows === this.chunkRows) this.sealOpen();
+  private rowAdded(rows = 1): void {
+    this.openRows += rows;
+    if (this.openRows >= this.chunkRows) this.sealOpen();
   }
 
   /** Everything serialized and in `chunks` (before a batch is taken or a discard looks). */
@@ -342,7 +357,7 @@ export class TableWriter<R> {
       this.counters.failedBatches++;
       this.counters.dropped += batch.rows;
       this.lastError = (error as Error).message;
-      this.opts.logger.error({ err: error, table: this.format.table, rows: batch.rows }, 'dropping a batch of analytics rows after retries');
+      this.opts.logger.error({ err: error, table: this.format.stores ?? this.format.table, rows: batch.rows }, 'dropping a batch of analytics rows after retries');
     }
   }
 
@@ -351,15 +366,11 @@ export class TableWriter<R> {
     let failures = 0;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.opts.analytics.client.insert({
+        await this.opts.analytics.insertTabSeparated({
           table,
-          values: Readable.from(batch.chunks, { objectMode: false }),
-          format: 'TabSeparated',
           columns,
-          clickhouse_settings: {
-            insert_deduplication_token: batch.dedupToken,
-            deduplicate_blocks_in_dependent_materialized_views: 1,
-          },
+          chunks: batch.chunks,
+          settings: { insert_deduplication_token: batch.dedupToken, deduplicate_blocks_in_dependent_materialized_views: 1 },
         });
         this.healthy = true;
         return;
@@ -428,20 +439,27 @@ export function tsvCount(value: number): string {
   return String(Number.isFinite(value) ? Math.min(Math.max(Math.trunc(value), 0), Number.MAX_SAFE_INTEGER) : 0);
 }
 
+const QUOTED_SPECIAL = /[\\'\t\n\r\0]/;
 const QUOTED_SPECIALS = /[\\'\t\n\r\0]/g;
 const QUOTED_ESCAPES: Record<string, string> = { ...TSV_ESCAPES, "'": "\\'" };
 
 /**
- * A Map(String, String) field: `{'key':'value',...}`. Inside TabSeparated, ClickHouse reads
- * the map's quoted strings with their own escapes straight from the line (no TabSeparated
- * unescaping first), so tabs and newlines are escaped there and nothing else.
+ * A string inside a composite field (a map's keys and values, a tuple's elements): quoted.
+ * Inside TabSeparated, ClickHouse reads such quoted strings with their own escapes straight from
+ * the line (no TabSeparated unescaping first), so tabs and newlines are escaped there and nothing
+ * else.
  */
+export function quoted(value: string): string {
+  return `'${QUOTED_SPECIAL.test(value) ? value.replace(QUOTED_SPECIALS, (c) => QUOTED_ESCAPES[c]) : value}'`;
+}
+
+/** A Map(String, String) field: `{'key':'value',...}`, keys and values `quoted`. */
 export function tsvMap(map: Record<string, string>): string {
   let text = '{';
   for (const key in map) {
     if (!Object.hasOwn(map, key)) continue;
     if (text.length > 1) text += ',';
-    text += `'${key.replace(QUOTED_SPECIALS, (c) => QUOTED_ESCAPES[c])}':'${map[key].replace(QUOTED_SPECIALS, (c) => QUOTED_ESCAPES[c])}'`;
+    text += `${quoted(key)}:${quoted(map[key])}`;
   }
   return text + '}';
 }
@@ -514,7 +532,7 @@ export const ROW_FORMATS: { [T in AnalyticsTable]: TableFormat<AnalyticsRows[T]>
 
 /** A table writer of any row type, as the analytics writer starts, flushes, closes and reports it. */
 export interface ManagedTableWriter {
-  readonly format: { table: string };
+  readonly format: { table: string; stores?: string };
   start(): void;
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -569,6 +587,6 @@ export class AnalyticsWriter implements AnalyticsSink {
 
   /** Writer state per table, for /api/health/admin. */
   stats(): Record<string, TableWriterStats> {
-    return Object.fromEntries(this.all.map((writer) => [writer.format.table, writer.stats()]));
+    return Object.fromEntries(this.all.map((writer) => [writer.format.stores ?? writer.format.table, writer.stats()]));
   }
 }

@@ -63,7 +63,7 @@ describe('analytics schema in cluster mode', () => {
   });
 
   it('places materialized views on the local tables, so each shard rolls up what it stores', () => {
-    const views = all.filter((s) => s.startsWith('CREATE MATERIALIZED VIEW'));
+    const views = all.filter((s) => s.startsWith('CREATE MATERIALIZED VIEW') && !s.includes('FROM evaluation_requests'));
     expect(views.length).toBeGreaterThanOrEqual(6);
     for (const view of views) {
       expect(view).toMatch(/ TO \w+_local AS/);
@@ -74,6 +74,14 @@ describe('analytics schema in cluster mode', () => {
     expect(evaluationRollups).toHaveLength(2);
     expect(evaluationRollups[1]).toContain('FROM (SELECT *, evaluations AS weight FROM evaluation_events_local)');
     expect(all).toContain(`DROP VIEW IF EXISTS evaluation_minutes_mv ON CLUSTER ${CLUSTER}`);
+  });
+
+  it('keeps a landing table on every node as it is, its view writing through the Distributed table', () => {
+    const requests = all.filter((s) => /\bevaluation_requests\b/.test(s));
+    expect(requests).toHaveLength(2);
+    expect(requests[0]).toMatch(/^CREATE TABLE IF NOT EXISTS evaluation_requests ON CLUSTER flags_cluster \([\s\S]*results Array\(Tuple\([\s\S]*\) ENGINE = Null$/);
+    expect(requests[1]).toMatch(/^CREATE MATERIALIZED VIEW IF NOT EXISTS evaluation_requests_mv ON CLUSTER flags_cluster TO evaluation_events AS[\s\S]*FROM evaluation_requests\s+ARRAY JOIN/);
+    expect(plan.storageTable('evaluation_requests')).toBe('evaluation_requests');
   });
 
   it('alters columns on both halves, local first, and storage settings and TTLs on the local half only', () => {

@@ -5,6 +5,8 @@ import { migrateAnalytics } from '../../analytics/migrate';
 import type { AnalyticsRows, BrowserEventRow, OutcomeRow } from '../../analytics/rows';
 import { AnalyticsWriter, TableWriter, ROW_FORMATS, type TableWriterOptions } from '../../analytics/writer';
 import { createLogger } from '../../api/infra/logger';
+import type { EvaluationResult } from '../../api/features/evaluation/engine/index';
+import { EvaluationRecorder } from '../../api/features/evaluation/recorder';
 import { eventually } from '../support/harness';
 
 /**
@@ -56,25 +58,16 @@ function answerLostAfterInsert(failures: number): { analytics: Analytics; insert
   let left = failures;
   let inserts = 0;
   const tokens: string[] = [];
-  const client = new Proxy(analytics.client, {
-    get(target, property, receiver) {
-      if (property !== 'insert') {
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      }
-      return async (params: Parameters<typeof target.insert>[0]) => {
-        inserts++;
-        tokens.push(String(params.clickhouse_settings?.insert_deduplication_token));
-        const result = await target.insert(params);
-        if (left > 0) {
-          left--;
-          throw new Error('socket hang up (after the server stored the rows)');
-        }
-        return result;
-      };
-    },
-  });
-  return { analytics: { ...analytics, client }, inserts: () => inserts, tokens };
+  const insertTabSeparated: Analytics['insertTabSeparated'] = async (insert) => {
+    inserts++;
+    tokens.push(String(insert.settings.insert_deduplication_token));
+    await analytics.insertTabSeparated(insert);
+    if (left > 0) {
+      left--;
+      throw new Error('socket hang up (after the server stored the rows)');
+    }
+  };
+  return { analytics: { ...analytics, insertTabSeparated }, inserts: () => inserts, tokens };
 }
 
 function outcome(projectId: string, i: number, overrides: Partial<OutcomeRow> = {}): OutcomeRow {
@@ -237,6 +230,35 @@ describe('AnalyticsWriter into chDB', () => {
     expect(await count('SELECT sum(events) AS n FROM outcome_minutes WHERE project_id = {projectId:String}', projectId)).toBe(20);
   });
 
+  it('counts a retried batch of evaluation requests once: the landing table\'s view, the raw table and the rollup', async () => {
+    const projectId = freshProject();
+    const flaky = answerLostAfterInsert(2);
+    const recorder = new EvaluationRecorder({ ...options({ analytics: flaky.analytics, batchSize: 1_000, instanceId: 'writer-test' }), foldMs: 1 });
+    const results: EvaluationResult[] = [
+      { flagKey: 'a', value: true, reason: 'TARGETING_MATCH', ruleId: 'r1', rolloutSide: 'in', rolloutRuleId: 'r1' },
+      { flagKey: 'b', value: AWKWARD, reason: 'VARIANT', variant: AWKWARD },
+    ];
+    for (let i = 0; i < 5; i++) {
+      recorder.recordRequest({ timestamp: T0 + i, projectId, serviceId: 'svc_w', environment: 'production', source: 'ofrep', targetingKey: `user-${i}`, latencyMs: 0.5, results });
+    }
+    await recorder.flush();
+    expect(flaky.inserts()).toBe(3);
+    expect(flaky.tokens[0]).toBe('writer-test:evaluation_requests:1');
+    expect(recorder.stats()).toMatchObject({ written: 10, dropped: 0, healthy: true });
+
+    expect(await count('SELECT count() AS n FROM evaluation_events WHERE project_id = {projectId:String}', projectId)).toBe(10);
+    expect(await count('SELECT sum(evaluations) AS n FROM evaluation_minutes WHERE project_id = {projectId:String}', projectId)).toBe(10);
+    const stored = await rows<{ flag_key: string; value: string; variant: string; n: string }>(
+      'SELECT flag_key, value, variant, toString(count()) AS n FROM evaluation_events WHERE project_id = {projectId:String} GROUP BY flag_key, value, variant ORDER BY flag_key',
+      { projectId },
+    );
+    expect(stored).toEqual([
+      { flag_key: 'a', value: 'true', variant: '', n: '5' },
+      { flag_key: 'b', value: JSON.stringify(AWKWARD), variant: AWKWARD, n: '5' },
+    ]);
+    await recorder.close();
+  });
+
   it('counts a retried browser batch once down the whole chain of views (web vitals, errors, their rollups)', async () => {
     const projectId = freshProject();
     const flaky = answerLostAfterInsert(1);
@@ -262,16 +284,7 @@ describe('AnalyticsWriter into chDB', () => {
   });
 
   it('drops a batch after its attempts and counts it; the table reports unhealthy with the error', async () => {
-    const failing: Analytics = {
-      ...analytics,
-      client: new Proxy(analytics.client, {
-        get(target, property, receiver) {
-          if (property === 'insert') return async () => Promise.reject(new Error('connection refused'));
-          const value = Reflect.get(target, property, receiver);
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      }),
-    };
+    const failing: Analytics = { ...analytics, insertTabSeparated: async () => Promise.reject(new Error('connection refused')) };
     const writer = new AnalyticsWriter(options({ analytics: failing, maxAttempts: 2 }));
     for (let i = 0; i < 3; i++) writer.record('sdk_diagnostics', { timestamp: T0, projectId: 'p', serviceId: 's', environment: 'production', totalEvaluations: 1, cacheHits: 1, cacheHitRatio: 1, trackedFlags: 1, eventId: `x${i}` });
     await writer.close();

@@ -52,7 +52,32 @@ function request(overrides: Partial<EvaluationRequest> = {}): EvaluationRequest 
   };
 }
 
-/** An Analytics whose insert fails `failures` times, then records the rows it gets. */
+/** The tuples of a `results` field as arrays of their strings (quoted, backslash escapes). */
+function parseResults(field: string): string[][] {
+  const tuples: string[][] = [];
+  let tuple: string[] = [];
+  for (let i = 1; i < field.length - 1; i++) {
+    const c = field[i];
+    if (c === "'") {
+      let text = '';
+      for (i++; field[i] !== "'"; i++) {
+        if (field[i] === '\\') {
+          i++;
+          text += ({ t: '\t', n: '\n', r: '\r', '0': '\0' } as Record<string, string>)[field[i]] ?? field[i];
+        } else text += field[i];
+      }
+      tuple.push(text);
+    } else if (c === ')') {
+      tuples.push(tuple);
+      tuple = [];
+    }
+  }
+  return tuples;
+}
+
+const RESULT_COLUMNS = ['flag_key', 'reason', 'variant', 'value', 'error_code', 'rule_id', 'rollout_side'];
+
+/** An Analytics whose insert fails `failures` times, then records the rows it gets: a row per flag of each request line, as ClickHouse's view makes them. */
 function fakeAnalytics(failures: number, delayMs = 0) {
   const batches: Record<string, unknown>[][] = [];
   let left = failures;
@@ -60,22 +85,23 @@ function fakeAnalytics(failures: number, delayMs = 0) {
     backend: 'chdb',
     database: 'x',
     close: async () => undefined,
-    client: {
-      insert: async ({ values, columns, format }: { values: AsyncIterable<string>; columns: string[]; format: string }) => {
-        expect(format).toBe('TabSeparated');
-        if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-        let text = '';
-        for await (const chunk of values) text += chunk;
-        const rows = text
-          .split('\n')
-          .slice(0, -1)
-          .map((line) => Object.fromEntries(line.split('\t').map((field, i) => [columns[i], field])));
-        if (left > 0) {
-          left--;
-          throw new Error('insert failed');
-        }
-        batches.push(rows);
-      },
+    insertTabSeparated: async ({ chunks, columns, table }: { chunks: Buffer[]; columns: string[]; table: string }) => {
+      expect(table).toBe('evaluation_requests');
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+      const text = Buffer.concat(chunks).toString('utf8');
+      const rows = text
+        .split('\n')
+        .slice(0, -1)
+        .flatMap((line) => {
+          const request = Object.fromEntries(line.split('\t').map((field, i) => [columns[i], field]));
+          const { results, ...fields } = request;
+          return parseResults(results).map((tuple) => ({ ...fields, ...Object.fromEntries(tuple.map((v, i) => [RESULT_COLUMNS[i], v])) }));
+        });
+      if (left > 0) {
+        left--;
+        throw new Error('insert failed');
+      }
+      batches.push(rows);
     },
   } as unknown as Analytics;
   return { analytics, batches };
@@ -142,8 +168,8 @@ describe('EvaluationRecorder', () => {
     const { analytics, batches } = fakeAnalytics(0, 20);
     let concurrent = 0;
     let most = 0;
-    const insert = analytics.client.insert.bind(analytics.client);
-    (analytics.client as { insert: typeof insert }).insert = async (params) => {
+    const insert = analytics.insertTabSeparated;
+    analytics.insertTabSeparated = async (params) => {
       most = Math.max(most, ++concurrent);
       try {
         return await insert(params);

@@ -1,4 +1,4 @@
-import { TableWriter, tsv, tsvTime, type TableFormat, type TableWriterOptions, type TableWriterStats } from '../../../analytics/writer';
+import { TableWriter, quoted, tsv, tsvTime, type TableFormat, type TableWriterOptions, type TableWriterStats } from '../../../analytics/writer';
 import { boundedMemo, sha256Hex } from '../../infra/ids';
 import { isInternedResult, perInternedResult, type EvaluationResult, type RolloutSide } from './engine/index';
 
@@ -64,38 +64,43 @@ export interface DiscardFilter {
 }
 
 /**
- * The request's fields first, then the flag's: a line is two parts made once each, one per
- * request and one per result (the INSERT names the columns in this order).
+ * A line per request (analytics/schema/034): the request's fields, then `results`, a tuple per
+ * flag, which ClickHouse's view turns into an evaluation_events row each.
  */
 const COLUMNS: [string, ...string[]] = [
-  'timestamp', 'project_id', 'service_id', 'environment', 'latency_ms', 'evaluations', 'targeting_key_hash', 'source',
-  'flag_key', 'reason', 'variant', 'value', 'error_code', 'rule_id', 'rollout_side',
+  'timestamp', 'project_id', 'service_id', 'environment', 'latency_ms', 'evaluations', 'targeting_key_hash', 'source', 'results',
 ];
-/** Where flag_key is in a line (DELETE /api/evaluations reads it). */
-const FLAG_KEY_COLUMN = COLUMNS.indexOf('flag_key');
+/** Where project_id, service_id and results are in a line (DELETE /api/evaluations reads them). */
+const PROJECT_COLUMN = COLUMNS.indexOf('project_id');
+const SERVICE_COLUMN = COLUMNS.indexOf('service_id');
+const RESULTS_COLUMN = COLUMNS.indexOf('results');
+const BETWEEN_RESULTS = Buffer.from(',');
+const END_OF_LINE = Buffer.from(']\n');
 
-/** timestamp to source: the same for every flag of a (folded) request. */
+/** timestamp to source, and the opening of `results`: the same for every flag of a (folded) request. */
 function requestFields(timestamp: number, projectId: string, serviceId: string, environment: string, latencyMs: number, evaluations: number, targetingKeyHash: string, source: EvaluationSource): string {
-  return `${tsvTime(timestamp)}\t${tsv(projectId)}\t${tsv(serviceId)}\t${tsv(environment)}\t${latencyMs}\t${evaluations}\t${targetingKeyHash}\t${source}`;
+  return `${tsvTime(timestamp)}\t${tsv(projectId)}\t${tsv(serviceId)}\t${tsv(environment)}\t${latencyMs}\t${evaluations}\t${targetingKeyHash}\t${source}\t[`;
 }
 
-/** flag_key to rollout_side and the newline: a result's own part of the line. */
+/** A result's tuple in `results`: flag_key to rollout_side. */
 function resultFields(flagKey: string, reason: string, variant: string | undefined, value: unknown, errorCode: string | undefined, ruleId: string | undefined, rolloutSide: RolloutSide | undefined): string {
   return (
-    `\t${tsv(flagKey)}\t${tsv(reason)}\t${variant === undefined ? '' : tsv(variant)}\t${value === undefined ? 'null' : tsv(JSON.stringify(value))}` +
-    `\t${errorCode === undefined ? '' : tsv(errorCode)}\t${ruleId === undefined ? '' : tsv(ruleId)}\t${rolloutSide ?? ''}\n`
+    `(${quoted(flagKey)},${quoted(reason)},${quoted(variant ?? '')},${quoted(value === undefined ? 'null' : JSON.stringify(value))},` +
+    `${quoted(errorCode ?? '')},${quoted(ruleId ?? '')},${quoted(rolloutSide ?? '')})`
   );
 }
 
-/** The evaluation_events line; a targeting key seen again is not hashed again (keys repeat across flags). */
+/** The line of one event (a request of one flag); a targeting key seen again is not hashed again (keys repeat across flags). */
 function evaluationEventsFormat(): TableFormat<EvaluationEvent> {
   const hash = boundedMemo(hashTargetingKey, HASHES_KEPT);
   return {
-    table: 'evaluation_events',
+    table: 'evaluation_requests',
+    stores: 'evaluation_events',
     columns: COLUMNS,
     line: (e) =>
       requestFields(e.timestamp, e.projectId, e.serviceId, e.environment, e.latencyMs, e.evaluations ?? 1, e.targetingKey ? hash(e.targetingKey) : '', e.source) +
-      resultFields(e.flagKey, e.reason, e.variant, e.value, e.errorCode, e.ruleId, e.rolloutSide),
+      resultFields(e.flagKey, e.reason, e.variant, e.value, e.errorCode, e.ruleId, e.rolloutSide) +
+      ']\n',
   };
 }
 
@@ -167,6 +172,8 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   private writeScheduled = false;
   private requests = 0;
   private folded = 0;
+  /** The parts of the line being written, reused from request to request. */
+  private readonly lineParts: Buffer[] = [];
 
   constructor(opts: RecorderOptions) {
     super(evaluationEventsFormat(), opts);
@@ -227,10 +234,15 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.sealNow();
     const projects = new Set([...filter.projectIds].map(tsv));
     const service = filter.serviceId === undefined ? undefined : tsv(filter.serviceId);
-    const flag = tsv(filter.flagKey);
-    this.discardLines((line) => {
-      const fields = line.split('\t', FLAG_KEY_COLUMN + 1);
-      return fields[FLAG_KEY_COLUMN] === flag && projects.has(fields[1]) && (service === undefined || fields[2] === service);
+    const flagTuple = `(${quoted(filter.flagKey)},`;
+    this.rewriteLines((line) => {
+      const fields = line.split('\t');
+      const results = splitTuples(fields[RESULTS_COLUMN]);
+      if (!projects.has(fields[PROJECT_COLUMN]) || (service !== undefined && fields[SERVICE_COLUMN] !== service)) return { line, rows: results.length };
+      const kept = results.filter((tuple) => !tuple.startsWith(flagTuple));
+      if (kept.length === 0) return undefined;
+      fields[RESULTS_COLUMN] = `[${kept.join(',')}]`;
+      return { line: fields.join('\t'), rows: kept.length };
     });
   }
 
@@ -277,7 +289,7 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     }
   };
 
-  /** Hands sealed requests to the writer, one line per flag of each, until `rows` are written (whole requests). */
+  /** Hands sealed requests to the writer, a line each, until `rows` (flags) are written (whole requests). */
   private writeSealedRequests(rows: number): void {
     let written = 0;
     while (this.nextSealed < this.sealed.length && written < rows) {
@@ -291,9 +303,17 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
       // Hashed once per request, for all its flags (a new user's key is seldom seen again within the window).
       const targetingKeyHash = first.targetingKey ? hashTargetingKey(first.targetingKey) : '';
       const latencyMs = Number(roundedLatency(first));
-      const request = Buffer.from(requestFields(first.timestamp, first.projectId, first.serviceId, first.environment, latencyMs, evaluations, targetingKeyHash, first.source), 'utf8');
-      for (const r of first.results) this.recordBytes(request, resultPart(r).bytes);
-      written += first.results.length;
+      const parts = this.lineParts;
+      parts.push(Buffer.from(requestFields(first.timestamp, first.projectId, first.serviceId, first.environment, latencyMs, evaluations, targetingKeyHash, first.source), 'utf8'));
+      const { results } = first;
+      for (let i = 0; i < results.length; i++) {
+        if (i > 0) parts.push(BETWEEN_RESULTS);
+        parts.push(resultPart(results[i]).bytes);
+      }
+      parts.push(END_OF_LINE);
+      this.recordBytes(parts, results.length);
+      parts.length = 0;
+      written += results.length;
     }
     this.folded += written;
     this.sealedRows -= written;
@@ -302,6 +322,29 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
       this.nextSealed = 0;
     }
   }
+}
+
+/** The tuples of a `results` field, each as written (a tuple's strings may hold brackets, commas and escaped quotes). */
+function splitTuples(field: string): string[] {
+  const tuples: string[] = [];
+  let start = 1;
+  let depth = 0;
+  let inString = false;
+  for (let i = 1; i < field.length - 1; i++) {
+    const c = field[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === "'") inString = false;
+    } else if (c === "'") inString = true;
+    else if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === ',' && depth === 0) {
+      tuples.push(field.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (field.length > 2) tuples.push(field.slice(start, field.length - 1));
+  return tuples;
 }
 
 /** Server latency to two significant digits: what folding compares and the row carries. */
