@@ -3,25 +3,27 @@
 -- view writes each tuple as an evaluation_events row with the request's fields, which feeds the
 -- minute rollup as before, so every reader keeps reading evaluation_events. ClickHouse parses a
 -- request's fields once instead of once per flag: for five flags per request it spends about half
--- the CPU per row of one line per flag (docs/data-plane.md#evaluation-events).
+-- the CPU per row of one line per flag (docs/data-plane.md#evaluation-events). Its strings are
+-- plain: parsing straight into LowCardinality costs more than the view's conversion of the
+-- whole column when it writes evaluation_events.
 CREATE TABLE IF NOT EXISTS evaluation_requests
 (
     timestamp DateTime64(3),
-    project_id LowCardinality(String),
-    service_id LowCardinality(String),
-    environment LowCardinality(String),
+    project_id String,
+    service_id String,
+    environment String,
     latency_ms Float32,
     evaluations UInt32,
     targeting_key_hash String,
-    source LowCardinality(String),
+    source String,
     results Array(Tuple(
-        flag_key LowCardinality(String),
-        reason LowCardinality(String),
+        flag_key String,
+        reason String,
         variant String,
         value String,
-        error_code LowCardinality(String),
-        rule_id LowCardinality(String),
-        rollout_side LowCardinality(String)))
+        error_code String,
+        rule_id String,
+        rollout_side String))
 )
 ENGINE = Null;
 
