@@ -234,9 +234,11 @@ describe('AnalyticsWriter into chDB', () => {
     const projectId = freshProject();
     const flaky = answerLostAfterInsert(2);
     const recorder = new EvaluationRecorder({ ...options({ analytics: flaky.analytics, batchSize: 1_000, instanceId: 'writer-test' }), foldMs: 1 });
+    // The separators of a result's string inside fields, and their escapes written literally.
+    const separators = `${AWKWARD} \x1f \x1e \x1e0 \x1e1 \x1f\x1e`;
     const results: EvaluationResult[] = [
       { flagKey: 'a', value: true, reason: 'TARGETING_MATCH', ruleId: 'r1', rolloutSide: 'in', rolloutRuleId: 'r1' },
-      { flagKey: 'b', value: AWKWARD, reason: 'VARIANT', variant: AWKWARD },
+      { flagKey: 'b', value: separators, reason: 'VARIANT', variant: separators },
     ];
     for (let i = 0; i < 5; i++) {
       recorder.recordRequest({ timestamp: T0 + i, projectId, serviceId: 'svc_w', environment: 'production', source: 'ofrep', targetingKey: `user-${i}`, latencyMs: 0.5, results });
@@ -254,9 +256,22 @@ describe('AnalyticsWriter into chDB', () => {
     );
     expect(stored).toEqual([
       { flag_key: 'a', value: 'true', variant: '', n: '5' },
-      { flag_key: 'b', value: JSON.stringify(AWKWARD), variant: AWKWARD, n: '5' },
+      { flag_key: 'b', value: JSON.stringify(separators), variant: separators, n: '5' },
     ]);
+    const [rule] = await rows<{ rule_id: string; rollout_side: string; reason: string }>(
+      "SELECT rule_id, rollout_side, reason FROM evaluation_events WHERE project_id = {projectId:String} AND flag_key = 'a' LIMIT 1",
+      { projectId },
+    );
+    expect(rule).toEqual({ rule_id: 'r1', rollout_side: 'in', reason: 'TARGETING_MATCH' });
+
+    // One event of a flag key from elsewhere (OpenTelemetry): any string, separators included.
+    recorder.record({ timestamp: T0, projectId, serviceId: 'svc_w', environment: 'production', flagKey: 'otel\x1fkey\x1e1', reason: 'STATIC', variant: undefined, value: 1, latencyMs: 0, errorCode: 'GENERAL', ruleId: undefined, rolloutSide: undefined, targetingKey: 'u', source: 'otlp' });
     await recorder.close();
+    const [otel] = await rows<{ flag_key: string; error_code: string; value: string }>(
+      "SELECT flag_key, error_code, value FROM evaluation_events WHERE project_id = {projectId:String} AND source = 'otlp'",
+      { projectId },
+    );
+    expect(otel).toEqual({ flag_key: 'otel\x1fkey\x1e1', error_code: 'GENERAL', value: '1' });
   });
 
   it('counts a retried browser batch once down the whole chain of views (web vitals, errors, their rollups)', async () => {

@@ -52,27 +52,21 @@ function request(overrides: Partial<EvaluationRequest> = {}): EvaluationRequest 
   };
 }
 
-/** The tuples of a `results` field as arrays of their strings (quoted, backslash escapes). */
+/** The elements of a `results` field (quoted strings, backslash escapes), each as its fields: what ClickHouse's view reads (analytics/schema/034). */
 function parseResults(field: string): string[][] {
-  const tuples: string[][] = [];
-  let tuple: string[] = [];
+  const elements: string[][] = [];
   for (let i = 1; i < field.length - 1; i++) {
-    const c = field[i];
-    if (c === "'") {
-      let text = '';
-      for (i++; field[i] !== "'"; i++) {
-        if (field[i] === '\\') {
-          i++;
-          text += ({ t: '\t', n: '\n', r: '\r', '0': '\0' } as Record<string, string>)[field[i]] ?? field[i];
-        } else text += field[i];
-      }
-      tuple.push(text);
-    } else if (c === ')') {
-      tuples.push(tuple);
-      tuple = [];
+    if (field[i] !== "'") continue;
+    let text = '';
+    for (i++; field[i] !== "'"; i++) {
+      if (field[i] === '\\') {
+        i++;
+        text += ({ t: '\t', n: '\n', r: '\r', '0': '\0' } as Record<string, string>)[field[i]] ?? field[i];
+      } else text += field[i];
     }
+    elements.push(text.split('\x1f').map((f) => f.replaceAll('\x1e1', '\x1f').replaceAll('\x1e0', '\x1e')));
   }
-  return tuples;
+  return elements;
 }
 
 const RESULT_COLUMNS = ['flag_key', 'reason', 'variant', 'value', 'error_code', 'rule_id', 'rollout_side'];

@@ -64,7 +64,7 @@ export interface DiscardFilter {
 }
 
 /**
- * A line per request (analytics/schema/034): the request's fields, then `results`, a tuple per
+ * A line per request (analytics/schema/034): the request's fields, then `results`, a string per
  * flag, which ClickHouse's view turns into an evaluation_events row each.
  */
 const COLUMNS: [string, ...string[]] = [
@@ -76,17 +76,26 @@ const SERVICE_COLUMN = COLUMNS.indexOf('service_id');
 const RESULTS_COLUMN = COLUMNS.indexOf('results');
 const BETWEEN_RESULTS = Buffer.from(',');
 const END_OF_LINE = Buffer.from(']\n');
+/** Between a result's fields, and the escape of the two separators inside one (analytics/schema/034). */
+const FIELD_SEPARATOR = '\x1f';
+const FIELD_ESCAPE = '\x1e';
+
+/** A field of a result's string: \x1e and \x1f written as \x1e0 and \x1e1, which the view reverses. */
+function field(text: string): string {
+  // The escape first: the escapes this makes are followed by 0, never read as the separator's.
+  return text.includes(FIELD_ESCAPE) || text.includes(FIELD_SEPARATOR) ? text.replaceAll(FIELD_ESCAPE, '\x1e0').replaceAll(FIELD_SEPARATOR, '\x1e1') : text;
+}
 
 /** timestamp to source, and the opening of `results`: the same for every flag of a (folded) request. */
 function requestFields(timestamp: number, projectId: string, serviceId: string, environment: string, latencyMs: number, evaluations: number, targetingKeyHash: string, source: EvaluationSource): string {
   return `${tsvTime(timestamp)}\t${tsv(projectId)}\t${tsv(serviceId)}\t${tsv(environment)}\t${latencyMs}\t${evaluations}\t${targetingKeyHash}\t${source}\t[`;
 }
 
-/** A result's tuple in `results`: flag_key to rollout_side. */
+/** A result's element of `results`: flag_key to rollout_side in one quoted string (the value as JSON, whose control characters are escaped). */
 function resultFields(flagKey: string, reason: string, variant: string | undefined, value: unknown, errorCode: string | undefined, ruleId: string | undefined, rolloutSide: RolloutSide | undefined): string {
-  return (
-    `(${quoted(flagKey)},${quoted(reason)},${quoted(variant ?? '')},${quoted(value === undefined ? 'null' : JSON.stringify(value))},` +
-    `${quoted(errorCode ?? '')},${quoted(ruleId ?? '')},${quoted(rolloutSide ?? '')})`
+  return quoted(
+    `${field(flagKey)}\x1f${field(reason)}\x1f${field(variant ?? '')}\x1f${value === undefined ? 'null' : JSON.stringify(value)}` +
+      `\x1f${field(errorCode ?? '')}\x1f${field(ruleId ?? '')}\x1f${rolloutSide ?? ''}`,
   );
 }
 
@@ -234,12 +243,13 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
     this.sealNow();
     const projects = new Set([...filter.projectIds].map(tsv));
     const service = filter.serviceId === undefined ? undefined : tsv(filter.serviceId);
-    const flagTuple = `(${quoted(filter.flagKey)},`;
+    // A result's element starts with its quoted flag key and the separator (the closing quote left out).
+    const flagElement = quoted(field(filter.flagKey) + FIELD_SEPARATOR).slice(0, -1);
     this.rewriteLines((line) => {
       const fields = line.split('\t');
-      const results = splitTuples(fields[RESULTS_COLUMN]);
+      const results = splitElements(fields[RESULTS_COLUMN]);
       if (!projects.has(fields[PROJECT_COLUMN]) || (service !== undefined && fields[SERVICE_COLUMN] !== service)) return { line, rows: results.length };
-      const kept = results.filter((tuple) => !tuple.startsWith(flagTuple));
+      const kept = results.filter((element) => !element.startsWith(flagElement));
       if (kept.length === 0) return undefined;
       fields[RESULTS_COLUMN] = `[${kept.join(',')}]`;
       return { line: fields.join('\t'), rows: kept.length };
@@ -324,11 +334,10 @@ export class EvaluationRecorder extends TableWriter<EvaluationEvent> {
   }
 }
 
-/** The tuples of a `results` field, each as written (a tuple's strings may hold brackets, commas and escaped quotes). */
-function splitTuples(field: string): string[] {
-  const tuples: string[] = [];
+/** The elements of a `results` field, each as written (quoted: they may hold commas and escaped quotes). */
+function splitElements(field: string): string[] {
+  const elements: string[] = [];
   let start = 1;
-  let depth = 0;
   let inString = false;
   for (let i = 1; i < field.length - 1; i++) {
     const c = field[i];
@@ -336,15 +345,13 @@ function splitTuples(field: string): string[] {
       if (c === '\\') i++;
       else if (c === "'") inString = false;
     } else if (c === "'") inString = true;
-    else if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (c === ',' && depth === 0) {
-      tuples.push(field.slice(start, i));
+    else if (c === ',') {
+      elements.push(field.slice(start, i));
       start = i + 1;
     }
   }
-  if (field.length > 2) tuples.push(field.slice(start, field.length - 1));
-  return tuples;
+  if (field.length > 2) elements.push(field.slice(start, field.length - 1));
+  return elements;
 }
 
 /** Server latency to two significant digits: what folding compares and the row carries. */
