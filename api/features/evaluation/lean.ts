@@ -66,7 +66,7 @@ export interface Exchange {
   /** X-Request-Id and the rate headers, for an answer the adapter writes itself (SSE). */
   headers(): Record<string, string | number>;
   /** Sends a JSON body (or a bare 304), with the common headers and `extra`. */
-  send(status: number, body: string, extra?: Record<string, string>): void;
+  send(status: number, body: string | Buffer, extra?: Record<string, string>): void;
 }
 
 /** How a lean route answers once the edge has admitted the request and read its body. */
@@ -192,7 +192,7 @@ class LeanExchange implements Exchange {
     return headers;
   }
 
-  send(status: number, body: string, extra?: Record<string, string>): void {
+  send(status: number, body: string | Buffer, extra?: Record<string, string>): void {
     const { res } = this;
     if (res.headersSent || res.destroyed) return;
     this.served.metrics.observe(status, (performance.now() - this.startedAt) / 1000);

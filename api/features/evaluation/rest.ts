@@ -150,23 +150,33 @@ function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBod
     bodyBytes: ex.bodyBytes,
   });
   const t5 = performance.now();
-  // Joined, not concatenated: a batch of 4,096 would otherwise leave as many string pieces behind.
-  const entries = new Array<string>(results.length);
-  for (let i = 0; i < results.length; i++) entries[i] = restEntry(results[i]);
-  let json = `{"results":[${entries.join(',')}]`;
+  // The answer as bytes, copied once from each result's JSON bytes: a demo batch of 4,096 as a
+  // string was some 300 KB in V8's large-object space per request, and the old-generation
+  // collections it brought on were the tail of its latency.
+  const parts: Buffer[] = [RESULTS_OPEN];
+  for (let i = 0; i < results.length; i++) {
+    if (i > 0) parts.push(BETWEEN_ENTRIES);
+    parts.push(restEntry(results[i]));
+  }
+  let close = RESULTS_CLOSE;
   if (ex.query !== '' && new URLSearchParams(ex.query).get('debug') === 'true') {
     const debug: DebugInfo = {
       timings: { rateLimit: round3(ex.rateLimitMs + (t4 - t3)), validation: round3(t2 - t1), cacheGet: round3(t3 - t2), evaluate: round3(t5 - t4) },
       cacheHit: grant.cacheHit,
       totalMs: round3(performance.now() - ex.startedAt),
     };
-    json += `,"_debug":${JSON.stringify(debug)}`;
+    close = Buffer.from(`],"_debug":${JSON.stringify(debug)}}`);
   }
-  ex.send(200, `${json}}`);
+  parts.push(close);
+  ex.send(200, Buffer.concat(parts));
 }
 
-/** One result of a batch answer as JSON, built once per interned result (engine/evaluate.ts). */
-const restEntry = perInternedResult((r) => JSON.stringify(restResult(r)));
+const RESULTS_OPEN = Buffer.from('{"results":[');
+const BETWEEN_ENTRIES = Buffer.from(',');
+const RESULTS_CLOSE = Buffer.from(']}');
+
+/** One result of a batch answer as JSON bytes, built once per interned result (engine/evaluate.ts). */
+const restEntry = perInternedResult((r) => Buffer.from(JSON.stringify(restResult(r))));
 
 /**
  * The REST result shape (docs/evaluation.md#results): absent fields are left out, `value` is never
