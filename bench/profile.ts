@@ -14,7 +14,9 @@
  *   other          everything else (the rest of node's HTTP server, event loop, timers)
  *
  * Idle samples are left out. The top functions by self time are listed under the table, to see
- * what a part is made of.
+ * what a part is made of. BENCH_PROFILE_WINDOW=SECONDS keeps only the busiest window of that many
+ * seconds (the measured run, e.g. 8 for bench:peers' rounds): a whole profile also holds the
+ * server's start (module loading, the set-up's requests) and its shutdown (the last flush).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,6 +31,8 @@ interface CpuProfile {
   samples: number[];
   timeDeltas: number[];
 }
+
+const WINDOW_US = Number(process.env.BENCH_PROFILE_WINDOW ?? 0) * 1e6;
 
 type Part = 'parsing' | 'auth' | 'evaluation' | 'recording' | 'serialization' | 'write' | 'gc' | 'other';
 const PARTS: Part[] = ['parsing', 'auth', 'evaluation', 'recording', 'serialization', 'write', 'gc', 'other'];
@@ -67,8 +71,9 @@ function summarize(file: string) {
   const partMemo = new Map<number, Part | 'idle'>();
   const perPart = new Map<Part, number>();
   const selfTime = new Map<string, { part: Part; us: number }>();
+  const [from, to] = WINDOW_US > 0 ? busiestWindow(profile, byId, WINDOW_US) : [0, profile.samples.length];
   let total = 0;
-  for (let i = 0; i < profile.samples.length; i++) {
+  for (let i = from; i < to; i++) {
     const id = profile.samples[i];
     const us = profile.timeDeltas[i + 1] ?? 0;
     let part = partMemo.get(id);
@@ -86,13 +91,34 @@ function summarize(file: string) {
     entry.us += us;
     selfTime.set(name, entry);
   }
-  console.log(`\n${file}: ${(total / 1e6).toFixed(2)} s of CPU sampled (idle left out)`);
+  const window = WINDOW_US > 0 ? `, the busiest ${WINDOW_US / 1e6} s` : '';
+  console.log(`\n${file}: ${(total / 1e6).toFixed(2)} s of CPU sampled (idle left out${window})`);
   console.log('| part | share |\n|---|---|');
   for (const part of PARTS) console.log(`| ${part} | ${(((perPart.get(part) ?? 0) / total) * 100).toFixed(1)}% |`);
   console.log('\ntop functions by self time:');
   for (const [name, { part, us }] of [...selfTime].sort((a, b) => b[1].us - a[1].us).slice(0, 25)) {
     console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${part.padEnd(13)} ${name}`);
   }
+}
+
+/** The samples [from, to) of the `span` microseconds with the most CPU (idle left out). */
+function busiestWindow(profile: CpuProfile, byId: Map<number, ProfileNode>, span: number): [number, number] {
+  const at: number[] = [];
+  let t = 0;
+  for (const delta of profile.timeDeltas) at.push((t += delta));
+  const busy = (i: number) => (byId.get(profile.samples[i])!.callFrame.functionName === '(idle)' ? 0 : (profile.timeDeltas[i + 1] ?? 0));
+  let best: [number, number] = [0, 0];
+  let bestCpu = -1;
+  let cpu = 0;
+  for (let from = 0, to = 0; to < profile.samples.length; to++) {
+    cpu += busy(to);
+    while (at[to] - at[from] > span) cpu -= busy(from++);
+    if (cpu > bestCpu) {
+      bestCpu = cpu;
+      best = [from, to + 1];
+    }
+  }
+  return best;
 }
 
 const files = process.argv.slice(2);
