@@ -4,7 +4,7 @@
 -- feeds the minute rollup as before, so every reader keeps reading evaluation_events. ClickHouse
 -- parses a request's fields once instead of once per flag, and a flag's fields as one string: for
 -- five flags per request it spends about a quarter of the CPU per row of one line per flag
--- (docs/data-plane.md#evaluation-events). Its strings are plain: parsing straight into
+-- (docs/data-plane.md, Evaluation events). Its strings are plain: parsing straight into
 -- LowCardinality costs more than the view's conversion of whole columns.
 --
 -- A flag's string is its fields joined by the unit separator (\x1f): flag_key, reason, variant,
