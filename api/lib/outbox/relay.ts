@@ -302,8 +302,10 @@ class ConsumerLoop {
       this.counters.failures++;
       const retryInMs = this.retryDelay(f.row.attempts, f.outage);
       await this.store.markFailed(this.sql, name, f.row.seq, { error: f.error, retryInMs });
-      // Counted from after the update: never before the row's own time on the database's clock.
-      this.retriesDue.push(Date.now() + retryInMs);
+      // Counted from after the update, and a millisecond more: Date.now() is whole milliseconds
+      // and the database's clock is finer, so a pass started at exactly the due millisecond could
+      // still find the row unavailable and drop the retry until the poll.
+      this.retriesDue.push(Date.now() + retryInMs + 1);
     }
     return rows.length;
   }
