@@ -444,7 +444,7 @@ const QUOTED_SPECIALS = /[\\'\t\n\r\0]/g;
 const QUOTED_ESCAPES: Record<string, string> = { ...TSV_ESCAPES, "'": "\\'" };
 
 /**
- * A string inside a composite field (a map's keys and values, a tuple's elements): quoted.
+ * A string inside a composite field (a map's keys and values, an array's elements): quoted.
  * Inside TabSeparated, ClickHouse reads such quoted strings with their own escapes straight from
  * the line (no TabSeparated unescaping first), so tabs and newlines are escaped there and nothing
  * else.

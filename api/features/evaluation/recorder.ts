@@ -94,8 +94,9 @@ function requestFields(timestamp: number, projectId: string, serviceId: string, 
 /** A result's element of `results`: flag_key to rollout_side in one quoted string (the value as JSON, whose control characters are escaped). */
 function resultFields(flagKey: string, reason: string, variant: string | undefined, value: unknown, errorCode: string | undefined, ruleId: string | undefined, rolloutSide: RolloutSide | undefined): string {
   return quoted(
-    `${field(flagKey)}\x1f${field(reason)}\x1f${field(variant ?? '')}\x1f${value === undefined ? 'null' : JSON.stringify(value)}` +
-      `\x1f${field(errorCode ?? '')}\x1f${field(ruleId ?? '')}\x1f${rolloutSide ?? ''}`,
+    [field(flagKey), field(reason), field(variant ?? ''), value === undefined ? 'null' : JSON.stringify(value), field(errorCode ?? ''), field(ruleId ?? ''), rolloutSide ?? ''].join(
+      FIELD_SEPARATOR,
+    ),
   );
 }
 
