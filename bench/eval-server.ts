@@ -144,17 +144,28 @@ async function main() {
   // From the request's last body byte: what the server spent once the client had sent it all.
   let afterBodyTimes: number[] = [];
   const bodyArrivals = new WeakMap<object, number>();
+  // Where each request's time went, to tell a slow request from a busy core: the scheduler's
+  // counters of every thread, read when its headers arrive (before the timed span starts) and
+  // when it is answered (after the span is timed).
+  const schedulerAtStart = new WeakMap<object, ThreadTimes>();
+  let threadTimes: ThreadTimes[] = [];
   const onStart = (message: unknown) => {
     const { request } = message as { request: import('node:http').IncomingMessage };
+    schedulerAtStart.set(request, readThreadTimes());
     arrivals.set(request, performance.now());
     request.once('end', () => bodyArrivals.set(request, performance.now()));
   };
   const onFinish = (message: unknown) => {
     const { request } = message as { request: object };
+    const finished = performance.now();
     const started = arrivals.get(request);
-    if (started !== undefined) serverTimes.push(performance.now() - started);
+    if (started !== undefined) serverTimes.push(finished - started);
     const bodyArrived = bodyArrivals.get(request);
-    if (bodyArrived !== undefined) afterBodyTimes.push(performance.now() - bodyArrived);
+    const atStart = schedulerAtStart.get(request);
+    if (bodyArrived !== undefined && atStart !== undefined) {
+      afterBodyTimes.push(finished - bodyArrived);
+      threadTimes.push(threadTimesSince(atStart));
+    }
   };
   // Event-loop stalls in the server during a run: tells a slow tail caused here from one caused by the generator or the machine.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
@@ -168,13 +179,14 @@ async function main() {
     } else if (message.type === 'server-times-start') {
       serverTimes = [];
       afterBodyTimes = [];
+      threadTimes = [];
       diagnostics.subscribe('http.server.request.start', onStart);
       diagnostics.subscribe('http.server.response.finish', onFinish);
       process.send!({ type: 'server-times-started' });
     } else if (message.type === 'server-times') {
       diagnostics.unsubscribe('http.server.request.start', onStart);
       diagnostics.unsubscribe('http.server.response.finish', onFinish);
-      process.send!({ type: 'server-times', times: serverTimes, afterBody: afterBodyTimes });
+      process.send!({ type: 'server-times', times: serverTimes, afterBody: afterBodyTimes, threads: threadTimes });
     } else if (message.type === 'loop-delay') {
       process.send!({ type: 'loop-delay', p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 });
       loopDelay.reset();
@@ -198,6 +210,49 @@ async function main() {
     bare: `http://127.0.0.1:${barePort}`,
     express: `http://127.0.0.1:${expressPort}`,
   });
+}
+
+/**
+ * Milliseconds of a request from the kernel's scheduler statistics (/proc/self/task/<tid>/schedstat):
+ * how long the JavaScript thread was ready but waiting for its core, and how long the process's
+ * other threads (V8's collector, libuv's pool) ran. Both are exact when read from the JavaScript
+ * thread (the kernel settles a wait when the thread gets the core back, and the other threads'
+ * time when they leave it); its own time on the core is not, being settled only at the next
+ * tick. The server is pinned to one core: waiting beyond the other threads' time is another
+ * process on that core.
+ */
+export interface ThreadTimes {
+  waiting: number;
+  otherThreads: number;
+}
+
+const JS_THREAD = String(process.pid);
+
+function readThreadTimes(): ThreadTimes {
+  const times: ThreadTimes = { waiting: 0, otherThreads: 0 };
+  let tasks: string[];
+  try {
+    tasks = fs.readdirSync('/proc/self/task');
+  } catch {
+    return times;
+  }
+  for (const tid of tasks) {
+    let fields: string[];
+    try {
+      fields = fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    if (tid === JS_THREAD) times.waiting = Number(fields[1]) / 1e6;
+    else times.otherThreads += Number(fields[0]) / 1e6;
+  }
+  return times;
+}
+
+function threadTimesSince(start: ThreadTimes): ThreadTimes {
+  const now = readThreadTimes();
+  // A thread that ended during the request takes its time with it: never below zero.
+  return { waiting: now.waiting - start.waiting, otherThreads: Math.max(0, now.otherThreads - start.otherThreads) };
 }
 
 main().catch((error) => {

@@ -51,6 +51,7 @@ import { openLoop } from './open-loop';
 import { ask, call, signUp, startEvalServer, stopServer, type ServerUrls } from './server-process';
 import { reportedUrl, startScript } from './memory-procs';
 import { fmt, median, pinSelf } from './report';
+import type { ThreadTimes } from './eval-server';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -203,12 +204,17 @@ async function serverTime(child: ChildProcess, url: string, body: string, header
     const json = JSON.parse(text) as { _debug?: { totalMs: number } };
     if (json._debug) handler.push(json._debug.totalMs);
   }
-  const { times: server, afterBody } = await ask<{ times: number[]; afterBody: number[] }>(child, { type: 'server-times' }, 'server-times');
+  const { times: server, afterBody, threads } = await ask<{ times: number[]; afterBody: number[]; threads: ThreadTimes[] }>(child, { type: 'server-times' }, 'server-times');
+  // The slowest 1% (those at or above the p99), each with where its time went.
+  const slowest = afterBody
+    .map((ms, i) => ({ ms, threads: threads[i] }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, Math.max(1, n - Math.floor(n * 0.99)));
   const stats = (xs: number[]) => {
     xs.sort((a, b) => a - b);
     return { p50: xs[Math.floor(xs.length / 2)], p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))], max: xs[xs.length - 1] };
   };
-  return { handler: stats(handler), server: stats(server), afterBody: stats(afterBody), roundTrip: stats(roundTrip) };
+  return { handler: stats(handler), server: stats(server), afterBody: stats(afterBody), roundTrip: stats(roundTrip), slowest };
 }
 
 
@@ -340,6 +346,11 @@ async function main() {
           `from the headers (the body's arrival included) p50 ${fmt(t.server.p50, 2)} ms, p99 ${fmt(t.server.p99, 2)} ms, max ${fmt(t.server.max, 2)} ms; ` +
           `handler (_debug.totalMs, from the headers) p50 ${fmt(t.handler.p50, 2)} ms, p99 ${fmt(t.handler.p99, 2)} ms; ` +
           `round trip seen by the client p50 ${fmt(t.roundTrip.p50, 2)} ms, p99 ${fmt(t.roundTrip.p99, 2)} ms`,
+      );
+      console.log(
+        `  the slowest 1%: server time, of it the JavaScript thread ready but waiting for its core, and the server's other threads ` +
+          `(the collector's, libuv's) on that core meanwhile; waiting beyond those is another process on the core: ` +
+          t.slowest.map(({ ms, threads: x }) => `${fmt(ms, 1)} ms (waiting ${fmt(x.waiting, 1)}, other threads ${fmt(x.otherThreads, 1)})`).join('; '),
       );
     }
     const bars = rows.filter((r) => r.name === 'REST single' || r.name === 'OFREP single');

@@ -23,8 +23,8 @@ export interface DemoFeature {
 
 /**
  * The public demo service (docs/api-reference.md#demo-service): seeds the 4,096-flag grid when
- * configured to (DEMO_SEED, default on the embedded profile), loads the demo registry and starts
- * the demo list cache's invalidation from the bus.
+ * configured to (DEMO_SEED, default on the embedded profile), loads the demo registry and, where
+ * the flags list is served (the control role), starts the demo list cache's invalidation from the bus.
  */
 export async function createDemoFeature(deps: { config: Config; sql: Sql; cache: Cache; logger: Logger; flags: FlagService }): Promise<DemoFeature> {
   const { config, sql, cache, logger } = deps;
@@ -32,13 +32,18 @@ export async function createDemoFeature(deps: { config: Config; sql: Sql; cache:
   const registry = new DemoServiceRegistry({ sql, logger, configured: config.DEMO_SERVICE_IDS });
   await registry.start();
   const list = new DemoFlagList({ sql, flags: deps.flags, registry, cache, logger });
-  try {
-    await list.start();
-  } catch (error) {
-    registry.stop();
-    throw error;
+  // The list is asked only by GET /api/flags, a control-listener route: a data-plane process
+  // would hold a second copy of the grid (4,096 flags in each environment) in its heap for
+  // nothing, and every old-generation collection there would mark it again.
+  if (config.ROLES.includes('control')) {
+    try {
+      await list.start();
+    } catch (error) {
+      registry.stop();
+      throw error;
+    }
+    list.warmUp(ENVIRONMENTS);
   }
-  list.warmUp(ENVIRONMENTS);
   return {
     registry,
     list,
