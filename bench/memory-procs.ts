@@ -4,7 +4,8 @@
  * profile's backends (productionBackends).
  *
  * The app runs exactly as `npm start` and the Docker image run it: `node dist/api/main.js`
- * (built code, no tsx), with ROLES and the backends in its environment. The multi-instance test
+ * (built code, no tsx) with the node flags scripts/run-api.sh gives its roles and CPUs, with ROLES
+ * and the backends in its environment. The multi-instance test
  * (test/platform/multi-instance.test.ts) starts its processes through them too. The only addition is a
  * few lines evaluated before main.js (`node --expose-gc -e ...`) that answer `memory` requests
  * over the IPC channel (optionally after a full GC) and shut the app down (SIGTERM path) when
@@ -22,6 +23,7 @@ import readline from 'node:readline';
 import Redis from 'ioredis';
 import postgres from 'postgres';
 import { ANY_FREE_PORTS, CONFIG_VARIABLES } from '../api/config';
+import { deployedNodeFlags } from './server-process';
 
 export const ROOT = path.resolve(__dirname, '..');
 const MAIN = path.join(ROOT, 'dist', 'api', 'main.js');
@@ -267,8 +269,7 @@ export class Child {
  */
 export function startApp(name: string, env: NodeJS.ProcessEnv, opts: { cpus?: string; nodeArgs?: string[] } = {}): Child {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
-  const ingests = (env.ROLES ?? 'ingest').split(',').includes('ingest');
-  const args = [...(ingests ? ['--max-semi-space-size=64'] : []), ...(opts.nodeArgs ?? []), '--expose-gc', '-e', PRELOAD];
+  const args = [...deployedNodeFlags(env, opts.cpus), ...(opts.nodeArgs ?? []), '--expose-gc', '-e', PRELOAD];
   // taskset execs node: the child's pid is node's.
   const proc = spawn(opts.cpus ? 'taskset' : process.execPath, opts.cpus ? ['-c', opts.cpus, process.execPath, ...args] : args, {
     cwd: ROOT,

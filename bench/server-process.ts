@@ -2,7 +2,7 @@
  * The bench server child (bench/eval-server.ts) as benches drive it: start it, ask it over IPC,
  * stop it; `call`, the API request the set-up steps make, and `signUp`, the session they make it with.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export interface ServerUrls {
@@ -15,13 +15,31 @@ export interface ServerUrls {
   express: string;
 }
 
-/** Starts bench/eval-server.ts; `pinned` runs it on CPU 0 (taskset), `nodeArgs` go before the script; an `env` entry set to undefined is left out. */
+/**
+ * The node flags scripts/run-api.sh (the one place that decides them) gives a process started with
+ * `env` (its ROLES) on `cpus` (a taskset list; else this process's own CPUs, which a child
+ * inherits), so a bench measures a server as it is deployed.
+ */
+export function deployedNodeFlags(env: NodeJS.ProcessEnv, cpus?: string): string[] {
+  const script = ['sh', path.join(__dirname, '..', 'scripts', 'run-api.sh'), '--print-node-flags'];
+  const [command, ...args] = cpus ? ['taskset', '-c', cpus, ...script] : script;
+  return execFileSync(command, args, { env, encoding: 'utf8' }).split(/\s+/).filter(Boolean);
+}
+
+/**
+ * Starts bench/eval-server.ts with the node flags its roles get as deployed; `pinned` runs it on
+ * CPU 0 (taskset), `nodeArgs` go after the deployed flags, before the script; an `env` entry set to
+ * undefined is left out.
+ */
 export function startEvalServer(opts: { env?: NodeJS.ProcessEnv; pinned?: boolean; nodeArgs?: string[] } = {}): Promise<{ child: ChildProcess; urls: ServerUrls }> {
   const script = path.join(__dirname, 'eval-server.ts');
-  const args = [...(opts.pinned ? ['-c', '0', process.execPath] : []), ...(opts.nodeArgs ?? []), '--import', 'tsx', script];
+  const env = { ...process.env, ...opts.env };
+  // bench/eval-server.ts serves BENCH_SERVER_ROLES, the control and data roles unless told.
+  const flags = deployedNodeFlags({ ...env, ROLES: env.BENCH_SERVER_ROLES ?? 'control,data' }, opts.pinned ? '0' : undefined);
+  const args = [...(opts.pinned ? ['-c', '0', process.execPath] : []), ...flags, ...(opts.nodeArgs ?? []), '--import', 'tsx', script];
   const child = spawn(opts.pinned ? 'taskset' : process.execPath, args, {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, ...opts.env },
+    env,
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));

@@ -1,14 +1,43 @@
 #!/bin/sh
-# Runs the built API (dist/api/main.js) with the node flags its roles need: the one place that
-# decides them, for scripts/start.sh and the Docker image (POSIX sh: the image has no bash).
-# A process that ingests (every process of the embedded profile, whose ROLES default to all)
-# gets a larger young generation: OTLP and event ingestion allocate short-lived objects fast
-# (docs/opentelemetry.md#throughput).
+# Runs the built API (dist/api/main.js) with the node flags its roles and its CPUs need: the one
+# place that decides them, for scripts/start.sh, the Docker image (POSIX sh: the image has no
+# bash) and the benches (`--print-node-flags` prints them instead of running, for a process
+# started the same way, under the same CPU affinity).
+#
+# - A process that ingests (every process of the embedded profile, whose ROLES default to all)
+#   gets a larger young generation: OTLP and event ingestion allocate short-lived objects fast
+#   (docs/opentelemetry.md#throughput).
+# - A process given one CPU (its affinity, or a cgroup quota of one CPU or less) runs V8's
+#   collector on the JavaScript thread: its helper threads could only take turns with it on that
+#   CPU (docs/operations.md#one-cpu).
 roles="${ROLES:-control,data,ingest,worker}"
+print_flags=
 for arg in "$@"; do
-  case "$arg" in --roles=*) roles="${arg#--roles=}" ;; esac
+  case "$arg" in
+    --roles=*) roles="${arg#--roles=}" ;;
+    --print-node-flags) print_flags=1 ;;
+  esac
 done
+
+# CPUs this process may run on: its affinity, lowered by a cgroup v2 quota ("max" or "<quota> <period>").
+cpus="$(nproc 2>/dev/null || echo 2)"
+if [ -r /sys/fs/cgroup/cpu.max ]; then
+  read -r quota period < /sys/fs/cgroup/cpu.max || true
+  if [ "${quota:-max}" != max ] && [ "${period:-0}" -gt 0 ]; then
+    quota_cpus=$(( (quota + period - 1) / period ))
+    [ "$quota_cpus" -lt "$cpus" ] && cpus="$quota_cpus"
+  fi
+fi
+
+flags=
 case ",$roles," in
-  *,ingest,*) exec node --max-semi-space-size=64 dist/api/main.js "$@" ;;
-  *) exec node dist/api/main.js "$@" ;;
+  *,ingest,*) flags="--max-semi-space-size=64" ;;
 esac
+[ "$cpus" -le 1 ] && flags="$flags --single-threaded-gc"
+
+if [ -n "$print_flags" ]; then
+  echo $flags
+  exit 0
+fi
+# $flags unquoted: each flag a word of its own.
+exec node $flags dist/api/main.js "$@"
