@@ -215,10 +215,10 @@ async function main() {
 /**
  * Milliseconds of a request from the kernel's scheduler statistics (/proc/self/task/<tid>/schedstat):
  * how long the JavaScript thread was ready but waiting for its core, and how long the process's
- * other threads (V8's collector, libuv's pool) ran. Both are exact when read from the JavaScript
- * thread (the kernel settles a wait when the thread gets the core back, and the other threads'
- * time when they leave it); its own time on the core is not, being settled only at the next
- * tick. The server is pinned to one core: waiting beyond the other threads' time is another
+ * other threads (V8's compiler and collector helpers, libuv's pool) ran. Both are exact when read
+ * from the JavaScript thread (the kernel settles a wait when the thread gets the core back, and
+ * the other threads' time when they leave it); its own time on the core is not, being settled
+ * only at the next tick. The server is pinned to one core: waiting beyond the other threads' time is another
  * process on that core.
  */
 export interface ThreadTimes {

@@ -349,7 +349,7 @@ async function main() {
       );
       console.log(
         `  the slowest 1%: server time, of it the JavaScript thread ready but waiting for its core, and the server's other threads ` +
-          `(the collector's, libuv's) on that core meanwhile; waiting beyond those is another process on the core: ` +
+          `(V8's compiler and collector helpers, libuv's pool) on that core meanwhile; waiting beyond those is another process on the core: ` +
           t.slowest.map(({ ms, threads: x }) => `${fmt(ms, 1)} ms (waiting ${fmt(x.waiting, 1)}, other threads ${fmt(x.otherThreads, 1)})`).join('; '),
       );
     }
