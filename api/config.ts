@@ -178,9 +178,9 @@ const envSchema = z.object({
   /** Hot-path rate-limit counters are added to the shared cache this often. */
   EVAL_RATE_LIMIT_SYNC_MS: positiveInt.default(250),
   /** Evaluation events: rows per ClickHouse insert, longest wait of a partial batch, events held in memory. */
-  EVAL_EVENTS_BATCH_SIZE: positiveInt.default(100_000),
+  EVAL_EVENTS_BATCH_SIZE: positiveInt.default(250_000),
   EVAL_EVENTS_FLUSH_MS: positiveInt.default(5_000),
-  EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(300_000),
+  EVAL_EVENTS_MAX_BUFFERED: positiveInt.default(750_000),
   /**
    * Alike evaluation requests (same targeting key and results) within this window are written as
    * one row per flag with their count (api/features/evaluation/recorder.ts). Short, so what waits

@@ -58,9 +58,20 @@ export class ChannelTokens {
     private readonly audience: string,
   ) {}
 
+  /**
+   * Each API token's most recent signed token, by its id (the cached principal's own string,
+   * whose hash V8 keeps): a token polling one service finds its channel token without building
+   * and hashing the joined key on every answer.
+   */
+  private readonly lastSigned = new Map<string, { serviceId: string; environment: Environment; window: number; token: string }>();
+
   /** The window's token when it is signed already; undefined until `issue` has signed it. */
   issuedNow(claims: ChannelClaims, window: number): string | undefined {
-    return this.signed.get(channelKey(claims, window));
+    const last = this.lastSigned.get(claims.tokenId);
+    if (last !== undefined && last.window === window && last.serviceId === claims.serviceId && last.environment === claims.environment) return last.token;
+    const token = this.signed.get(channelKey(claims, window));
+    if (token !== undefined) this.lastSigned.set(claims.tokenId, { serviceId: claims.serviceId, environment: claims.environment, window, token });
+    return token;
   }
 
   issue(claims: ChannelClaims, window: number): Promise<string> {
@@ -73,6 +84,7 @@ export class ChannelTokens {
     if (this.issued.size >= ISSUED_KEPT) {
       this.issued.clear();
       this.signed.clear();
+      this.lastSigned.clear();
     }
     this.issued.set(key, signing);
     signing.then(
