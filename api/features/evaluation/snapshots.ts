@@ -1,10 +1,11 @@
+import { hash } from 'node:crypto';
 import type { Cache } from '../../infra/cache';
 import type { Logger } from '../../infra/logger';
 import type { Sql } from '../../infra/postgres';
 import { COHORT_CHANGES_CHANNEL, type CohortChangeEvent, type CohortRecord } from '../cohorts/types';
 import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { FLAG_CHANGES_CHANNEL, type FlagChangeEvent, type FlagRecord } from '../flags/types';
-import { compileFlag, murmur3, murmur3After, murmur3Prefix, type BucketPrefix, type CompiledFlag, type FlagDefinition } from './engine/index';
+import { compileFlag, murmur3, type CompiledFlag, type FlagDefinition } from './engine/index';
 import type { EvaluationStore, ServiceRow } from './store';
 
 /** One flag as served: the API record (streams, bulk answers) and its compiled form (evaluation). */
@@ -88,12 +89,9 @@ export class EnvironmentSnapshot {
   }
 
   /**
-   * A bulk answer's validator for a context (its JSON) and channel window ('' for none): 64 bits
-   * of MurmurHash3 (two seeds) over the visible flags' ETag, the context and the window. The
-   * flags' ETag is absorbed once per change, and a client polling with the same context finds
-   * its validator kept per view until a flag changes (at most ANSWER_ETAGS_KEPT contexts). Not a
-   * digest: a validator only has to change with the answer, and a new context per request (a
-   * user's first evaluation) then costs a fraction of a SHA-1.
+   * A bulk answer's validator for a context (its JSON) and channel window ('' for none): a hash of
+   * the visible flags' ETag and the context, kept per view, so a client polling with the same
+   * context is not hashed again until a flag changes. At most ANSWER_ETAGS_KEPT contexts per view.
    */
   answerEtag(visibility: Visibility, contextJson: string, window: string): string {
     const view = this.view(visibility);
@@ -101,8 +99,8 @@ export class EnvironmentSnapshot {
     const key = `${window}:${contextJson}`;
     let etag = etags.get(key);
     if (etag === undefined) {
-      const flags = (view.answerEtagPrefixes ??= [murmur3Prefix(this.etag(visibility), 1), murmur3Prefix(this.etag(visibility), 2)]);
-      etag = `W/"${hex(murmur3After(flags[0], key))}${hex(murmur3After(flags[1], key))}"`;
+      // One-shot: a new context per request (a user's first evaluation) pays one hash call.
+      etag = `W/"${hash('sha1', `${this.etag(visibility)}${contextJson}${window === '' ? '' : `:${window}`}`, 'hex').slice(0, 24)}"`;
       if (etags.size >= ANSWER_ETAGS_KEPT) etags.clear();
       etags.set(key, etag);
     }
@@ -159,8 +157,6 @@ interface VisibleView {
   flags?: readonly SnapshotFlag[];
   etag?: string;
   answerEtags?: Map<string, string>;
-  /** The flags' ETag absorbed by MurmurHash3 under the answer validator's two seeds. */
-  answerEtagPrefixes?: [BucketPrefix, BucketPrefix];
 }
 
 /**

@@ -85,27 +85,28 @@ function absorb(state: BucketPrefix, text: string): BucketPrefix {
   return { hash, pendingBytes, pendingCount, byteLength: state.byteLength + bytes.length };
 }
 
-/** The state after absorbing the UTF-8 bytes of `text` from `seed`: the start of hashes that share that text. */
-export function murmur3Prefix(text: string, seed = 0): BucketPrefix {
-  return absorb({ hash: seed | 0, pendingBytes: 0, pendingCount: 0, byteLength: 0 }, text);
-}
-
 /** MurmurHash3 x86 32-bit of the UTF-8 encoding of `text`, unsigned. */
 export function murmur3(text: string, seed = 0): number {
-  return murmur3After(murmur3Prefix('', seed), text);
+  const state = absorb({ hash: seed | 0, pendingBytes: 0, pendingCount: 0, byteLength: 0 }, text);
+  return finishHash(state.hash, state.pendingBytes, state.pendingCount, state.byteLength);
 }
 
-/** MurmurHash3 of a prefix's bytes followed by `text`'s, unsigned; ASCII text is hashed without allocating. */
-export function murmur3After(prefix: BucketPrefix, text: string): number {
+/** Absorbs `${salt}:${flagKey}:` once, for reuse by every evaluation of the flag. */
+export function createBucketPrefix(salt: string, flagKey: string): BucketPrefix {
+  return absorb({ hash: 0, pendingBytes: 0, pendingCount: 0, byteLength: 0 }, `${salt}:${flagKey}:`);
+}
+
+/** The bucket of a targeting key after a prefix; ASCII keys are hashed without allocating. */
+export function bucketWithPrefix(prefix: BucketPrefix, targetingKey: string): number {
   let hash = prefix.hash;
   let pendingBytes = prefix.pendingBytes;
   let pendingCount = prefix.pendingCount;
-  const length = text.length;
+  const length = targetingKey.length;
   for (let i = 0; i < length; i++) {
-    const code = text.charCodeAt(i);
+    const code = targetingKey.charCodeAt(i);
     if (code >= 0x80) {
-      const state = absorb(prefix, text);
-      return finishHash(state.hash, state.pendingBytes, state.pendingCount, state.byteLength);
+      const state = absorb(prefix, targetingKey);
+      return scaled(finishHash(state.hash, state.pendingBytes, state.pendingCount, state.byteLength));
     }
     pendingBytes |= code << (pendingCount << 3);
     if (++pendingCount === 4) {
@@ -114,17 +115,7 @@ export function murmur3After(prefix: BucketPrefix, text: string): number {
       pendingCount = 0;
     }
   }
-  return finishHash(hash, pendingBytes, pendingCount, prefix.byteLength + length);
-}
-
-/** Absorbs `${salt}:${flagKey}:` once, for reuse by every evaluation of the flag. */
-export function createBucketPrefix(salt: string, flagKey: string): BucketPrefix {
-  return murmur3Prefix(`${salt}:${flagKey}:`);
-}
-
-/** The bucket of a targeting key after a prefix. */
-export function bucketWithPrefix(prefix: BucketPrefix, targetingKey: string): number {
-  return scaled(murmur3After(prefix, targetingKey));
+  return scaled(finishHash(hash, pendingBytes, pendingCount, prefix.byteLength + length));
 }
 
 const TWO_TO_32 = 2 ** 32;

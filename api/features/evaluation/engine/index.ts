@@ -26,7 +26,7 @@ export {
 } from './operators';
 export { MAX_MATCHES_PER_FLAG, MAX_MATCH_INPUT_LENGTH, MAX_PATTERN_LENGTH, checkRegexSafety } from './regex-safety';
 export { compareSemver, parseSemver, type Semver } from './semver';
-export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, murmur3After, murmur3Prefix, rolloutThreshold, type BucketPrefix } from './bucket';
+export { BUCKET_COUNT, ROLLOUT_SALT, VARIANT_SALT, bucket, murmur3, rolloutThreshold } from './bucket';
 export { compileCohort, compileFlag, type CompileIssue, type CompiledFlag, type CompiledRule, type CompiledVariant } from './compile';
 export { evaluate, isInternedResult, perInternedResult, type EvaluateOptions, type EvaluationTracer } from './evaluate';
 export { EvaluationBudget } from './budget';
