@@ -60,6 +60,7 @@ import { createChangeRequestFeature } from './features/change-requests/wiring';
 import { OutboxRelay } from './lib/outbox/relay';
 import { openApiRoutes } from './http/openapi-route';
 import { createHttpApp } from './http/app';
+import { closeIdleKeepAlive } from './http/idle-connections';
 import { OpenApiCatalog } from './http/openapi';
 import { OutboundClient } from './http/outbound';
 import type { AnalyticsWriter } from '../analytics/writer';
@@ -489,6 +490,8 @@ export async function startRoles(platform: Platform, roles: readonly Role[]): Pr
   };
 }
 
+const KEEP_ALIVE_IDLE_MS = 5_000;
+
 /** Node's HTTP server with bounded header and body timings, and parser errors in our envelope. */
 function createListener(app: http.RequestListener, headersTimeout: number, requestTimeout: number): http.Server {
   const server = http.createServer(
@@ -501,7 +504,9 @@ function createListener(app: http.RequestListener, headersTimeout: number, reque
     },
     app,
   );
-  server.keepAliveTimeout = 5_000;
+  // Idle keep-alive connections close after 5-10 s, swept per listener rather than timed per request.
+  server.keepAliveTimeout = 0;
+  closeIdleKeepAlive(server, KEEP_ALIVE_IDLE_MS);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Like Node's own handler: never write an error over a response already under way.
     const inFlight = (socket as { _httpMessage?: http.ServerResponse })._httpMessage;
