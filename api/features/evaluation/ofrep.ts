@@ -114,8 +114,7 @@ function answerOne(evaluation: EvaluationService, ex: Exchange, target: OfrepTar
     const failure = ofrepFailure(result);
     return ex.send(failure.status, JSON.stringify(failure.body));
   }
-  const entry = grant.service.environments[target.environment].get(key);
-  ex.send(200, JSON.stringify(ofrepSuccess(result, entry ? { flagVersion: entry.record.version } : {})));
+  ex.send(200, flagJson(result, grant.service.environments[target.environment]));
 }
 
 /** POST /api/ofrep/v1/evaluate/flags: every flag the caller may see, 304 when its ETag still matches. */
@@ -159,7 +158,7 @@ function bulkAnswer(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, context:
   }
   const results = deps.evaluation.evaluateVisible(grant, target.environment, context, { source: 'ofrep', startedAt: ex.startedAt, bodyBytes: ex.bodyBytes });
   let flags = '';
-  for (let i = 0; i < results.length; i++) flags += (i === 0 ? '' : ',') + bulkEntry(results[i], snapshot);
+  for (let i = 0; i < results.length; i++) flags += (i === 0 ? '' : ',') + flagJson(results[i], snapshot);
   const base = channel === undefined ? undefined : (deps.publicDataUrl ?? requestOrigin(ex));
   if (channel === undefined || window === undefined || base === undefined) {
     ex.send(200, `{"flags":[${flags}]}`, extra);
@@ -309,11 +308,11 @@ export const OFREP_EVALUATION_ERRORS: Record<EngineErrorCode, string> = {
 };
 
 /**
- * One flag of a bulk answer as JSON, built once per interned result (engine/evaluate.ts). An
- * interned result belongs to one compiled flag, compiled from one record, so the flag version it
- * carries cannot change under it.
+ * One flag's answer as JSON (a single evaluation's body, an entry of a bulk answer), built once
+ * per interned result (engine/evaluate.ts). An interned result belongs to one compiled flag,
+ * compiled from one record, so the flag version it carries cannot change under it.
  */
-const bulkEntry = perInternedResult((r, snapshot: EnvironmentSnapshot) => {
+const flagJson = perInternedResult((r, snapshot: EnvironmentSnapshot) => {
   if (r.reason === 'ERROR') return JSON.stringify(ofrepFailure(r).body);
   const version = snapshot.get(r.flagKey)?.record.version;
   return JSON.stringify(ofrepSuccess(r, version === undefined ? {} : { flagVersion: version }));
