@@ -38,7 +38,9 @@ until curl -sf "$management/readyz" >/dev/null; do
   sleep 0.5
 done
 echo "smoke: ready after $(( $(date +%s) - start )) s"
-curl -sf "$management/metrics" | grep -q '^flagship_build_info' || fail "management /metrics without flagship_build_info"
+# Each answer is read whole before it is searched: grep -q leaving early would break curl's pipe.
+metrics=$(curl -sf "$management/metrics") || fail "management /metrics failed"
+grep -q '^flagship_build_info' <<<"$metrics" || fail "management /metrics without flagship_build_info"
 
 email="smoke-$RANDOM@example.com"
 json='{"email":"'"$email"'","password":"smoke password 1","name":"Smoke"}'
@@ -49,12 +51,13 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -c "$jar" -H 'content-type: applic
   -d '{"email":"'"$email"'","password":"smoke password 1"}' "$base/api/auth/login")
 [ "$code" = 200 ] || fail "login returned $code"
 me=$(curl -sf -b "$jar" "$base/api/users/me") || fail "/api/users/me failed"
-echo "$me" | grep -q "\"email\":\"$email\"" || fail "/api/users/me returned $me"
+grep -q "\"email\":\"$email\"" <<<"$me" || fail "/api/users/me returned $me"
 echo "smoke: signup -> login -> /api/users/me ok"
 
 # The web console (npm run build built it into dist/web) is served at / and its client routes.
 for path in / /verify-email?token=x; do
-  curl -sf -H 'accept: text/html' "$base$path" | grep -q '<div id="root">' || fail "the console is not served at $path"
+  page=$(curl -sf -H 'accept: text/html' "$base$path") || fail "the console is not served at $path"
+  grep -q '<div id="root">' <<<"$page" || fail "the console is not served at $path"
 done
 echo "smoke: the web console is served"
 
