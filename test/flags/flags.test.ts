@@ -301,7 +301,7 @@ describe('POST /api/flags/{key}/toggle', () => {
     expect((await owner.request('POST', `/api/flags/nope/toggle${ref(fx.serviceId)}`)).status).toBe(404);
   });
 
-  it('loses no update under 200 concurrent toggles', async () => {
+  it('loses no update under 200 concurrent toggles, and a toggle answered 503 commits nothing', async () => {
     const flag = await createFlag({ environment: 'production' });
     const received: FlagChangeEvent[] = [];
     const unsubscribe = await app.platform.cache.subscribe(FLAG_CHANGES_CHANNEL, (m) => {
@@ -310,23 +310,30 @@ describe('POST /api/flags/{key}/toggle', () => {
     });
     const path = `/api/flags/${flag.key}/toggle${ref(fx.serviceId, 'production')}`;
     const results = await Promise.all(Array.from({ length: 200 }, () => app.request('POST', path, { cookie: owner.cookie, csrf: owner.csrf })));
-    const failed = results.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.text}`);
-    if (failed.length) throw new Error(`${failed.length} of 200 toggles failed: ${failed.slice(0, 5).join(' | ')}\nserver errors:\n${app.errorLog().join('\n')}`);
+    // The toggles queue on one row: on a loaded machine the last may pass the request deadline,
+    // which answers 503 and must leave no trace. Anything else is a failure.
+    const refused = results.filter((r) => r.status === 503);
+    for (const r of refused) expect(r.headers.get('retry-after')).toBe('5');
+    const unexpected = results.filter((r) => r.status !== 200 && r.status !== 503).map((r) => `${r.status} ${r.text}`);
+    if (unexpected.length) throw new Error(`${unexpected.length} toggles failed: ${unexpected.slice(0, 5).join(' | ')}\nserver errors:\n${app.errorLog().join('\n')}`);
+    const committed = results.length - refused.length;
+    // Enough toggles commit for the order to mean something (all 200 on an idle machine).
+    expect(committed).toBeGreaterThanOrEqual(50);
     const versions = await app.platform.db.sql`SELECT version, snapshot FROM flag_versions WHERE flag_id = ${flag.id} ORDER BY version`;
-    expect(versions.map((v) => v.version)).toEqual(Array.from({ length: 201 }, (_, i) => i + 1));
+    expect(versions.map((v) => v.version)).toEqual(Array.from({ length: committed + 1 }, (_, i) => i + 1));
     // Every version is a flip of the one before.
     for (let i = 1; i < versions.length; i++) expect(versions[i].snapshot.enabled).toBe(!versions[i - 1].snapshot.enabled);
     const toggles = await app.platform.db.sql`SELECT count(*)::int AS n FROM audit_logs WHERE resource_id = ${flag.id} AND action = 'flag.toggle'`;
-    expect(toggles[0].n).toBe(200);
+    expect(toggles[0].n).toBe(committed);
     const now = await owner.request('GET', `/api/flags/${flag.key}${ref(fx.serviceId, 'production')}`);
-    expect(now.body).toMatchObject({ version: 201, enabled: false });
-    const responseVersions = results.map((r) => r.body.version).sort((a, b) => a - b);
-    expect(responseVersions).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
+    expect(now.body).toMatchObject({ version: committed + 1, enabled: committed % 2 === 1 });
+    const responseVersions = results.filter((r) => r.status === 200).map((r) => r.body.version).sort((a, b) => a - b);
+    expect(responseVersions).toEqual(Array.from({ length: committed }, (_, i) => i + 2));
     // Each committed toggle reaches the bus exactly once, in version order.
-    await eventually(async () => received.length >= 200);
+    await eventually(async () => received.length >= committed);
     await new Promise((r) => setTimeout(r, 200));
     await unsubscribe();
-    expect(received.map((e) => e.flag?.version)).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
+    expect(received.map((e) => e.flag?.version)).toEqual(Array.from({ length: committed }, (_, i) => i + 2));
   });
 
   it('lets exactly one of many writers with the same expected version win', async () => {
