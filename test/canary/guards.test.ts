@@ -109,7 +109,9 @@ describe('Prometheus guards on a canary', () => {
 
   it('no data never passes: the stage waits, names the guard and why, then pauses', async () => {
     const key = await createFlag('guard-nodata');
-    const started = await p.member.request('POST', `/api/flags/${key}/canary`, config([guard({ name: 'silent', query: `max(${GUARD_METRIC}{flag_key="{{flagKey}}-absent"})` })]));
+    // 24 s of waiting, twice the others': time enough on a loaded machine for both cohorts to
+    // pass their minimum, so that the guard is seen to be the only thing holding the stage.
+    const started = await p.member.request('POST', `/api/flags/${key}/canary`, config([guard({ name: 'silent', query: `max(${GUARD_METRIC}{flag_key="{{flagKey}}-absent"})` })], { maxWaitMinutes: 0.4 }));
     expectStatus(started, 201, 'start');
 
     const record = await runUntil(key, ['completed', 'rolled_back', 'paused']);

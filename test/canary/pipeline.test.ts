@@ -508,6 +508,12 @@ describe('canaryPipeline on the time-skipping server', () => {
       taskQueue,
       args: [{ pipelineId: record.id, target: { projectId: p.projectId, orgId: p.orgId, serviceId: p.serviceId, environment: 'production', flagKey: flag.key }, ruleId: 'canary', insertRuleValue: 'true', config, preCanaryVersion: flag.version, historyLimit: 20 }],
     });
+    // Time moves a second at a time rather than under result(): left to skip freely, the test
+    // server can jump a run that has just continued as new straight to its run timeout.
+    await eventually(async () => {
+      await env.sleep(1_000);
+      return (await env.client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED';
+    }, 100_000);
     await expect(env.client.workflow.getHandle(workflowId).result()).resolves.toBe('completed');
     // Every stage boundary past 20 events started a new run: the first run did not finish the pipeline itself.
     expect((await env.client.workflow.getHandle(workflowId, first.firstExecutionRunId).describe()).status.name).toBe('CONTINUED_AS_NEW');
