@@ -6,7 +6,7 @@ import { ipBucket } from './client-ip';
 import { tooManyRequests } from './errors';
 
 /** Bucket names kept per kind (addresses, tokens, services): a busy edge's clients, not every one ever seen. */
-export const BUCKET_NAMES_KEPT = 10_000;
+const BUCKET_NAMES_KEPT = 10_000;
 
 export interface RateDecision {
   allowed: boolean;
@@ -40,17 +40,20 @@ export class RateLimiter {
 /**
  * The budgets every edge spends before a route's own, with the same counters on all of them:
  * per client IP (RATE_LIMIT_PER_IP) before authentication, per API token (RATE_LIMIT_PER_TOKEN)
- * after it. `what` names the budget in the 429 message. Bucket names are kept per address and
- * token: the same string on every request, whose hash V8 keeps, instead of a new one to hash.
+ * after it, and per service (RATE_LIMIT_PER_SERVICE) for its readers. `what` names the budget in
+ * the 429 message. Bucket names are kept per address, token and service: the same string on every
+ * request, whose hash V8 keeps, instead of a new one to hash.
  */
 const ipBucketName = boundedMemo((ip: string) => `ip:${ipBucket(ip)}`, BUCKET_NAMES_KEPT);
 const tokenBucketName = boundedMemo((tokenId: string) => `token:${tokenId}`, BUCKET_NAMES_KEPT);
+const serviceBucketName = boundedMemo((serviceId: string) => `service:${serviceId}`, BUCKET_NAMES_KEPT);
 export const PER_IP = { bucket: ipBucketName, what: 'IP address' } as const;
 export const PER_TOKEN = {
   /** The token's counter; undefined for callers without a token (anonymous, cookie sessions). */
   bucket: (p: Principal): string | undefined => (p.type === 'project_api_token' || p.type === 'personal_access_token' ? tokenBucketName(p.tokenId) : undefined),
   what: 'API token',
 } as const;
+export const PER_SERVICE = { bucket: serviceBucketName, what: 'service' } as const;
 
 export const rateLimitMessage = (limit: number, windowSeconds: number, what: string) =>
   `Rate limit exceeded: ${limit} requests per ${windowSeconds} seconds per ${what}`;

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, type ErrorCode } from '../../http/errors';
 import { BODY_LIMITS, HANDLED, defineRoute, type AnyRoute, type RequestContext } from '../../http/route';
+import { PER_SERVICE } from '../../http/rate-limit';
 import type { Environment } from '../../domain/environments';
 import { targetEnvironment, targetService, type ServiceGrant } from './access';
 import { perInternedResult, type ErrorCode as EngineErrorCode, type EvaluationContext, type EvaluationResult, type Reason } from './engine/index';
@@ -104,7 +105,7 @@ function evaluateOne(evaluation: EvaluationService, ex: Exchange, raw: unknown):
 
 function answerOne(evaluation: EvaluationService, ex: Exchange, target: OfrepTarget, context: unknown, key: string, grant: ServiceGrant): void {
   evaluation.checkVisible(grant, target.environment, [key]);
-  ex.limit(evaluation.consumeServiceBudget(grant), 'service');
+  ex.limit(evaluation.consumeServiceBudget(grant), PER_SERVICE.what);
   const [result] = evaluation.evaluateKeys(grant, target.environment, [{ flagKey: key }], contextOf(context), {
     source: 'ofrep',
     startedAt: ex.startedAt,
@@ -129,7 +130,7 @@ function evaluateAll(deps: OfrepDeps, ex: Exchange, raw: unknown): Promise<void>
 }
 
 function answerAll(deps: OfrepDeps, ex: Exchange, target: OfrepTarget, rawContext: unknown, announced: AnnouncedConfig | undefined, grant: ServiceGrant): Promise<void> | undefined {
-  ex.limit(deps.evaluation.consumeServiceBudget(grant), 'service');
+  ex.limit(deps.evaluation.consumeServiceBudget(grant), PER_SERVICE.what);
   const context = contextOf(rawContext);
   if (typeof context !== 'object' || context === null || Array.isArray(context)) {
     throw new HttpError(400, 'context must be an object', { details: [{ path: 'body.context', message: 'Expected object' }] }, undefined, 'invalid_context');

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { z, type ZodType, type ZodTypeDef } from 'zod';
 import { HttpError, validationFailed } from '../../http/errors';
 import { BODY_LIMITS } from '../../http/route';
+import { PER_SERVICE } from '../../http/rate-limit';
 import type { Environment } from '../../domain/environments';
 import { targetEnvironment, targetService, type ServiceGrant } from './access';
 import { perInternedResult, type EvaluationResult } from './engine/index';
@@ -79,7 +80,7 @@ function answerOne(evaluation: EvaluationService, ex: Exchange, body: EvaluateBo
   const environment: Environment = targetEnvironment(ex.principal, body.environment) ?? DEFAULT_ENVIRONMENT;
   evaluation.checkVisible(grant, environment, [body.flagKey]);
   const t3 = performance.now();
-  ex.limit(evaluation.consumeServiceBudget(grant), 'service');
+  ex.limit(evaluation.consumeServiceBudget(grant), PER_SERVICE.what);
   const t4 = performance.now();
   const [result] = evaluation.evaluateKeys(grant, environment, [{ flagKey: body.flagKey, defaultValue: body.defaultValue }], contextOf(body.context), {
     source: 'rest',
@@ -142,7 +143,7 @@ function answerBatch(evaluation: EvaluationService, ex: Exchange, body: BatchBod
   }
   evaluation.checkVisible(grant, environment, flags.map((f) => f.flagKey));
   const t3 = performance.now();
-  ex.limit(evaluation.consumeServiceBudget(grant), 'service');
+  ex.limit(evaluation.consumeServiceBudget(grant), PER_SERVICE.what);
   const t4 = performance.now();
   const results = evaluation.evaluateKeys(grant, environment, flags, contextOf(body.context), {
     source: 'rest',

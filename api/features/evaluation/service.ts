@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Principal } from '../../auth/principal';
-import { BUCKET_NAMES_KEPT, enforceDecision, type RateDecision } from '../../http/rate-limit';
-import { boundedMemo } from '../../infra/ids';
+import { PER_SERVICE, enforceDecision, type RateDecision } from '../../http/rate-limit';
 import type { RequestContext } from '../../http/route';
 import { ENVIRONMENTS, type Environment } from '../../domain/environments';
 import { canSee, type EvaluationAccess, type ServiceGrant } from './access';
@@ -27,9 +26,6 @@ export interface FlagRequest {
 }
 
 export const DEFAULT_ENVIRONMENT: Environment = 'development';
-
-/** A service's per-service budget counter, one string per service (like the per-IP and per-token names). */
-const serviceBucketName = boundedMemo((serviceId: string) => `service:${serviceId}`, BUCKET_NAMES_KEPT);
 
 export function isEnvironment(value: unknown): value is Environment {
   return typeof value === 'string' && (ENVIRONMENTS as readonly string[]).includes(value);
@@ -74,7 +70,7 @@ export class EvaluationService {
    * else, whom the per-IP limit holds, so anonymous callers cannot use up a tenant's budget.
    */
   consumeServiceBudget(grant: ServiceGrant): RateDecision | undefined {
-    return grant.reader ? this.deps.limiter.consume(serviceBucketName(grant.service.id), this.deps.perServiceLimit) : undefined;
+    return grant.reader ? this.deps.limiter.consume(PER_SERVICE.bucket(grant.service.id), this.deps.perServiceLimit) : undefined;
   }
 
   /**

@@ -4,7 +4,7 @@ import { Code, ConnectError, createContextKey, createContextValues, type Context
 import { ANONYMOUS } from '../../auth/principal';
 import type { Logger } from '../../infra/logger';
 import type { DisconnectReason, StreamKind } from '../../lib/metrics/metrics';
-import { PER_IP, PER_TOKEN, rateLimitMessage, type RateDecision } from '../../http/rate-limit';
+import { PER_IP, PER_SERVICE, PER_TOKEN, rateLimitMessage, type RateDecision } from '../../http/rate-limit';
 import { toConnectError } from '../evaluation/connect-rpc';
 import type { EvaluationContext, EvaluationResult, FlagType } from '../evaluation/engine/index';
 import type { LocalRateLimiter } from '../evaluation/local-rate-limiter';
@@ -151,7 +151,7 @@ export function flagdRpc(deps: FlagdRpcDeps) {
   function spendFor(flagSet: FlagSet): FlagSet {
     spend(limiter.consume(PER_TOKEN.bucket(flagSet.principal)!, limits.perToken), PER_TOKEN.what);
     const service = evaluation.consumeServiceBudget(flagSet.grant);
-    if (service !== undefined) spend(service, 'service');
+    if (service !== undefined) spend(service, PER_SERVICE.what);
     return flagSet;
   }
 
