@@ -13,8 +13,9 @@
  *                  evaluation events leave the process as they would for a ClickHouse elsewhere.
  *                  Needs `source scripts/test-infra.sh up` first.
  *   embedded       the embedded profile (bench/eval-server.ts: what `npm start` runs with no
- *                  backend URL, plus two bare routes) as one process on CPU 0, evaluation events
- *                  written to its in-process chDB unless BENCH_EVENTS=off.
+ *                  backend URL, every role, plus two bare routes) as one process on CPU 0 with
+ *                  its Temporal dev server, evaluation events written to its in-process chDB
+ *                  unless BENCH_EVENTS=off.
  *
  * Each server's cost: user + system CPU time of the server process and its descendants, read from
  * /proc/<pid>/stat before and after every measured run, per 10,000 requests answered. A slower or
@@ -68,6 +69,8 @@ const BULK_KEYS = ['bulk-0', 'bulk-1', 'bulk-2', 'bulk-3', 'bulk-4'];
 const USERS = 100_000;
 /** The load test's setting (docs/data-plane.md#benchmarks): rate limits far above the load. */
 const RAISED_LIMIT = String(1_000_000_000);
+/** The embedded profile's roles: all of them, ROLES' default. */
+const EMBEDDED_ROLES = 'control,data,ingest,worker';
 
 interface Target {
   name: string;
@@ -242,11 +245,13 @@ async function main() {
     const production = await setUpOurs('ours, data plane', dataPlane.pid, { control: api, data: dataUrl });
     production.single.offCore = production.bulk.offCore = production.bulkUsers.offCore = { name: 'ClickHouse shim', pid: shim.pid };
 
-    // Ours embedded: no backend URL, so PGlite, the in-process cache and chDB.
+    // Ours embedded: no backend URL, so PGlite, the in-process cache, chDB and the Temporal dev
+    // server; every role, as `npm start` runs it, so with the node flags scripts/run-api.sh gives
+    // those roles.
     embedded = await startEvalServer({
       pinned,
       nodeArgs: serverNodeArgs,
-      env: { DATABASE_URL: undefined, REDIS_URL: undefined, TEMPORAL_ADDRESS: undefined, CLICKHOUSE_URL: undefined },
+      env: { DATABASE_URL: undefined, REDIS_URL: undefined, TEMPORAL_ADDRESS: undefined, CLICKHOUSE_URL: undefined, BENCH_SERVER_ROLES: EMBEDDED_ROLES },
     });
     const embeddedTargets = await setUpOurs('ours, embedded', embedded.child.pid!, embedded.urls);
 
@@ -304,7 +309,7 @@ async function main() {
         `evaluation events to ClickHouse over HTTP: the chDB shim in another process${pinned ? ' on CPU 1' : ''}, as a ClickHouse elsewhere; control plane ROLES=control,worker${pinned ? ' on CPU 1' : ''})`,
     );
     console.log(
-      `  ours, embedded: the embedded profile in one process (control + data roles, PGlite, in-process cache, evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped' : 'written to the in-process chDB'})`,
+      `  ours, embedded: the embedded profile in one process with its Temporal dev server (ROLES=${EMBEDDED_ROLES}, PGlite, in-process cache, evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped' : 'written to the in-process chDB'})`,
     );
     console.log('  flagd: GOMAXPROCS=1, flags from a file; Unleash Edge: offline, bootstrap file, TOKIO_WORKER_THREADS=1');
     // The answers differ in size (Unleash's frontend API lists only the toggles enabled for the
