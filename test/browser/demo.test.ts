@@ -74,14 +74,15 @@ describe('the public demo grid', () => {
     // Within 2 s of that write, at once: A clicks again, and B (same address) clicks too.
     const refused = b.waitForResponse((r) => new URL(r.url()).pathname === '/api/flags/bulk');
     await Promise.all([pixel(a, 13, 'off').click(), pixel(b, 14, 'off').click()]);
+    // A first, while its 2 s last (the status line says Ready again after them): the page itself
+    // says to wait, sends nothing, changes nothing.
+    await a.getByText('Wait: one change every 2 seconds').waitFor();
+    await a.getByText(/^Wait \d\.\d s: the demo takes one change every 2 seconds/).waitFor();
+    await pixel(a, 13, 'off').waitFor();
     // B: the server refuses (429) and the pixel goes back.
     expect((await refused).status()).toBe(429);
     await b.getByText(/^Too quick: someone at your address changed a pixel/).waitFor();
     await pixel(b, 14, 'off').waitFor();
-    // A: the page itself says to wait, sends nothing, changes nothing.
-    await a.getByText(/^Wait \d\.\d s: the demo takes one change every 2 seconds/).waitFor();
-    await a.getByText('Wait: one change every 2 seconds').waitFor();
-    await pixel(a, 13, 'off').waitFor();
 
     // A's change reached B through the stream.
     await pixel(b, 12, 'on').waitFor({ timeout: 5_000 });
