@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { eventually, startTestApp, type TestApp } from '../support/harness';
+import { startTestApp, type TestApp } from '../support/harness';
 import { GUARD_METRIC, requirePrometheus, startFixtureExporter, type FixtureExporter } from '../support/prometheus';
 import { createProject, expectStatus, opaqueToken, qs, type Project } from '../webhooks/support';
 
@@ -66,18 +66,18 @@ const flagTargeting = async (key: string) => (await p.owner.request('GET', `/api
 
 /** Healthy evaluations of the flag until the pipeline's status is one of `statuses`; its record then. */
 async function runUntil(key: string, statuses: string[]) {
-  return eventually(
-    async () => {
-      for (let i = 0; i < 40; i++) {
-        const res = await app.request('POST', '/api/flags/evaluate', { token, body: { flagKey: key, serviceId: p.serviceId, environment: 'production', context: { targetingKey: `u-${randomBytes(5).toString('hex')}` } } });
-        expectStatus(res, 200, 'evaluate');
-      }
-      const current = await p.viewer.request('GET', recordPath(key));
-      return statuses.includes(current.body.status) ? current.body : null;
-    },
-    150_000,
-    0,
-  );
+  const deadline = Date.now() + 150_000;
+  for (;;) {
+    // Outside any retry: an evaluation answered other than 200 (a 429, say) fails here, instead
+    // of reading later as a stage that saw no traffic.
+    for (let i = 0; i < 40; i++) {
+      const res = await app.request('POST', '/api/flags/evaluate', { token, body: { flagKey: key, serviceId: p.serviceId, environment: 'production', context: { targetingKey: `u-${randomBytes(5).toString('hex')}` } } });
+      expectStatus(res, 200, 'evaluate');
+    }
+    const current = await p.viewer.request('GET', recordPath(key));
+    if (statuses.includes(current.body?.status)) return current.body;
+    if (Date.now() > deadline) throw new Error(`the canary of ${key} was still ${current.status} ${current.body?.status} after 150 s, not ${statuses.join(' or ')}`);
+  }
 }
 
 describe('Prometheus guards on a canary', () => {
