@@ -23,7 +23,7 @@ import readline from 'node:readline';
 import Redis from 'ioredis';
 import postgres from 'postgres';
 import { ANY_FREE_PORTS, CONFIG_VARIABLES } from '../api/config';
-import { deployedNodeFlags } from './server-process';
+import { SERVER_NODE, deployedNodeFlags } from './server-process';
 
 export const ROOT = path.resolve(__dirname, '..');
 const MAIN = path.join(ROOT, 'dist', 'api', 'main.js');
@@ -263,7 +263,7 @@ export class Child {
 }
 
 /**
- * `node --expose-gc dist/api/main.js` (through the IPC preload) with exactly this environment,
+ * `node --expose-gc dist/api/main.js` (through the IPC preload; SERVER_NODE) with exactly this environment,
  * and the node flags scripts/run-api.sh gives its roles (an ingesting process: a 64 MB young generation).
  * `cpus` (taskset's list, e.g. "0") pins it and every thread it starts.
  */
@@ -271,7 +271,7 @@ export function startApp(name: string, env: NodeJS.ProcessEnv, opts: { cpus?: st
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build`);
   const args = [...deployedNodeFlags(env, opts.cpus), ...(opts.nodeArgs ?? []), '--expose-gc', '-e', PRELOAD];
   // taskset execs node: the child's pid is node's.
-  const proc = spawn(opts.cpus ? 'taskset' : process.execPath, opts.cpus ? ['-c', opts.cpus, process.execPath, ...args] : args, {
+  const proc = spawn(opts.cpus ? 'taskset' : SERVER_NODE, opts.cpus ? ['-c', opts.cpus, SERVER_NODE, ...args] : args, {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

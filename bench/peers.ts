@@ -41,7 +41,9 @@
  * to build them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single,
  * bulk, bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to the node of both our servers (npm run
- * bench:profile summarizes such profiles by part of the request).
+ * bench:profile summarizes such profiles by part of the request). BENCH_SERVER_NODE (a node
+ * binary) runs both our servers on it instead of the bench's own node: the production image's
+ * major, say, when the machine has another.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,7 +53,7 @@ import autocannon from 'autocannon';
 import { listenerUrl, productionBackends, productionEnv, startApp, treeCpuSeconds, type Child } from './memory-procs';
 import { call, createProject, createReadToken, createService, signUp } from './memory-setup';
 import { fmt, median, pinSelf } from './report';
-import { startEvalServer, stopServer } from './server-process';
+import { serverNodeVersion, startEvalServer, stopServer } from './server-process';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -311,6 +313,7 @@ async function main() {
     console.log(
       `  ours, embedded: the embedded profile in one process with its Temporal dev server (ROLES=${EMBEDDED_ROLES}, PGlite, in-process cache, evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped' : 'written to the in-process chDB'})`,
     );
+    console.log(`  ours on node ${serverNodeVersion()}${process.env.BENCH_SERVER_NODE ? ` (BENCH_SERVER_NODE=${process.env.BENCH_SERVER_NODE})` : ''}`);
     console.log('  flagd: GOMAXPROCS=1, flags from a file; Unleash Edge: offline, bootstrap file, TOKIO_WORKER_THREADS=1');
     // The answers differ in size (Unleash's frontend API lists only the toggles enabled for the
     // context, so with 10% rollouts usually none): print each, so the table is read knowingly.

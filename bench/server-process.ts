@@ -16,6 +16,17 @@ export interface ServerUrls {
 }
 
 /**
+ * The node our servers run on: BENCH_SERVER_NODE (a node binary, e.g. the production image's
+ * major: docs/data-plane.md#benchmarks), else the one running the bench.
+ */
+export const SERVER_NODE = process.env.BENCH_SERVER_NODE || process.execPath;
+
+/** `vX.Y.Z` of SERVER_NODE, for a bench's header. */
+export function serverNodeVersion(): string {
+  return execFileSync(SERVER_NODE, ['--version'], { encoding: 'utf8' }).trim();
+}
+
+/**
  * The node flags scripts/run-api.sh (the one place that decides them) gives a process started with
  * `env` (its ROLES) on `cpus` (a taskset list; else this process's own CPUs, which a child
  * inherits), so a bench measures a server as it is deployed.
@@ -36,8 +47,8 @@ export function startEvalServer(opts: { env?: NodeJS.ProcessEnv; pinned?: boolea
   const env = { ...process.env, ...opts.env };
   // bench/eval-server.ts serves BENCH_SERVER_ROLES, the control and data roles unless told.
   const flags = deployedNodeFlags({ ...env, ROLES: env.BENCH_SERVER_ROLES ?? 'control,data' }, opts.pinned ? '0' : undefined);
-  const args = [...(opts.pinned ? ['-c', '0', process.execPath] : []), ...flags, ...(opts.nodeArgs ?? []), '--import', 'tsx', script];
-  const child = spawn(opts.pinned ? 'taskset' : process.execPath, args, {
+  const args = [...(opts.pinned ? ['-c', '0', SERVER_NODE] : []), ...flags, ...(opts.nodeArgs ?? []), '--import', 'tsx', script];
+  const child = spawn(opts.pinned ? 'taskset' : SERVER_NODE, args, {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env,
   });
