@@ -50,12 +50,17 @@ export interface TableWriterStats {
   lastError: string | null;
 }
 
-/** Rows per serialized chunk. */
-const ROWS_PER_CHUNK = 500;
-/** Bytes allocated at a time for the open chunk (it seals at ROWS_PER_CHUNK rows or when full). */
+/**
+ * Bytes allocated at a time for the open chunk, which seals when it is full. Chunks are filled,
+ * not cut short by a row count: a 128 KB buffer sealed a quarter full was copied out and dropped,
+ * and that churn of memory outside the heap (about 25 MB/s at 18,000 new users a second, five
+ * rows a line) made V8 run full collections to reclaim it (docs/data-plane.md, Evaluation events).
+ */
 const BYTES_PER_CHUNK = 128 * 1024;
+/** Rows per chunk at most (and never more than a batch, so batches keep their size). */
+const MAX_ROWS_PER_CHUNK = 20_000;
 /** Fresh rows serialized per event-loop turn at most, so a burst never blocks requests for long. */
-const MAX_ROWS_SERIALIZED_PER_TURN = 4 * ROWS_PER_CHUNK;
+const MAX_ROWS_SERIALIZED_PER_TURN = 2_000;
 /** One insert is one string in chDB's connection (and one HTTP body to a server): keep it well under V8's string limit. */
 const MAX_ROWS_PER_INSERT = 200_000;
 /**
@@ -132,7 +137,7 @@ export class TableWriter<R> {
     readonly format: TableFormat<R>,
     private readonly opts: TableWriterOptions,
   ) {
-    this.chunkRows = Math.max(1, Math.min(ROWS_PER_CHUNK, opts.batchSize));
+    this.chunkRows = Math.max(1, Math.min(MAX_ROWS_PER_CHUNK, opts.batchSize));
     this.instanceId = opts.instanceId ?? randomUUID();
   }
 
@@ -259,9 +264,9 @@ export class TableWriter<R> {
   };
 
   /**
-   * Turns up to `limit` fresh rows into lines in the open chunk; every `chunkRows` rows make one
-   * chunk. A trickle of a few rows per turn thus still makes 500-row chunks, not thousands of
-   * tiny ones.
+   * Turns up to `limit` fresh rows into lines in the open chunk, which seals when full (or at
+   * `chunkRows` rows). A trickle of a few rows per turn thus still makes full chunks, not
+   * thousands of tiny ones.
    */
   private serialize(limit: number): void {
     const rows = this.fresh;

@@ -274,6 +274,27 @@ describe('AnalyticsWriter into chDB', () => {
     expect(otel).toEqual({ flag_key: 'otel\x1fkey\x1e1', error_code: 'GENERAL', value: '1' });
   });
 
+  it('hands inserts full 128 KB chunks, not chunks cut at a row count and copied out', async () => {
+    // A chunk sealed a quarter full was copied and its 128 KB dropped: memory outside the heap
+    // churned at the rate of the events, and V8 ran full collections to reclaim it.
+    const projectId = freshProject();
+    const sizes: number[][] = [];
+    const capturing: Analytics = { ...analytics, insertTabSeparated: async (insert) => void sizes.push(insert.chunks.map((c) => c.length)) };
+    const recorder = new EvaluationRecorder({ ...options({ analytics: capturing, batchSize: 250_000, maxBuffered: 750_000 }), foldMs: 1 });
+    const results: EvaluationResult[] = ['a', 'b', 'c', 'd', 'e'].map((flagKey) => ({ flagKey, value: false, reason: 'DEFAULT' }));
+    for (let i = 0; i < 4_000; i++) {
+      recorder.recordRequest({ timestamp: T0 + i, projectId, serviceId: 'svc_w', environment: 'production', source: 'ofrep', targetingKey: `user-${i}`, latencyMs: 0.5, results });
+    }
+    await recorder.close();
+    const chunks = sizes.flat();
+    const bytes = chunks.reduce((n, c) => n + c, 0);
+    // Four thousand lines of five rows fill several chunks: each but the last one full.
+    expect(bytes).toBeGreaterThan(4 * 128 * 1024);
+    expect(chunks.length).toBe(Math.ceil(bytes / (127 * 1024)));
+    for (const size of chunks.slice(0, -1)) expect(size).toBeGreaterThan(127 * 1024);
+    expect(recorder.stats()).toMatchObject({ written: 20_000, dropped: 0 });
+  });
+
   it('counts a retried browser batch once down the whole chain of views (web vitals, errors, their rollups)', async () => {
     const projectId = freshProject();
     const flaky = answerLostAfterInsert(1);
