@@ -2,7 +2,7 @@
  * `npm run bench:peers`: our data plane side by side with the fastest peers, like with like, same
  * machine, same run. Every server runs alone on CPU 0 (taskset); autocannon, and whatever the
  * server needs that would run elsewhere in production, run on CPU 1. 50 connections,
- * BENCH_DURATION (8) seconds, BENCH_ROUNDS (3) interleaved rounds.
+ * BENCH_DURATION (8) seconds after BENCH_WARMUP (5) of the same load, BENCH_ROUNDS (3) interleaved rounds.
  *
  * Ours, two lines per comparison:
  *   data plane     the production profile: `ROLES=data` of the built app (dist/api/main.js,
@@ -56,6 +56,7 @@ import { fmt, median, pinSelf } from './report';
 import { serverNodeVersion, startEvalServer, stopServer } from './server-process';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
@@ -204,13 +205,19 @@ async function setUpOurs(name: string, pid: number, urls: { control: string; dat
   return { single, bulk, bulkUsers };
 }
 
-/** A warm-up second, then the measured run, with the server's CPU time read from /proc around it. */
+/**
+ * BENCH_WARMUP seconds of the same load, then the measured run, with the server's CPU time read
+ * from /proc around it. Five by default: a server idle while the others' rounds ran may have had
+ * its young generation shrunk by V8's memory reducer (to 1 MB), and under load it took about
+ * 700 MB of allocation (3-4 s here) in scavenges of 2 to 32 MB, promoting what they should not,
+ * to grow back to 64 MB; a run that began meanwhile read ours up to half again as costly.
+ */
 async function peak(target: Target): Promise<Run> {
   let n = 0;
   const { forUser } = target;
   const perUser = forUser && { requests: [{ setupRequest: (req: object) => ({ ...req, ...forUser(n++ % USERS) }) }] };
   const opts = { ...target.request, ...perUser, connections: CONNECTIONS };
-  await autocannon({ ...opts, duration: 1 });
+  await autocannon({ ...opts, duration: WARMUP });
   const before = treeCpuSeconds(target.pid);
   const result = await autocannon({ ...opts, duration: DURATION });
   const cpu = treeCpuSeconds(target.pid) - before;
@@ -303,7 +310,7 @@ async function main() {
     ];
     const comparisons = all.filter((c) => !ONLY || ONLY.includes(c.name));
     console.log(
-      `bench:peers  ${DURATION}s per run, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds, ` +
+      `bench:peers  ${DURATION}s per run after ${WARMUP}s of warm-up, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds, ` +
         `servers ${pinned ? 'each alone on CPU 0, autocannon on CPU 1' : 'unpinned'}; server CPU = user + system time of the server process and its descendants from /proc, per 10,000 requests answered`,
     );
     console.log(
