@@ -8,6 +8,8 @@ import { z } from 'zod';
  */
 
 export const ROLES = ['control', 'data', 'ingest', 'worker'] as const;
+/** REQUEST_DEADLINE_MS when not set (the outage tests run with it). */
+export const DEFAULT_REQUEST_DEADLINE_MS = 4_000;
 export type Role = (typeof ROLES)[number];
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -89,7 +91,7 @@ const envSchema = z.object({
    * BACKEND_TIMEOUT_MS bounds one Postgres connection attempt, one Redis command and one Temporal
    * call; a Postgres connection silent for DATABASE_REPLY_TIMEOUT_MS while a query waits is destroyed.
    */
-  REQUEST_DEADLINE_MS: positiveInt.default(4_000),
+  REQUEST_DEADLINE_MS: positiveInt.default(DEFAULT_REQUEST_DEADLINE_MS),
   BACKEND_TIMEOUT_MS: positiveInt.default(3_000),
   DATABASE_REPLY_TIMEOUT_MS: positiveInt.default(15_000),
   REDIS_URL: optionalUrl(['redis:', 'rediss:']),

@@ -1,8 +1,6 @@
-import fs from 'node:fs';
 import { ConfigError, parseConfig, type Config } from './config';
 import { createLogger } from './infra/logger';
-import { projectPath } from './infra/paths';
-import { startTracing, workflowBundleName } from './infra/tracing';
+import { builtWorkflowBundle, startTracing } from './infra/tracing';
 
 /** Process entry point: `node dist/api/main.js [--roles=control,data,ingest,worker]`. */
 async function main() {
@@ -30,8 +28,7 @@ async function main() {
   // Before the server and everything it imports: instrumentations hook modules as they load.
   const tracing = await startTracing(config, logger);
   const { createPlatform, startRoles } = await import('./server.js');
-  const bundle = projectPath('dist', workflowBundleName(Boolean(tracing)));
-  if (!config.WORKFLOW_BUNDLE_PATH && fs.existsSync(bundle)) config.WORKFLOW_BUNDLE_PATH = bundle;
+  if (!config.WORKFLOW_BUNDLE_PATH) config.WORKFLOW_BUNDLE_PATH = builtWorkflowBundle(Boolean(tracing));
 
   logger.info({ roles: config.ROLES, embedded: config.embedded, dataDir: config.dataDir }, 'starting');
   const platform = await createPlatform(config, logger, tracing);

@@ -51,7 +51,7 @@ async function listen(server: http.Server): Promise<number> {
 }
 
 async function main() {
-  const { parseConfig, ANY_FREE_PORTS, createLogger, startTracing, workflowBundleName } = await loadStart();
+  const { parseConfig, ANY_FREE_PORTS, createLogger, startTracing, builtWorkflowBundle } = await loadStart();
   let body = Buffer.from('{}');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-bench-'));
   // BENCH_DATABASE_URL: a database the parent made for several servers (the split run);
@@ -94,10 +94,8 @@ async function main() {
   // OTEL_EXPORTER_OTLP_ENDPOINT from the parent (bench/eval.ts, tracing on): started first, so
   // http, express, ioredis and undici load instrumented, as in api/main.ts.
   const tracing = await startTracing(config, logger);
-  // The prebuilt workflow bundle (`npm run build`), as api/main.ts uses it: bundling at start
-  // would leave webpack's modules and sources on the heap every major collection then marks.
-  const bundle = path.join(__dirname, '..', 'dist', workflowBundleName(Boolean(tracing)));
-  if (!config.WORKFLOW_BUNDLE_PATH && fs.existsSync(bundle)) config.WORKFLOW_BUNDLE_PATH = bundle;
+  // As api/main.ts: the built workflow bundle, so webpack's modules are not on the measured heap.
+  if (!config.WORKFLOW_BUNDLE_PATH) config.WORKFLOW_BUNDLE_PATH = builtWorkflowBundle(Boolean(tracing));
   const { createPlatform, startRoles } = (await import(`${PLATFORM_BASE}/server`)) as ServerModule;
   const { default: express } = await import('express');
   const platform = await createPlatform(config, logger, tracing);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { projectPath } from '../api/infra/paths';
-import { WORKFLOW_TRACING_MODULE, workflowBundleName } from '../api/infra/tracing';
+import { WORKFLOW_TRACING_MODULE, workflowBundlePath } from '../api/infra/tracing';
 
 /**
  * Bundles the workflows once at build time so workers start without webpack. `traced` adds the
@@ -20,7 +20,7 @@ export async function bundleWorkflows(outFile: string, opts: { traced?: boolean 
 
 if (require.main === module) {
   (async () => {
-    for (const traced of [false, true]) await bundleWorkflows(projectPath('dist', workflowBundleName(traced)), { traced });
+    for (const traced of [false, true]) await bundleWorkflows(workflowBundlePath(traced), { traced });
   })().catch((error) => {
     console.error(error);
     process.exit(1);

@@ -1,9 +1,11 @@
+import fs from 'node:fs';
 import type { Server } from 'node:http';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Resource } from '@opentelemetry/resources';
 import type { Config } from '../config';
 import type { Logger } from './logger';
+import { projectPath } from './paths';
 
 /**
  * Tracing as the rest of the process sees it (docs/operations.md#tracing). Only types are
@@ -42,7 +44,16 @@ export async function startTracing(config: Config, logger: Logger): Promise<Trac
 /** Temporal's OpenTelemetry workflow interceptors, compiled into the workflow sandbox when tracing is on. */
 export const WORKFLOW_TRACING_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
-/** The worker's workflow bundle: the traced one carries WORKFLOW_TRACING_MODULE. */
-export function workflowBundleName(traced: boolean): string {
-  return traced ? 'workflow-bundle-traced.js' : 'workflow-bundle.js';
+/** Where `npm run build` writes the worker's workflow bundle: the traced one carries WORKFLOW_TRACING_MODULE. */
+export function workflowBundlePath(traced: boolean): string {
+  return projectPath('dist', traced ? 'workflow-bundle-traced.js' : 'workflow-bundle.js');
+}
+
+/**
+ * The built bundle when there is one: the worker loads it instead of bundling at start, which
+ * takes seconds and leaves webpack's modules on the heap.
+ */
+export function builtWorkflowBundle(traced: boolean): string | undefined {
+  const bundle = workflowBundlePath(traced);
+  return fs.existsSync(bundle) ? bundle : undefined;
 }

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { BackendUnavailableError, RequestDeadline, withDeadline } from '../../api/infra/deadline';
-import { requireInfra, startTestApp, eventually, type TestApp } from '../support/harness';
+import { PRODUCTION_DEADLINE, requireInfra, startTestApp, eventually, type TestApp } from '../support/harness';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy';
 import { createFixture, createFlag, uniqueKey, untilEvaluated, type DataPlaneFixture } from '../data-plane/support';
 
@@ -11,8 +11,6 @@ import { createFixture, createFlag, uniqueKey, untilEvaluated, type DataPlaneFix
 const SETTLE_BOUND_MS = 9_000;
 // The load below is far over the default budgets; the rate limiter is not what is tested.
 const UNLIMITED = { RATE_LIMIT_PER_IP: '1000000', RATE_LIMIT_PER_TOKEN: '1000000', RATE_LIMIT_PER_SERVICE: '1000000' };
-// The production deadline: the harness's own is long, and the deadline is what these tests exercise.
-const DEADLINE = { REQUEST_DEADLINE_MS: '4000' };
 
 interface Outcome {
   kind: 'write' | 'read' | 'evaluate' | 'signup';
@@ -45,7 +43,7 @@ describe('Postgres connections terminated under load', () => {
   let fx: DataPlaneFixture;
   let flagKey: string;
   beforeAll(async () => {
-    app = await startTestApp({ ...UNLIMITED, ...DEADLINE });
+    app = await startTestApp({ ...UNLIMITED, ...PRODUCTION_DEADLINE });
     fx = await createFixture(app);
     flagKey = (await createFlag(fx.owner, fx.serviceId, { type: 'boolean', enabled: true, defaultValue: true })).key;
     await untilEvaluated(app, { flagKey, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken, listener: 'data' });
@@ -136,7 +134,7 @@ describe('Redis and Temporal that stop answering', () => {
     redis = await startTcpProxy({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) });
     const [temporalHost, temporalPort] = infra.temporalAddress.split(':');
     temporal = await startTcpProxy({ host: temporalHost, port: Number(temporalPort) });
-    app = await startTestApp({ ...UNLIMITED, ...DEADLINE, REDIS_URL: `redis://${redis.address}`, TEMPORAL_ADDRESS: temporal.address });
+    app = await startTestApp({ ...UNLIMITED, ...PRODUCTION_DEADLINE, REDIS_URL: `redis://${redis.address}`, TEMPORAL_ADDRESS: temporal.address });
     fx = await createFixture(app);
     flagKey = (await createFlag(fx.owner, fx.serviceId, { type: 'boolean', enabled: true, defaultValue: true })).key;
     await untilEvaluated(app, { flagKey, serviceId: fx.serviceId }, (r) => r.value === true, { token: fx.readToken, listener: 'data' });
