@@ -34,7 +34,9 @@ export function serverNodeVersion(): string {
 export function deployedNodeFlags(env: NodeJS.ProcessEnv, cpus?: string): string[] {
   const script = ['sh', path.join(__dirname, '..', 'scripts', 'run-api.sh'), '--print-node-flags'];
   const [command, ...args] = cpus ? ['taskset', '-c', cpus, ...script] : script;
-  return execFileSync(command, args, { env, encoding: 'utf8' }).split(/\s+/).filter(Boolean);
+  // The flags depend on the node major: the script asks the `node` first on PATH, so SERVER_NODE's.
+  const withServerNode = { ...env, PATH: `${path.dirname(SERVER_NODE)}${path.delimiter}${env.PATH ?? ''}` };
+  return execFileSync(command, args, { env: withServerNode, encoding: 'utf8' }).split(/\s+/).filter(Boolean);
 }
 
 /**

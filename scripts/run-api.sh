@@ -8,8 +8,8 @@
 #   gets a larger young generation: OTLP and event ingestion allocate short-lived objects fast
 #   (docs/opentelemetry.md#throughput).
 # - A process given one CPU (its affinity, or a cgroup quota of one CPU or less) runs V8's
-#   collector on the JavaScript thread: its helper threads could only take turns with it on that
-#   CPU (docs/operations.md#one-cpu).
+#   collector on the JavaScript thread on Node 20: its helper threads could only take turns with
+#   it on that CPU. Node 22 and later are cheaper without it (docs/operations.md#one-cpu).
 roles="${ROLES:-control,data,ingest,worker}"
 print_flags=
 for arg in "$@"; do
@@ -33,7 +33,8 @@ flags=
 case ",$roles," in
   *,ingest,*) flags="--max-semi-space-size=64" ;;
 esac
-[ "$cpus" -le 1 ] && flags="$flags --single-threaded-gc"
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+[ "$cpus" -le 1 ] && [ "$node_major" -lt 22 ] && flags="$flags --single-threaded-gc"
 
 if [ -n "$print_flags" ]; then
   echo $flags
