@@ -33,8 +33,11 @@ flags=
 case ",$roles," in
   *,ingest,*) flags="--max-semi-space-size=64" ;;
 esac
-node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-[ "$cpus" -le 1 ] && [ "$node_major" -lt 22 ] && flags="$flags --single-threaded-gc"
+if [ "$cpus" -le 1 ]; then
+  # Asked only here: starting node costs tens of milliseconds, and most processes have more CPUs.
+  node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+  [ "$node_major" -lt 22 ] && flags="$flags --single-threaded-gc"
+fi
 
 if [ -n "$print_flags" ]; then
   echo $flags
