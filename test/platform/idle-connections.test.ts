@@ -28,10 +28,16 @@ afterAll(async () => {
 /** A raw client connection: what it received, and whether the server closed it. */
 function connect() {
   const socket = net.connect(port, '127.0.0.1');
-  const state = { received: '', closed: false, socket };
+  const state = { received: '', closed: false, closedAt: 0, lastDataAt: 0, socket };
   socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => (state.received += chunk));
-  socket.on('close', () => (state.closed = true));
+  socket.on('data', (chunk: string) => {
+    state.received += chunk;
+    state.lastDataAt = Date.now();
+  });
+  socket.on('close', () => {
+    state.closed = true;
+    state.closedAt = Date.now();
+  });
   socket.on('error', () => undefined);
   return state;
 }
@@ -75,6 +81,18 @@ describe('closeIdleKeepAlive', () => {
     expect(await until(() => answers(c.received) === 2, 20 * IDLE_MS)).toBe(true);
     expect(c.closed).toBe(false);
     c.socket.destroy();
+  });
+
+  it('counts the idle time from the end of the last answer, not from its request', async () => {
+    const c = connect();
+    c.socket.write(request('/'));
+    expect(await until(() => answers(c.received) === 1, 2_000)).toBe(true);
+    // Read before a sweep, answered sweeps later: the client may reuse it for a whole sweep more.
+    c.socket.write(request(`/?delay=${2.5 * IDLE_MS}`));
+    expect(await until(() => answers(c.received) === 2, 20 * IDLE_MS)).toBe(true);
+    expect(await until(() => c.closed, 10 * IDLE_MS)).toBe(true);
+    // Timers may fire a little early on some platforms; a sweep too soon would be a whole interval short.
+    expect(c.closedAt - c.lastDataAt).toBeGreaterThanOrEqual(IDLE_MS - 50);
   });
 
   it('leaves a connection that was never answered to the listener’s own timeouts', async () => {
