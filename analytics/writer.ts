@@ -189,18 +189,25 @@ export class TableWriter<R> {
     return true;
   }
 
-  /** A full batch is flushed on the next turn, once however many rows arrive before it. */
+  /**
+   * A full batch is flushed on the next turn, once however many rows arrive before it: the rows
+   * buffered, not what a subclass holds back (its `flush` hands that over too).
+   */
   private flushWhenFull(): void {
     if (this.buffered < this.opts.batchSize || this.flushing || this.closed || this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      void this.flush();
+      void this.flushBuffered();
     });
   }
 
   /** Drains the buffer now (a reader wanting its own writes); resolves when it is empty or dropped. */
   flush(): Promise<void> {
+    return this.flushBuffered();
+  }
+
+  private flushBuffered(): Promise<void> {
     if (!this.flushing && this.buffered === 0) return Promise.resolve();
     // Flushes run one after another, each writing what was waiting when it began: a caller
     // whose rows arrived during a running flush still gets them written before it resolves.

@@ -371,6 +371,19 @@ describe('EvaluationRecorder folding alike requests', () => {
     expect(new Set(batches.flat().map((r) => r.targeting_key_hash)).size).toBe(1_500);
   });
 
+  it('writes a full batch without closing the folding window early', async () => {
+    const { analytics } = fakeAnalytics(0);
+    const recorder = new EvaluationRecorder({ analytics, ...options, batchSize: 10, maxBuffered: 100_000, maxGroups: 6, foldMs: 60_000 });
+    // Six users close the first window (12 rows, more than a batch); three more open the next.
+    for (let i = 0; i < 6; i++) recorder.recordRequest(request({ targetingKey: `first-${i}` }));
+    for (let i = 0; i < 3; i++) recorder.recordRequest(request({ targetingKey: `next-${i}` }));
+    // A turn hands the closed window over and fills a batch; the next writes it.
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(recorder.stats()).toMatchObject({ folded: 12, buffered: 6 });
+    await recorder.flush();
+    expect(recorder.stats()).toMatchObject({ folded: 18, written: 18, buffered: 0 });
+  });
+
   it('forgets a flag’s folded requests on discard and keeps the other flags of the same requests', async () => {
     const { analytics, batches } = fakeAnalytics(0);
     const recorder = new EvaluationRecorder({ analytics, ...options });
