@@ -35,11 +35,15 @@
  *   bulk-users     the same, each request for the next of 100,000 users: no two requests in a
  *                  flush window alike, so ours records a row per flag of each (worst case of
  *                  the recorder's folding, api/features/evaluation/recorder.ts)
+ *   floor          the runtime's own floor, measured in the same rounds: a bare node:http route
+ *                  on our servers' node (bench/bare-http.ts) answering the all-flags request
+ *                  with a constant answer of that size and our headers. How far a run's figures
+ *                  are from a quiet host's shows in it: every server's cost moves with it.
  *
  * The peers are built from their public sources for the measurement only and never committed;
  * point at the binaries with FLAGD_BIN and UNLEASH_EDGE_BIN (docs/data-plane.md#benchmarks says how
  * to build them). A peer whose binary is not given is left out of the table. BENCH_ONLY=single,
- * bulk, bulk-enabled or bulk-users runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
+ * bulk, bulk-enabled, bulk-users or floor runs those comparisons. BENCH_SERVER_NODE_ARGS (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`) goes to the node of both our servers (npm run
  * bench:profile summarizes such profiles by part of the request). BENCH_SERVER_NODE (a node
  * binary) runs both our servers on it instead of the bench's own node: the production image's
@@ -53,7 +57,7 @@ import autocannon from 'autocannon';
 import { listenerUrl, productionBackends, productionEnv, startApp, treeCpuSeconds, type Child } from './memory-procs';
 import { call, createProject, createReadToken, createService, signUp } from './memory-setup';
 import { fmt, median, pinSelf } from './report';
-import { serverNodeVersion, startEvalServer, stopServer } from './server-process';
+import { SERVER_NODE, serverNodeVersion, startEvalServer, stopServer } from './server-process';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
@@ -88,10 +92,10 @@ interface Target {
 
 interface Comparison {
   /** What BENCH_ONLY names it by. */
-  name: 'single' | 'bulk' | 'bulk-enabled' | 'bulk-users';
+  name: 'single' | 'bulk' | 'bulk-enabled' | 'bulk-users' | 'floor';
   request: string;
   peer: Target | undefined;
-  /** Our data plane (production profile), then the embedded profile. */
+  /** Our data plane (production profile), then the embedded profile; the floor's bare route. */
   ours: Target[];
 }
 
@@ -125,6 +129,17 @@ async function startPeer(bin: string, args: string[], env: Record<string, string
   }
   child.kill('SIGKILL');
   throw new Error(`${path.basename(bin)} did not become ready: ${stderr}`);
+}
+
+/** bench/bare-http.ts on CPU 0 (when pinned), on our servers' node: the runtime's floor. */
+async function startFloor(pinned: boolean): Promise<{ child: ChildProcess; port: number }> {
+  const script = ['--import', 'tsx', path.join(__dirname, 'bare-http.ts')];
+  const child = pinned ? spawn('taskset', ['-c', '0', SERVER_NODE, ...script], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(SERVER_NODE, script, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bare-http exited with ${code}`)));
+    child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+  });
+  return { child, port };
 }
 
 function stopPeer(child: ChildProcess | undefined): Promise<void> {
@@ -241,6 +256,7 @@ async function main() {
   let flagd: ChildProcess | undefined;
   let edge: ChildProcess | undefined;
   let embedded: Awaited<ReturnType<typeof startEvalServer>> | undefined;
+  let floor: ChildProcess | undefined;
   try {
     // Ours on the production profile: the control plane and ClickHouse (CPU 1, inherited from
     // this process), the data plane alone on CPU 0.
@@ -302,11 +318,19 @@ async function main() {
       edgeEnabledTarget = { name: 'Unleash Edge /api/frontend (1 worker)', pid: edge.pid!, request: { url, method: 'GET', headers: { authorization: EDGE_TOKEN } } };
       edgeUsersTarget = { ...edgeTarget, forUser: (n) => ({ path: `/api/frontend/all?userId=user-${n}` }) };
     }
+    const bare = await startFloor(pinned);
+    floor = bare.child;
+    const floorTarget: Target = {
+      name: `bare node:http (node ${serverNodeVersion()})`,
+      pid: bare.child.pid!,
+      request: { ...production.bulk.request, url: `http://127.0.0.1:${bare.port}/api/ofrep/v1/evaluate/flags` },
+    };
     const all: Comparison[] = [
       { name: 'single', request: 'one boolean flag, 10% rollout, OFREP single', peer: flagdTarget, ours: [production.single, embeddedTargets.single] },
       { name: 'bulk', request: `all ${BULK_KEYS.length} flags of a service for one context`, peer: edgeTarget, ours: [production.bulk, embeddedTargets.bulk] },
       { name: 'bulk-enabled', request: `all ${BULK_KEYS.length} flags, the peer listing only those enabled for the context`, peer: edgeEnabledTarget, ours: [production.bulk, embeddedTargets.bulk] },
       { name: 'bulk-users', request: `all ${BULK_KEYS.length} flags, each request another of ${fmt(USERS)} users`, peer: edgeUsersTarget, ours: [production.bulkUsers, embeddedTargets.bulkUsers] },
+      { name: 'floor', request: "the floor: the all-flags request answered by a bare node:http route, a constant answer", peer: undefined, ours: [floorTarget] },
     ];
     const comparisons = all.filter((c) => !ONLY || ONLY.includes(c.name));
     console.log(
@@ -372,6 +396,15 @@ async function main() {
       }
       for (const line of rows) console.log(line);
     }
+    const floorRuns = runs.get(`floor:${floorTarget.name}`);
+    if (floorRuns) {
+      const floorCost = median(floorRuns.map(cpuPer10k));
+      const multiples = comparisons
+        .filter((c) => c.name !== 'floor')
+        .flatMap((c) => c.ours.map((target) => `${c.name} ${target.name.replace('ours, ', '')} ${fmt(median(runs.get(runKey(c, target))!.map(cpuPer10k)) / floorCost, 2)}x`));
+      console.log('');
+      console.log(`The floor read ${fmt(floorCost, 3)} CPU-s per 10k requests in this run${multiples.length ? `; ours as multiples of it: ${multiples.join(', ')}` : ''}.`);
+    }
     if (offCore.size) {
       const figures = [...offCore].map(([key, xs]) => `${key.split(':')[0]} ${fmt(median(xs), 3)}`);
       console.log('');
@@ -381,7 +414,7 @@ async function main() {
       );
     }
   } finally {
-    await Promise.all([stopPeer(flagd), stopPeer(edge), embedded && stopServer(embedded.child)]);
+    await Promise.all([stopPeer(flagd), stopPeer(edge), stopPeer(floor), embedded && stopServer(embedded.child)]);
     for (const child of children) await child.stop().catch(() => child.killGroup());
     for (const cleanup of cleanups.reverse()) await cleanup().catch((error) => console.error(`clean-up step failed: ${(error as Error).message}`));
     rmSync(dir, { recursive: true, force: true });
