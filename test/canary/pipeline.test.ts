@@ -509,11 +509,17 @@ describe('canaryPipeline on the time-skipping server', () => {
       args: [{ pipelineId: record.id, target: { projectId: p.projectId, orgId: p.orgId, serviceId: p.serviceId, environment: 'production', flagKey: flag.key }, ruleId: 'canary', insertRuleValue: 'true', config, preCanaryVersion: flag.version, historyLimit: 20 }],
     });
     // Time moves a second at a time rather than under result(): left to skip freely, the test
-    // server can jump a run that has just continued as new straight to its run timeout.
+    // server can jump a run that has just continued as new straight to its run timeout. And only
+    // while no activity runs: a gate's query slowed by a loaded machine must not outlast its
+    // timeout in skipped time.
     await eventually(async () => {
-      await env.sleep(1_000);
-      return (await env.client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED';
-    }, 100_000);
+      const { status, raw } = await env.client.workflow.getHandle(workflowId).describe();
+      if (status.name === 'COMPLETED') return true;
+      if (status.name !== 'RUNNING' && status.name !== 'CONTINUED_AS_NEW') throw new Error(`the pipeline ended ${status.name}`);
+      const running = (raw.pendingActivities ?? []).some((a) => a.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED);
+      if (!running) await env.sleep(1_000);
+      return false;
+    }, 150_000);
     await expect(env.client.workflow.getHandle(workflowId).result()).resolves.toBe('completed');
     // Every stage boundary past 20 events started a new run: the first run did not finish the pipeline itself.
     expect((await env.client.workflow.getHandle(workflowId, first.firstExecutionRunId).describe()).status.name).toBe('CONTINUED_AS_NEW');
@@ -524,7 +530,7 @@ describe('canaryPipeline on the time-skipping server', () => {
       [2, 60, 'pass'],
     ]);
     expect((await flagNow(flag.ref))!.version).toBe(flag.version + 3);
-  }, 120_000);
+  }, 180_000);
 
   it('replays the recorded histories (the checked-in one and this run\'s) without nondeterminism', async () => {
     const fixture = `${__dirname}/fixtures/canary-breach-history.json`;
