@@ -133,8 +133,9 @@ async function startPeer(bin: string, args: string[], env: Record<string, string
 
 /** bench/bare-http.ts on CPU 0 (when pinned), on our servers' node: the runtime's floor. */
 async function startFloor(pinned: boolean): Promise<{ child: ChildProcess; port: number }> {
-  const script = ['--import', 'tsx', path.join(__dirname, 'bare-http.ts')];
-  const child = pinned ? spawn('taskset', ['-c', '0', SERVER_NODE, ...script], { stdio: ['ignore', 'pipe', 'inherit'] }) : spawn(SERVER_NODE, script, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const script = [SERVER_NODE, '--import', 'tsx', path.join(__dirname, 'bare-http.ts')];
+  const [command, ...args] = pinned ? ['taskset', '-c', '0', ...script] : script;
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bare-http exited with ${code}`)));
     child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
@@ -320,8 +321,9 @@ async function main() {
     }
     const bare = await startFloor(pinned);
     floor = bare.child;
+    const nodeVersion = serverNodeVersion();
     const floorTarget: Target = {
-      name: `bare node:http (node ${serverNodeVersion()})`,
+      name: `bare node:http (node ${nodeVersion})`,
       pid: bare.child.pid!,
       request: { ...production.bulk.request, url: `http://127.0.0.1:${bare.port}/api/ofrep/v1/evaluate/flags` },
     };
@@ -330,7 +332,7 @@ async function main() {
       { name: 'bulk', request: `all ${BULK_KEYS.length} flags of a service for one context`, peer: edgeTarget, ours: [production.bulk, embeddedTargets.bulk] },
       { name: 'bulk-enabled', request: `all ${BULK_KEYS.length} flags, the peer listing only those enabled for the context`, peer: edgeEnabledTarget, ours: [production.bulk, embeddedTargets.bulk] },
       { name: 'bulk-users', request: `all ${BULK_KEYS.length} flags, each request another of ${fmt(USERS)} users`, peer: edgeUsersTarget, ours: [production.bulkUsers, embeddedTargets.bulkUsers] },
-      { name: 'floor', request: "the floor: the all-flags request answered by a bare node:http route, a constant answer", peer: undefined, ours: [floorTarget] },
+      { name: 'floor', request: 'the floor: the all-flags request answered by a bare node:http route, a constant answer', peer: undefined, ours: [floorTarget] },
     ];
     const comparisons = all.filter((c) => !ONLY || ONLY.includes(c.name));
     console.log(
@@ -344,7 +346,7 @@ async function main() {
     console.log(
       `  ours, embedded: the embedded profile in one process with its Temporal dev server (ROLES=${EMBEDDED_ROLES}, PGlite, in-process cache, evaluation events ${process.env.BENCH_EVENTS === 'off' ? 'dropped' : 'written to the in-process chDB'})`,
     );
-    console.log(`  ours on node ${serverNodeVersion()}${process.env.BENCH_SERVER_NODE ? ` (BENCH_SERVER_NODE=${process.env.BENCH_SERVER_NODE})` : ''}`);
+    console.log(`  ours on node ${nodeVersion}${process.env.BENCH_SERVER_NODE ? ` (BENCH_SERVER_NODE=${process.env.BENCH_SERVER_NODE})` : ''}`);
     console.log('  flagd: GOMAXPROCS=1, flags from a file; Unleash Edge: offline, bootstrap file, TOKIO_WORKER_THREADS=1');
     // The answers differ in size (Unleash's frontend API lists only the toggles enabled for the
     // context, so with 10% rollouts usually none): print each, so the table is read knowingly.
@@ -389,18 +391,19 @@ async function main() {
       }
       for (const target of c.ours) {
         const mine = runs.get(runKey(c, target))!;
-        const cpuRatio = theirs ? `${fmt(median(mine.map((m, i) => cpuPer10k(theirs[i]) / cpuPer10k(m))), 2)}x` : '-';
+        const cpuRatio = theirs ? `**${fmt(median(mine.map((m, i) => cpuPer10k(theirs[i]) / cpuPer10k(m))), 2)}x**` : '-';
         const rpsRatio = theirs ? `${fmt(median(mine.map((m, i) => m.rps / theirs[i].rps)), 2)}x` : '-';
         const errors = mine.reduce((n, r) => n + r.errors, 0);
-        rows.push(`| ${c.peer ? '' : c.request} | ${target.name} | ${span(mine.map((r) => r.rps))} | ${fmt(median(mine.map(cpuPer10k)), 3)} | **${cpuRatio}** | ${rpsRatio} | ${errors} |`);
+        rows.push(`| ${c.peer ? '' : c.request} | ${target.name} | ${span(mine.map((r) => r.rps))} | ${fmt(median(mine.map(cpuPer10k)), 3)} | ${cpuRatio} | ${rpsRatio} | ${errors} |`);
       }
       for (const line of rows) console.log(line);
     }
-    const floorRuns = runs.get(`floor:${floorTarget.name}`);
+    const floorComparison = comparisons.find((c) => c.name === 'floor');
+    const floorRuns = floorComparison && runs.get(runKey(floorComparison, floorTarget));
     if (floorRuns) {
       const floorCost = median(floorRuns.map(cpuPer10k));
       const multiples = comparisons
-        .filter((c) => c.name !== 'floor')
+        .filter((c) => c !== floorComparison)
         .flatMap((c) => c.ours.map((target) => `${c.name} ${target.name.replace('ours, ', '')} ${fmt(median(runs.get(runKey(c, target))!.map(cpuPer10k)) / floorCost, 2)}x`));
       console.log('');
       console.log(`The floor read ${fmt(floorCost, 3)} CPU-s per 10k requests in this run${multiples.length ? `; ours as multiples of it: ${multiples.join(', ')}` : ''}.`);

@@ -3,9 +3,10 @@ import type { Socket } from 'node:net';
 
 /**
  * Closes keep-alive connections that stayed idle for a whole sweep: between `idleMs` and twice
- * that after their last byte read or written. It stands in for Node's `keepAliveTimeout`, which re-arms a socket
- * timer as every answer finishes and disarms it as the next request arrives: two timers per
- * request, a few percent of the data plane's CPU per request (docs/data-plane.md, The lean path).
+ * that after their last byte read or written. It stands in for Node's `keepAliveTimeout`, which
+ * re-arms a socket timer as every answer finishes and disarms it as the next request arrives:
+ * two timers per request, a few percent of the data plane's CPU per request (docs/data-plane.md,
+ * The lean path).
  * Here one timer per listener walks its connections instead.
  *
  * A connection is left alone while a response is under way or unsent bytes wait in its buffer

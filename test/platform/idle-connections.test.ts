@@ -51,6 +51,16 @@ async function until(condition: () => boolean, ms: number): Promise<boolean> {
   return condition();
 }
 
+/** A connection answered once, then given a request that takes `delayMs` to answer, until that answer. */
+async function answeredThenSlow(delayMs: number) {
+  const c = connect();
+  c.socket.write(request('/'));
+  expect(await until(() => answers(c.received) === 1, 2_000)).toBe(true);
+  c.socket.write(request(`/?delay=${delayMs}`));
+  expect(await until(() => answers(c.received) === 2, 20 * IDLE_MS)).toBe(true);
+  return c;
+}
+
 describe('closeIdleKeepAlive', () => {
   it('closes an answered connection once it has been idle for a sweep, and not before', async () => {
     const c = connect();
@@ -73,23 +83,15 @@ describe('closeIdleKeepAlive', () => {
   });
 
   it('never closes a connection while its response is under way', async () => {
-    const c = connect();
-    c.socket.write(request('/'));
-    expect(await until(() => answers(c.received) === 1, 2_000)).toBe(true);
-    // Answered once, then a request that takes several sweeps to answer.
-    c.socket.write(request(`/?delay=${4 * IDLE_MS}`));
-    expect(await until(() => answers(c.received) === 2, 20 * IDLE_MS)).toBe(true);
+    // The second request takes several sweeps to answer.
+    const c = await answeredThenSlow(4 * IDLE_MS);
     expect(c.closed).toBe(false);
     c.socket.destroy();
   });
 
   it('counts the idle time from the end of the last answer, not from its request', async () => {
-    const c = connect();
-    c.socket.write(request('/'));
-    expect(await until(() => answers(c.received) === 1, 2_000)).toBe(true);
     // Read before a sweep, answered sweeps later: the client may reuse it for a whole sweep more.
-    c.socket.write(request(`/?delay=${2.5 * IDLE_MS}`));
-    expect(await until(() => answers(c.received) === 2, 20 * IDLE_MS)).toBe(true);
+    const c = await answeredThenSlow(2.5 * IDLE_MS);
     expect(await until(() => c.closed, 10 * IDLE_MS)).toBe(true);
     // Timers may fire a little early on some platforms; a sweep too soon would be a whole interval short.
     expect(c.closedAt - c.lastDataAt).toBeGreaterThanOrEqual(IDLE_MS - 50);
