@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import postgres from 'postgres';
 import { parse } from 'yaml';
 import { createLogger } from '../../api/infra/logger';
 import { projectPath } from '../../api/infra/paths';
@@ -200,16 +201,28 @@ describe('the Postgres pool in the metrics', () => {
       idle: sample(text, 'flagship_postgres_pool_connections{state="idle"}'),
       waiting: sample(text, 'flagship_postgres_pool_waiting'),
     });
-    // Queries run once something waits on them.
-    const sleeping = Array.from({ length: max + 3 }, () => app.platform.db.sql`SELECT pg_sleep(3)`.then(() => undefined));
+    // Every pool connection blocks on a lock a connection of the test's own holds, until released:
+    // the check takes as long as it needs (a scrape can itself wait up to 2 s for its probe query on
+    // the exhausted pool), and the release ends every query at once.
+    const holder = postgres(app.platform.config.DATABASE_URL!, { max: 1, onnotice: () => undefined });
+    const lock = 0x6d657472;
     try {
-      // Every connection sleeps; the three queries beyond them wait.
-      await eventually(async () => {
-        const now = pool(await scrape());
-        return now.inUse === max && now.waiting === 3 ? now : undefined;
-      }, 10_000);
+      await holder`SELECT pg_advisory_lock(${lock})`;
+      // Queries run once something waits on them.
+      const blocked = Array.from({ length: max + 3 }, () => app.platform.db.sql`SELECT pg_advisory_xact_lock_shared(${lock})`.then(() => undefined));
+      try {
+        // Every connection blocks; the three queries beyond them wait (with anything else the
+        // process asks for meanwhile, such as the scrape's own probe).
+        await eventually(async () => {
+          const now = pool(await scrape());
+          return now.inUse === max && (now.waiting ?? 0) >= 3 ? now : undefined;
+        }, 30_000);
+      } finally {
+        await holder`SELECT pg_advisory_unlock(${lock})`;
+        await Promise.all(blocked);
+      }
     } finally {
-      await Promise.all(sleeping);
+      await holder.end();
     }
     await eventually(async () => {
       const now = pool(await scrape());
