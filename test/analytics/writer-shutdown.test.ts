@@ -31,7 +31,7 @@ it('writes every buffered row of every table when the platform stops', async () 
   expect(stats.sdk_diagnostics).toMatchObject({ buffered: 1, written: 0 });
   expect(stats.evaluation_events).toMatchObject({ buffered: 1, written: 0 });
 
-  await app.stop();
+  await app.stop({ keepAnalytics: true });
   expect(app.platform.analyticsWriter.stats().outcome_events).toMatchObject({ buffered: 0, written: 3, dropped: 0 });
 
   const analytics = await openAnalytics({ database: CLICKHOUSE_DATABASE, chdbPath: CHDB_PATH as string });

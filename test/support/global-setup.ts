@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { migrate } from '../../api/infra/migrate';
@@ -13,6 +14,7 @@ export const templateDatabase = () => process.env.TEST_TEMPLATE_DB ?? 'flags_tem
  * Workers inherit the environment set here; test/support/global-teardown.ts drops the template.
  */
 export default async function globalSetup() {
+  removeStaleChdbPaths();
   if (!process.env.DATABASE_URL || !process.env.REDIS_URL || !process.env.TEMPORAL_ADDRESS) {
     // Unit-only runs (pure logic) need none of this.
     return;
@@ -39,6 +41,14 @@ async function dropStaleTemplates(admin: postgres.Sql) {
   for (const { datname } of rows) {
     const pid = Number(/^(?:flags_template|t)_(\d+)/.exec(datname)?.[1]);
     if (pid && !processAlive(pid)) await admin.unsafe(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => undefined);
+  }
+}
+
+/** The chDB path of each jest worker (test/support/harness.ts) whose process is gone. */
+function removeStaleChdbPaths() {
+  for (const entry of fs.readdirSync(os.tmpdir())) {
+    const pid = Number(/^flags-test-chdb-(\d+)$/.exec(entry)?.[1]);
+    if (pid && !processAlive(pid)) fs.rmSync(path.join(os.tmpdir(), entry), { recursive: true, force: true });
   }
 }
 

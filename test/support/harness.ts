@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import postgres from 'postgres';
 import { ANY_FREE_PORTS, DEFAULT_REQUEST_DEADLINE_MS, parseConfig } from '../../api/config';
 import { createLogger, type Logger } from '../../api/infra/logger';
+import { openAnalytics } from '../../analytics/client';
 import { createPlatform, startRoles, type Platform, type RunningListeners } from '../../api/server';
 import { templateDatabase, withDatabase } from './global-setup';
 
@@ -38,8 +39,11 @@ export interface TestApp {
   signup(opts?: { name?: string; email?: string; verified?: boolean }): Promise<TestUser>;
   /** The server's last error-level log lines (when no logger was passed): what a failing test should print. */
   errorLog(): string[];
-  /** keepDatabase: for a second replica sharing another app's database. */
-  stop(opts?: { keepDatabase?: boolean }): Promise<void>;
+  /**
+   * keepDatabase: leaves its Postgres and ClickHouse databases to another app or process;
+   * keepAnalytics: leaves only the ClickHouse one, for a test reading what the app wrote.
+   */
+  stop(opts?: { keepDatabase?: boolean; keepAnalytics?: boolean }): Promise<void>;
 }
 
 export interface TestUser {
@@ -89,8 +93,10 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const infra = requireInfra();
   const suffix = `${process.pid}_${++counter}_${randomBytes(3).toString('hex')}`;
-  // A replica of another app passes that app's DATABASE_URL: nothing to create or drop then.
+  // A replica of another app passes that app's DATABASE_URL (and CLICKHOUSE_DATABASE): nothing to
+  // create or drop then.
   const ownsDatabase = !env.DATABASE_URL;
+  const ownsAnalyticsDatabase = !env.CLICKHOUSE_DATABASE && !env.CLICKHOUSE_URL;
   const dbName = `t_${suffix}`;
   if (ownsDatabase) {
     const admin = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
@@ -189,12 +195,28 @@ export async function startTestApp(
     async stop(opts = {}) {
       await running.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
-      if (opts.keepDatabase || !ownsDatabase) return;
+      if (opts.keepDatabase) return;
+      if (ownsAnalyticsDatabase && !opts.keepAnalytics) await dropAnalyticsDatabase(config.CLICKHOUSE_DATABASE, config.CHDB_PATH!);
+      if (!ownsDatabase) return;
       const cleanup = postgres(infra.databaseUrl, { max: 1, onnotice: () => undefined });
       await cleanup.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
       await cleanup.end();
     },
   };
+}
+
+/**
+ * Every app of a jest worker shares one chDB path (one engine per process), and the engine loads
+ * and schedules background work for every database at its path: left there, a late suite's app took
+ * ten times as long to start as the first. Dropped once its app (and its writers' last flush) stopped.
+ */
+async function dropAnalyticsDatabase(database: string, chdbPath: string): Promise<void> {
+  const analytics = await openAnalytics({ database, chdbPath });
+  try {
+    await analytics.client.command({ query: `DROP DATABASE IF EXISTS ${database} SYNC` });
+  } finally {
+    await analytics.close();
+  }
 }
 
 /** Polls until `check` returns a truthy value or the timeout passes. */
