@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: provisions and starts Postgres, Redis and Temporal if
-# absent (and chromium for the browser tests), then typecheck, lint, the build (API and web
-# console), unit + integration + browser tests (jest) against the real servers,
+# absent (and chromium for the browser tests), then the build (API and web console), unit +
+# integration + browser tests (jest) against the real servers with typecheck and lint beside them,
 # a smoke run of the embedded profile, and Schemathesis against the running API. Arguments go
 # to jest and skip the smoke run and Schemathesis (`npm test -- test/accounts`).
 #
@@ -68,11 +68,27 @@ if ! command -v chromium >/dev/null; then
   step chromium bash -c 'source scripts/provision.sh && need_command chromium chromium'
 fi
 
-step typecheck npm run --silent typecheck
-step lint npm run --silent lint
 quiet_build() { npm run --silent build >/dev/null; }
 built=ok
 step build quiet_build || built=failed
+
+# Typecheck and lint need nothing jest needs, and jest's first minute and a half is mostly
+# waiting (its largest files watch a guardrail's real-time window): they run meanwhile, each
+# into its own log, and are reported in order once jest has finished.
+background_step() {
+  local name="$1"
+  shift
+  ( "$@" >"$logs/$name.log" 2>&1; echo $? >"$logs/$name.status" ) &
+}
+report_background_step() {
+  local name="$1"
+  wait
+  echo "== $name"
+  cat "$logs/$name.log"
+  if [ "$(cat "$logs/$name.status" 2>/dev/null)" = 0 ]; then mark_ok "$name"; else mark_failed "$name" "exit $(cat "$logs/$name.status" 2>/dev/null || echo '?')"; fi
+}
+background_step typecheck npm run --silent typecheck
+background_step lint npm run --silent lint
 
 if [ "$servers" = ok ]; then
   echo "== jest"
@@ -90,6 +106,9 @@ if [ "$servers" = ok ]; then
 else
   mark_skipped jest "the servers did not start"
 fi
+
+report_background_step typecheck
+report_background_step lint
 
 if [ "$#" -eq 0 ]; then
   if [ "$built" = ok ]; then
