@@ -81,11 +81,12 @@ background_step() {
   ( "$@" >"$logs/$name.log" 2>&1; echo $? >"$logs/$name.status" ) &
 }
 report_background_step() {
-  local name="$1"
+  local name="$1" status
   wait
+  status="$(cat "$logs/$name.status" 2>/dev/null || echo '?')"
   echo "== $name"
   cat "$logs/$name.log"
-  if [ "$(cat "$logs/$name.status" 2>/dev/null)" = 0 ]; then mark_ok "$name"; else mark_failed "$name" "exit $(cat "$logs/$name.status" 2>/dev/null || echo '?')"; fi
+  if [ "$status" = 0 ]; then mark_ok "$name"; else mark_failed "$name" "exit $status"; fi
 }
 background_step typecheck npm run --silent typecheck
 background_step lint npm run --silent lint

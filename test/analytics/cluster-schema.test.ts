@@ -6,13 +6,13 @@
  * the schema files as written, which every other analytics test runs against chDB.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { query } from 'chdb';
 import { openAnalytics } from '../../analytics/client';
 import { ClusterSchema } from '../../analytics/cluster';
 import { analyticsSchemaPlan, listSchemaFiles, migrateAnalytics } from '../../analytics/migrate';
 import { projectPath } from '../../api/infra/paths';
+import { workerChdbPath } from '../support/chdb-path';
 
 const CLUSTER = 'flags_cluster';
 const plan = analyticsSchemaPlan(CLUSTER);
@@ -117,7 +117,7 @@ describe('analytics schema in cluster mode', () => {
 describe('cluster mode over a database migrated on one node', () => {
   it('refuses before running any statement, naming the way out', async () => {
     const database = `cluster_guard_${process.pid}`;
-    const analytics = await openAnalytics({ database, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    const analytics = await openAnalytics({ database, chdbPath: workerChdbPath() });
     try {
       await migrateAnalytics(analytics);
       await expect(migrateAnalytics({ ...analytics, cluster: CLUSTER })).rejects.toThrow(

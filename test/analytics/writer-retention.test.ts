@@ -1,7 +1,6 @@
-import os from 'node:os';
-import path from 'node:path';
 import { openAnalytics, type Analytics } from '../../analytics/client';
 import { applyAnalyticsRetention, migrateAnalytics } from '../../analytics/migrate';
+import { workerChdbPath } from '../support/chdb-path';
 
 /** ANALYTICS_RETENTION_DAYS / ANALYTICS_ROLLUP_RETENTION_DAYS become the tables' TTLs (chDB). */
 
@@ -9,7 +8,7 @@ let analytics: Analytics;
 const database = `retention_${process.pid}`;
 
 beforeAll(async () => {
-  analytics = await openAnalytics({ database, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+  analytics = await openAnalytics({ database, chdbPath: workerChdbPath() });
   await migrateAnalytics(analytics);
 });
 

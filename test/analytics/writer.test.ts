@@ -1,5 +1,3 @@
-import os from 'node:os';
-import path from 'node:path';
 import { openAnalytics, type Analytics } from '../../analytics/client';
 import { migrateAnalytics } from '../../analytics/migrate';
 import type { AnalyticsRows, BrowserEventRow, OutcomeRow } from '../../analytics/rows';
@@ -8,6 +6,7 @@ import { createLogger } from '../../api/infra/logger';
 import type { EvaluationResult } from '../../api/features/evaluation/engine/index';
 import { EvaluationRecorder } from '../../api/features/evaluation/recorder';
 import { eventually } from '../support/harness';
+import { workerChdbPath } from '../support/chdb-path';
 
 /**
  * The batched analytics writer against chDB (the embedded profile's store): every table's rows
@@ -24,7 +23,7 @@ let analytics: Analytics;
 let counter = 0;
 
 beforeAll(async () => {
-  analytics = await openAnalytics({ database: `writer_${process.pid}`, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+  analytics = await openAnalytics({ database: `writer_${process.pid}`, chdbPath: workerChdbPath() });
   await migrateAnalytics(analytics);
 });
 

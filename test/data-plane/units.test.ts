@@ -13,6 +13,7 @@ import { createLogger } from '../../api/infra/logger';
 import { tsvTime } from '../../analytics/writer';
 import { compileFlag, evaluate } from '../../api/features/evaluation/engine/index';
 import { eventually } from '../support/harness';
+import { workerChdbPath } from '../support/chdb-path';
 
 const logger = createLogger('silent');
 
@@ -399,7 +400,7 @@ describe('EvaluationRecorder into chDB', () => {
   it('waits for a schema its owner has not created yet, without spending attempts or dropping events', async () => {
     // A data plane's writer: it never creates tables, the control plane (here migrateAnalytics) does.
     const database = `recorder_wait_${process.pid}`;
-    const analytics = await openAnalytics({ database, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    const analytics = await openAnalytics({ database, chdbPath: workerChdbPath() });
     try {
       const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 5 });
       recorder.record({ ...event(1, 'early-flag'), timestamp: Math.floor(Date.now() / 1000) * 1000 });
@@ -420,7 +421,7 @@ describe('EvaluationRecorder into chDB', () => {
 
   it('rolls folded rows up by their weight: counts, latency sums and percentiles as if written one by one', async () => {
     const database = `recorder_weights_${process.pid}`;
-    const analytics = await openAnalytics({ database, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    const analytics = await openAnalytics({ database, chdbPath: workerChdbPath() });
     try {
       await migrateAnalytics(analytics);
       const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });
@@ -449,7 +450,7 @@ describe('EvaluationRecorder into chDB', () => {
   it('stores awkward strings exactly (TabSeparated escaping) and millisecond timestamps', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'recorder-chdb-'));
     // One chDB path per process (as the harness): a database of our own inside it.
-    const analytics = await openAnalytics({ database: `recorder_${process.pid}`, chdbPath: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`) });
+    const analytics = await openAnalytics({ database: `recorder_${process.pid}`, chdbPath: workerChdbPath() });
     try {
       await migrateAnalytics(analytics);
       const recorder = new EvaluationRecorder({ analytics, logger, batchSize: 1000, flushIntervalMs: 60_000, maxBuffered: 1000, maxAttempts: 1, retryBaseMs: 1 });

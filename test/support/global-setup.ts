@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
 import { migrate } from '../../api/infra/migrate';
 import { bundleWorkflows } from '../../scripts/bundle-workflows';
+import { chdbPathPid, workerChdbPath } from './chdb-path';
 
 /** The migrated template of this jest run; a name per run so concurrent runs never collide. */
 export const templateDatabase = () => process.env.TEST_TEMPLATE_DB ?? 'flags_template';
@@ -46,9 +46,9 @@ async function dropStaleTemplates(admin: postgres.Sql) {
 
 /** The chDB path of each jest worker (test/support/harness.ts) whose process is gone. */
 function removeStaleChdbPaths() {
-  for (const entry of fs.readdirSync(os.tmpdir())) {
-    const pid = Number(/^flags-test-chdb-(\d+)$/.exec(entry)?.[1]);
-    if (pid && !processAlive(pid)) fs.rmSync(path.join(os.tmpdir(), entry), { recursive: true, force: true });
+  for (const entry of fs.readdirSync(path.dirname(workerChdbPath()))) {
+    const pid = chdbPathPid(entry);
+    if (pid !== undefined && !processAlive(pid)) fs.rmSync(workerChdbPath(pid), { recursive: true, force: true });
   }
 }
 

@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../../api/infra/logger';
 import { openAnalytics } from '../../analytics/client';
 import { createPlatform, startRoles, type Platform, type RunningListeners } from '../../api/server';
 import { templateDatabase, withDatabase } from './global-setup';
+import { workerChdbPath } from './chdb-path';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -119,7 +120,7 @@ export async function startTestApp(
     TEMPORAL_ADDRESS: infra.temporalAddress,
     TEMPORAL_TASK_QUEUE: `test-${suffix}`,
     CLICKHOUSE_DATABASE: `t_${suffix}`,
-    CHDB_PATH: path.join(os.tmpdir(), `flags-test-chdb-${process.pid}`),
+    CHDB_PATH: workerChdbPath(),
     WORKFLOW_BUNDLE_PATH: process.env.WORKFLOW_BUNDLE_PATH ?? '',
     SCRYPT_COST_LOG2: '12',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
