@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: provisions and starts Postgres, Redis and Temporal if
 # absent (and chromium for the browser tests), then the build (API and web console), unit +
-# integration + browser tests (jest) against the real servers with typecheck and lint beside them,
-# a smoke run of the embedded profile, and Schemathesis against the running API. Arguments go
-# to jest and skip the smoke run and Schemathesis (`npm test -- test/accounts`).
+# integration + browser tests (jest) against the real servers, and beside them typecheck, lint,
+# a smoke run of the embedded profile and Schemathesis against a running API. Arguments go to
+# jest and skip the smoke run and Schemathesis (`npm test -- test/accounts`).
 #
 # The last line of output is always `N passed, M failed`, with nothing after it: jest's tests
 # plus one for each other step (typecheck, lint, build, smoke, Schemathesis). A step that fails
@@ -74,22 +74,30 @@ step build quiet_build || built=failed
 
 # Typecheck and lint need nothing jest needs, and jest's first minute and a half is mostly
 # waiting (its largest files watch a guardrail's real-time window): they run meanwhile, each
-# into its own log, and are reported in order once jest has finished.
+# into its own $logs/<step>.out, and are reported in order once jest has finished.
 background_step() {
   local name="$1"
   shift
-  ( "$@" >"$logs/$name.log" 2>&1; echo $? >"$logs/$name.status" ) &
+  ( "$@" >"$logs/$name.out" 2>&1; echo $? >"$logs/$name.status" ) &
 }
 report_background_step() {
   local name="$1" status
   wait
   status="$(cat "$logs/$name.status" 2>/dev/null || echo '?')"
   echo "== $name"
-  cat "$logs/$name.log"
+  cat "$logs/$name.out"
   if [ "$status" = 0 ]; then mark_ok "$name"; else mark_failed "$name" "exit $status"; fi
 }
 background_step typecheck npm run --silent typecheck
 background_step lint npm run --silent lint
+# The smoke run and Schemathesis start servers of their own (their own ports, database, Redis
+# prefix and task queue), so they run beside jest too when the whole suite runs.
+whole_suite=no
+[ "$#" -eq 0 ] && whole_suite=yes
+if [ "$whole_suite" = yes ] && [ "$built" = ok ]; then
+  background_step smoke bash scripts/smoke-embedded.sh
+  [ "$servers" = ok ] && background_step schemathesis bash scripts/schemathesis.sh
+fi
 
 if [ "$servers" = ok ]; then
   echo "== jest"
@@ -111,14 +119,14 @@ fi
 report_background_step typecheck
 report_background_step lint
 
-if [ "$#" -eq 0 ]; then
+if [ "$whole_suite" = yes ]; then
   if [ "$built" = ok ]; then
-    step "smoke (embedded profile)" bash scripts/smoke-embedded.sh
+    report_background_step smoke
   else
     mark_skipped smoke "the build failed"
   fi
   if [ "$built" = ok ] && [ "$servers" = ok ]; then
-    step schemathesis bash scripts/schemathesis.sh
+    report_background_step schemathesis
   else
     mark_skipped schemathesis "the build or the servers failed"
   fi
