@@ -1,6 +1,6 @@
 /**
  * bench:peers' floor: a bare node:http server answering every request, once its body has
- * arrived, with one constant JSON answer the size of our all-flags answer and the headers ours
+ * arrived, with one constant JSON answer (our all-flags answer, BARE_HTTP_ANSWER) and the headers ours
  * carries (rate limit, request id, ETag, cache control, type, length): the least such an
  * exchange costs in the runtime. Started by bench/peers.ts on CPU 0; prints its port.
  */
@@ -8,7 +8,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const flag = (i: number) => ({ key: `bulk-${i}`, value: false, reason: 'DEFAULT', variant: 'off', metadata: { flagSetId: 'bench', version: 1 } });
-const body = Buffer.from(JSON.stringify({ flags: Array.from({ length: 5 }, (_, i) => flag(i)) }));
+// bench/peers.ts passes our data plane's own answer (its event-stream member included); alone, five flags.
+const body = Buffer.from(process.env.BARE_HTTP_ANSWER ?? JSON.stringify({ flags: Array.from({ length: 5 }, (_, i) => flag(i)) }));
 const headers = {
   'RateLimit-Limit': '1000000000',
   'RateLimit-Remaining': '999999999',

@@ -37,7 +37,7 @@
  *                  the recorder's folding, api/features/evaluation/recorder.ts)
  *   floor          the runtime's own floor, measured in the same rounds: a bare node:http route
  *                  on our servers' node (bench/bare-http.ts) answering the all-flags request
- *                  with a constant answer of that size and our headers. How far a run's figures
+ *                  with our data plane's answer to it as a constant, and our headers. How far a run's figures
  *                  are from a quiet host's shows in it: every server's cost moves with it.
  *
  * The peers are built from their public sources for the measurement only and never committed;
@@ -132,10 +132,10 @@ async function startPeer(bin: string, args: string[], env: Record<string, string
 }
 
 /** bench/bare-http.ts on CPU 0 (when pinned), on our servers' node: the runtime's floor. */
-async function startFloor(pinned: boolean): Promise<{ child: ChildProcess; port: number }> {
+async function startFloor(pinned: boolean, answer: string): Promise<{ child: ChildProcess; port: number }> {
   const script = [SERVER_NODE, '--import', 'tsx', path.join(__dirname, 'bare-http.ts')];
   const [command, ...args] = pinned ? ['taskset', '-c', '0', ...script] : script;
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BARE_HTTP_ANSWER: answer } });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bare-http exited with ${code}`)));
     child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
@@ -319,7 +319,9 @@ async function main() {
       edgeEnabledTarget = { name: 'Unleash Edge /api/frontend (1 worker)', pid: edge.pid!, request: { url, method: 'GET', headers: { authorization: EDGE_TOKEN } } };
       edgeUsersTarget = { ...edgeTarget, forUser: (n) => ({ path: `/api/frontend/all?userId=user-${n}` }) };
     }
-    const bare = await startFloor(pinned);
+    // The floor answers with our data plane's own all-flags answer, byte for byte.
+    const { url, method, headers, body } = production.bulk.request;
+    const bare = await startFloor(pinned, await (await fetch(url, { method, headers, body })).text());
     floor = bare.child;
     const nodeVersion = serverNodeVersion();
     const floorTarget: Target = {
