@@ -7,9 +7,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-const flag = (i: number) => ({ key: `bulk-${i}`, value: false, reason: 'DEFAULT', variant: 'off', metadata: { flagSetId: 'bench', version: 1 } });
-// bench/peers.ts passes our data plane's own answer (its event-stream member included); alone, five flags.
-const body = Buffer.from(process.env.BARE_HTTP_ANSWER ?? JSON.stringify({ flags: Array.from({ length: 5 }, (_, i) => flag(i)) }));
+const answer = process.env.BARE_HTTP_ANSWER;
+if (!answer) throw new Error('BARE_HTTP_ANSWER (the answer to serve) is required: bench/peers.ts passes its data plane\'s own');
+const body = Buffer.from(answer);
 const headers = {
   'RateLimit-Limit': '1000000000',
   'RateLimit-Remaining': '999999999',
